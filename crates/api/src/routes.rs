@@ -1,0 +1,327 @@
+//! Handlers of `/api/v1`.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use joblog_core::{
+    Job, JobId, JobQuery, JobState, NewJobRequest, Record, Stream, Timestamp, MAX_LIST_LIMIT,
+};
+use joblog_store::GroomPolicy;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::extract::{JobIdPath, JsonBody, QueryParams};
+use crate::AppState;
+
+pub const DEFAULT_LOG_LIMIT: u32 = 1000;
+pub const MAX_LOG_LIMIT: u32 = 10_000;
+pub const MAX_WAIT_MS: u64 = 30_000;
+
+pub async fn submit(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<NewJobRequest>,
+) -> Result<Response, ApiError> {
+    let job = state.engine.submit(req).await?;
+    Ok((StatusCode::CREATED, Json(job)).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    state: Option<String>,
+    name: Option<String>,
+    limit: Option<u32>,
+    before_id: Option<JobId>,
+}
+
+#[derive(Serialize)]
+struct JobList {
+    jobs: Vec<Job>,
+    next_before_id: Option<JobId>,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    QueryParams(p): QueryParams<ListParams>,
+) -> Result<Json<impl Serialize>, ApiError> {
+    let job_state = match p.state.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(JobState::parse(s).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_query",
+                format!("state: unknown state {s:?} (queued, running, succeeded, failed, cancelled, timed_out, interrupted)"),
+            )
+        })?),
+    };
+    let limit = p.limit.unwrap_or(50);
+    if limit == 0 || limit > MAX_LIST_LIMIT {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!("limit: must be 1 to {MAX_LIST_LIMIT}"),
+        ));
+    }
+    let jobs = state
+        .engine
+        .store()
+        .list_jobs(JobQuery {
+            state: job_state,
+            name: p.name.filter(|n| !n.is_empty()),
+            limit,
+            before_id: p.before_id,
+        })
+        .await?;
+    let next_before_id = if jobs.len() == limit as usize {
+        jobs.last().map(|j| j.id)
+    } else {
+        None
+    };
+    Ok(Json(JobList {
+        jobs,
+        next_before_id,
+    }))
+}
+
+async fn load_job(state: &AppState, id: JobId) -> Result<Job, ApiError> {
+    state
+        .engine
+        .store()
+        .get_job(id)
+        .await?
+        .ok_or_else(|| ApiError::job_not_found(id))
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+) -> Result<Json<Job>, ApiError> {
+    Ok(Json(load_job(&state, id).await?))
+}
+
+pub async fn cancel(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+) -> Result<Json<Job>, ApiError> {
+    Ok(Json(state.engine.cancel(id).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogParams {
+    after_seq: Option<u64>,
+    limit: Option<u32>,
+    streams: Option<String>,
+    wait_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct LogPage {
+    records: Vec<Record>,
+    /// Where the next page starts; `null` once the job has finished and
+    /// nothing follows.
+    next_after_seq: Option<u64>,
+}
+
+fn parse_streams(s: Option<&str>) -> Result<Option<Vec<Stream>>, ApiError> {
+    match s {
+        None | Some("") => Ok(None),
+        Some(s) => Stream::parse_list(s)
+            .map(Some)
+            .map_err(|e| ApiError::bad_request("invalid_query", format!("streams: {e}"))),
+    }
+}
+
+/// A page of the log. With `wait_ms`, a request for records that do not
+/// exist yet waits (long poll) until the writer commits some for this job
+/// or the job ends.
+pub async fn log_page(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+    QueryParams(p): QueryParams<LogParams>,
+) -> Result<Json<impl Serialize>, ApiError> {
+    let limit = p.limit.unwrap_or(DEFAULT_LOG_LIMIT);
+    if limit == 0 || limit > MAX_LOG_LIMIT {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!("limit: must be 1 to {MAX_LOG_LIMIT}"),
+        ));
+    }
+    let wait = Duration::from_millis(p.wait_ms.unwrap_or(0).min(MAX_WAIT_MS));
+    let streams = parse_streams(p.streams.as_deref())?;
+    let after = p.after_seq.unwrap_or(0);
+    let deadline = tokio::time::Instant::now() + wait;
+    // Subscribe before reading so that a commit between the read and the
+    // wait is not missed.
+    let mut commits = (!wait.is_zero()).then(|| state.engine.pipeline().subscribe());
+    loop {
+        // The job's state is read before its records: if it had finished,
+        // every record it wrote is already committed and in this read.
+        let finished = load_job(&state, id).await?.state.is_finished();
+        let records = state
+            .engine
+            .store()
+            .read_log(id, after, limit, streams.clone())
+            .await?;
+        let waiting = records.is_empty() && !finished;
+        if waiting {
+            if let Some(rx) = commits.as_mut() {
+                if wait_for_job(rx, id, deadline).await {
+                    continue;
+                }
+            }
+        }
+        let next_after_seq = match records.last() {
+            _ if records.len() == limit as usize => records.last().map(|r| r.seq),
+            _ if finished => None,
+            Some(r) => Some(r.seq),
+            None => Some(after),
+        };
+        return Ok(Json(LogPage {
+            records,
+            next_after_seq,
+        }));
+    }
+}
+
+/// Waits until a commit touches `id` (true) or the deadline passes (false).
+async fn wait_for_job(
+    rx: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<joblog_pipeline::Committed>>,
+    id: JobId,
+    deadline: tokio::time::Instant,
+) -> bool {
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Err(_) => return false,
+            Ok(Ok(c)) => {
+                if c.appended.iter().any(|(j, _)| *j == id) || c.finished.contains(&id) {
+                    return true;
+                }
+            }
+            // Missed some commits: re-read rather than guess.
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => return true,
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return false,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextParams {
+    streams: Option<String>,
+    timestamps: Option<bool>,
+}
+
+/// The whole log as plain text, streamed page by page so that memory does
+/// not grow with the log.
+pub async fn log_text(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+    QueryParams(p): QueryParams<TextParams>,
+) -> Result<Response, ApiError> {
+    load_job(&state, id).await?;
+    let streams = parse_streams(p.streams.as_deref())?;
+    let timestamps = p.timestamps.unwrap_or(false);
+    let store = state.engine.store().clone();
+    let pages = futures_util::stream::unfold(Some(0u64), move |after| {
+        let store = store.clone();
+        let streams = streams.clone();
+        async move {
+            let after = after?;
+            match store.read_log(id, after, MAX_LOG_LIMIT, streams).await {
+                Ok(records) if records.is_empty() => None,
+                Ok(records) => {
+                    let next = records.last().map(|r| r.seq);
+                    let mut text = String::new();
+                    for r in &records {
+                        if timestamps {
+                            text.push_str(&r.ts.to_rfc3339());
+                            text.push(' ');
+                        }
+                        text.push_str(&r.message);
+                        text.push('\n');
+                    }
+                    Some((Ok::<_, std::io::Error>(text), next))
+                }
+                Err(e) => {
+                    tracing::error!(job = id, error = %e, "reading log for text download");
+                    Some((Err(std::io::Error::other("log read failed")), None))
+                }
+            }
+        }
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        Body::from_stream(pages),
+    )
+        .into_response())
+}
+
+pub async fn result(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+) -> Result<Response, ApiError> {
+    match state.engine.store().read_result(id).await? {
+        Some(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
+        None => {
+            load_job(&state, id).await?;
+            Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "result_not_found",
+                format!("job {id} has no result"),
+            ))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroomRequest {
+    older_than_s: Option<f64>,
+    keep_per_name: Option<u32>,
+}
+
+pub async fn groom(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<GroomRequest>,
+) -> Result<Json<impl Serialize>, ApiError> {
+    if req.older_than_s.is_none() && req.keep_per_name.is_none() {
+        return Err(ApiError::bad_request(
+            "invalid_request",
+            "give older_than_s, keep_per_name or both",
+        ));
+    }
+    let finished_before = match req.older_than_s {
+        None => None,
+        Some(s) if s.is_finite() && s >= 0.0 => {
+            Some(Timestamp::now().micros() - (s * 1_000_000.0) as i64)
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "older_than_s: must be a number of seconds ≥ 0",
+            ))
+        }
+    };
+    let report = state
+        .engine
+        .groom(GroomPolicy {
+            finished_before,
+            keep_per_name: req.keep_per_name,
+        })
+        .await?;
+    Ok(Json(serde_json::json!({
+        "jobs_deleted": report.jobs_deleted,
+        "records_deleted": report.records_deleted,
+    })))
+}
+
+pub async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        include_str!("openapi.json"),
+    )
+        .into_response()
+}

@@ -1,0 +1,334 @@
+//! Jobs: what a client submits, what the store keeps, what the API shows.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{StreamCounts, Timestamp};
+
+pub type JobId = i64;
+
+/// Largest `limit` a job listing accepts.
+pub const MAX_LIST_LIMIT: u32 = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    TimedOut,
+    Interrupted,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 7] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Succeeded,
+        JobState::Failed,
+        JobState::Cancelled,
+        JobState::TimedOut,
+        JobState::Interrupted,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+            JobState::TimedOut => "timed_out",
+            JobState::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobState> {
+        JobState::ALL.into_iter().find(|st| st.name() == s)
+    }
+
+    pub fn is_finished(self) -> bool {
+        !matches!(self, JobState::Queued | JobState::Running)
+    }
+}
+
+/// The log counters of a job, kept in the job row (never derived by
+/// scanning the log, so `show` stays O(1)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LogSummary {
+    pub records: u64,
+    pub bytes: u64,
+    pub truncated: bool,
+    pub streams: StreamCounts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ResultInfo {
+    pub bytes: u64,
+}
+
+/// A job as stored and as the API shows it (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Job {
+    pub id: JobId,
+    pub name: Option<String>,
+    pub state: JobState,
+    pub exit_code: Option<i32>,
+    pub command: Vec<String>,
+    pub node: Option<String>,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+    pub duration_ms: Option<f64>,
+    pub log: LogSummary,
+    pub result: Option<ResultInfo>,
+    /// Not part of the job JSON: how the job is run.
+    #[serde(skip)]
+    pub spec: JobSpec,
+}
+
+impl Job {
+    /// Sets `duration_ms` from the two timestamps; stores call this when
+    /// they build a `Job`, so the figure can never disagree with them.
+    pub fn with_duration(mut self) -> Self {
+        self.duration_ms = match (self.started_at, self.finished_at) {
+            (Some(s), Some(f)) => Some(s.millis_until(f)),
+            _ => None,
+        };
+        self
+    }
+
+    pub fn set_result_bytes(&mut self, bytes: Option<u64>) {
+        self.result = bytes.map(|bytes| ResultInfo { bytes });
+    }
+}
+
+/// Everything needed to run a job, validated. Stored with the job (minus
+/// secrets, which live only in the memory of the node that runs it).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Names (never values) of the secrets given at submission, so a node
+    /// that lacks them can refuse to run the job without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_names: Vec<String>,
+}
+
+/// The body of `POST /api/v1/jobs`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewJobRequest {
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub script: Option<String>,
+    #[serde(default)]
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub secrets: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// A submission that is not acceptable, naming the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ValidationError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> ValidationError {
+    ValidationError {
+        field,
+        message: message.into(),
+    }
+}
+
+const MAX_NAME_LEN: usize = 200;
+
+fn check_env_key(field: &'static str, k: &str) -> Result<(), ValidationError> {
+    if k.is_empty() || k.contains('=') || k.contains('\0') {
+        return Err(invalid(
+            field,
+            format!("variable name {k:?} must be non-empty without '=' or NUL"),
+        ));
+    }
+    Ok(())
+}
+
+impl NewJobRequest {
+    /// Checks the request and turns it into the job's name and spec.
+    /// Secrets are returned apart: they are never stored.
+    pub fn validate(
+        self,
+    ) -> Result<(Option<String>, JobSpec, BTreeMap<String, String>), ValidationError> {
+        let command = match (self.command, self.script) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "command",
+                    "give either command or script, not both",
+                ))
+            }
+            (None, None) => return Err(invalid("command", "missing: give command or script")),
+            (Some(cmd), None) => {
+                if self.shell.is_some() {
+                    return Err(invalid("shell", "shell goes with script, not command"));
+                }
+                if cmd.is_empty() || cmd[0].is_empty() {
+                    return Err(invalid("command", "must name a program to run"));
+                }
+                cmd
+            }
+            (None, Some(script)) => {
+                let shell = self.shell.unwrap_or_else(|| "sh".to_string());
+                if shell.is_empty() || shell.contains(char::is_whitespace) {
+                    return Err(invalid("shell", format!("{shell:?} is not a program name")));
+                }
+                let base = shell.rsplit('/').next().unwrap_or(&shell);
+                if matches!(base, "pwsh" | "powershell") {
+                    vec![shell, "-NoProfile".into(), "-Command".into(), script]
+                } else {
+                    vec![shell, "-c".into(), script]
+                }
+            }
+        };
+        if command.iter().any(|a| a.contains('\0')) {
+            return Err(invalid("command", "arguments may not contain NUL bytes"));
+        }
+        if let Some(n) = &self.name {
+            if n.is_empty() || n.len() > MAX_NAME_LEN || n.chars().any(char::is_control) {
+                return Err(invalid(
+                    "name",
+                    format!("must be 1 to {MAX_NAME_LEN} characters without control characters"),
+                ));
+            }
+        }
+        for (k, v) in &self.env {
+            check_env_key("env", k)?;
+            if v.contains('\0') {
+                return Err(invalid("env", format!("value of {k} contains NUL")));
+            }
+        }
+        for (k, v) in &self.secrets {
+            check_env_key("secrets", k)?;
+            if v.contains('\0') {
+                return Err(invalid("secrets", format!("value of {k} contains NUL")));
+            }
+        }
+        if let Some(t) = self.timeout_s {
+            if !(t.is_finite() && t > 0.0 && t <= 366.0 * 86400.0) {
+                return Err(invalid("timeout_s", "must be a number of seconds > 0"));
+            }
+        }
+        if let Some(c) = &self.cwd {
+            if c.is_empty() || c.contains('\0') {
+                return Err(invalid("cwd", "must be a non-empty path"));
+            }
+        }
+        Ok((
+            self.name,
+            JobSpec {
+                command,
+                env: self.env,
+                timeout_s: self.timeout_s,
+                cwd: self.cwd,
+                secret_names: Vec::new(),
+            },
+            self.secrets,
+        ))
+    }
+}
+
+/// A page of the job list, newest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobQuery {
+    pub state: Option<JobState>,
+    pub name: Option<String>,
+    pub limit: u32,
+    pub before_id: Option<JobId>,
+}
+
+/// Parses `30d`, `12h`, `90s`, `1h30m`, `500ms` (humantime's syntax).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("invalid duration {s:?}: {e} (examples: 30s, 15m, 12h, 30d)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: &str) -> Result<NewJobRequest, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+
+    #[test]
+    fn script_becomes_shell_command() {
+        let (_, spec, _) = req(r#"{"script":"echo hi","shell":"bash"}"#)
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(spec.command, ["bash", "-c", "echo hi"]);
+        let (_, spec, _) = req(r#"{"script":"echo hi"}"#).unwrap().validate().unwrap();
+        assert_eq!(spec.command, ["sh", "-c", "echo hi"]);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(req("{}").unwrap().validate().unwrap_err().field, "command");
+        assert_eq!(
+            req(r#"{"command":[]}"#)
+                .unwrap()
+                .validate()
+                .unwrap_err()
+                .field,
+            "command"
+        );
+        assert_eq!(
+            req(r#"{"command":["x"],"timeout_s":-1}"#)
+                .unwrap()
+                .validate()
+                .unwrap_err()
+                .field,
+            "timeout_s"
+        );
+        assert_eq!(
+            req(r#"{"command":["x"],"env":{"A=B":"1"}}"#)
+                .unwrap()
+                .validate()
+                .unwrap_err()
+                .field,
+            "env"
+        );
+        let e = req(r#"{"command":["x"],"bogus":1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(
+            parse_duration("30d").unwrap(),
+            Duration::from_secs(30 * 86400)
+        );
+        assert!(parse_duration("thirty").unwrap_err().contains("thirty"));
+    }
+}

@@ -1,0 +1,15 @@
+//! joblog's domain types: jobs, records, streams and timestamps, with no I/O.
+//!
+//! Every other crate speaks in these types; this crate knows nothing about
+//! SQL, HTTP, processes or files.
+
+mod job;
+mod record;
+mod time;
+
+pub use job::{
+    parse_duration, Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo,
+    ValidationError, MAX_LIST_LIMIT,
+};
+pub use record::{Record, Stream, StreamCounts};
+pub use time::Timestamp;

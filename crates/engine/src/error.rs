@@ -1,0 +1,25 @@
+//! The engine's errors.
+
+use joblog_core::{JobId, ValidationError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error("no job with id {0}")]
+    NotFound(JobId),
+    #[error("job {0} has already finished")]
+    AlreadyFinished(JobId),
+    #[error("job {0} is running on another node")]
+    NotHere(JobId),
+    #[error("the server is shutting down and takes no new jobs")]
+    ShuttingDown,
+    #[error(transparent)]
+    Pipeline(#[from] joblog_pipeline::PipelineError),
+    #[error(transparent)]
+    Store(#[from] joblog_store::StoreError),
+    #[error("{0}")]
+    Io(String),
+    #[error("unexpected: {0}")]
+    Unexpected(String),
+}

@@ -1,0 +1,420 @@
+//! The job engine: a queue in the store, a dispatcher that takes a free
+//! worker slot before it claims a job, and the supervision of each job's
+//! process group.
+//!
+//! Invariants: never more than `max_concurrency` jobs run on a node; a
+//! job's records are handed to the pipeline in seq order and its `Finish`
+//! after the last of them, so `finished_at` follows the last commit; a job
+//! that is stopped (cancel, timeout, shutdown) has its whole process group
+//! killed.
+
+mod error;
+mod process;
+mod run;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use joblog_core::{Job, JobId, JobState, NewJobRequest};
+use joblog_pipeline::{LogLimits, Pipeline};
+use joblog_store::{GroomPolicy, Outcome, Store, WriteOp};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use tokio::sync::{watch, Notify, Semaphore};
+
+pub use error::EngineError;
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub max_concurrency: usize,
+    /// This node's name, stored in the jobs it runs.
+    pub node: String,
+    /// Where `JOBLOG_RESULT` files are created.
+    pub data_dir: PathBuf,
+    pub log_limits: LogLimits,
+    /// Between SIGTERM and SIGKILL when a job is stopped.
+    pub kill_grace: Duration,
+    /// How long a partial line waits for its newline before it is shown.
+    pub idle_flush: Duration,
+    /// How long to keep reading the pipes after the job's main process
+    /// exited (children that inherited them are then killed).
+    pub drain_after_exit: Duration,
+    /// Largest `JOBLOG_RESULT` file accepted.
+    pub max_result_bytes: u64,
+}
+
+impl EngineConfig {
+    pub fn new(node: String, data_dir: PathBuf) -> Self {
+        EngineConfig {
+            max_concurrency: 16,
+            node,
+            data_dir,
+            log_limits: LogLimits::default(),
+            kill_grace: Duration::from_secs(5),
+            idle_flush: Duration::from_millis(200),
+            drain_after_exit: Duration::from_secs(2),
+            max_result_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Why a running job is being stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    Cancel,
+    Shutdown,
+}
+
+#[derive(Clone)]
+struct Metrics {
+    queue_wait: Histogram,
+    run_time: Histogram,
+    finished: Family<Vec<(String, String)>, Counter>,
+    in_use: Gauge,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    pipeline: Pipeline,
+    config: EngineConfig,
+    pool: Arc<Semaphore>,
+    wake: Notify,
+    accepting: AtomicBool,
+    shutdown: watch::Sender<bool>,
+    running: Mutex<HashMap<JobId, watch::Sender<Option<StopReason>>>>,
+    /// Secrets of queued jobs: held in memory only, never stored.
+    secrets: Mutex<HashMap<JobId, BTreeMap<String, String>>>,
+    idle: Notify,
+    metrics: Metrics,
+}
+
+/// Handle to the engine. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+/// What `groom` deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroomReport {
+    pub jobs_deleted: u64,
+    pub records_deleted: u64,
+}
+
+impl Engine {
+    /// Recovers from an earlier crash (jobs left `running` become
+    /// `interrupted`) and starts dispatching.
+    pub async fn start(
+        store: Arc<dyn Store>,
+        pipeline: Pipeline,
+        config: EngineConfig,
+        registry: &mut Registry,
+    ) -> Result<Engine, EngineError> {
+        // With the embedded store this node is the only one, so every job
+        // still `running` was left by a previous process of ours.
+        if let Outcome::Count(n) = pipeline
+            .execute(WriteOp::Interrupt {
+                node: None,
+                include_queued: false,
+            })
+            .await?
+        {
+            if n > 0 {
+                tracing::warn!(
+                    jobs = n,
+                    "jobs left running by an earlier process marked interrupted"
+                );
+            }
+        }
+        std::fs::create_dir_all(config.data_dir.join("results")).map_err(|e| {
+            EngineError::Io(format!(
+                "cannot create {}: {e}",
+                config.data_dir.join("results").display()
+            ))
+        })?;
+        let metrics = Metrics {
+            queue_wait: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
+            run_time: Histogram::new(exponential_buckets(0.01, 4.0, 10)),
+            finished: Family::default(),
+            in_use: Gauge::default(),
+        };
+        registry.register(
+            "joblog_job_queue_wait_seconds",
+            "From submission to start",
+            metrics.queue_wait.clone(),
+        );
+        registry.register(
+            "joblog_job_run_seconds",
+            "From start to finish (log committed)",
+            metrics.run_time.clone(),
+        );
+        registry.register(
+            "joblog_jobs_finished",
+            "Jobs finished, by final state",
+            metrics.finished.clone(),
+        );
+        registry.register(
+            "joblog_pool_in_use",
+            "Worker slots in use",
+            metrics.in_use.clone(),
+        );
+        let pool_max = Gauge::<i64>::default();
+        pool_max.set(config.max_concurrency as i64);
+        registry.register("joblog_pool_max", "Worker slots", pool_max);
+
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                store,
+                pipeline,
+                pool: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
+                config,
+                wake: Notify::new(),
+                accepting: AtomicBool::new(true),
+                shutdown: watch::channel(false).0,
+                running: Mutex::new(HashMap::new()),
+                secrets: Mutex::new(HashMap::new()),
+                idle: Notify::new(),
+                metrics,
+            }),
+        };
+        tokio::spawn(engine.clone().dispatch());
+        Ok(engine)
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.inner.pipeline
+    }
+
+    pub fn node(&self) -> &str {
+        &self.inner.config.node
+    }
+
+    /// Worker slots in use right now.
+    pub fn in_use(&self) -> usize {
+        self.inner.config.max_concurrency - self.inner.pool.available_permits()
+    }
+
+    pub fn is_accepting(&self) -> bool {
+        self.inner.accepting.load(Ordering::Relaxed)
+    }
+
+    /// Validates and queues a job.
+    pub async fn submit(&self, request: NewJobRequest) -> Result<Job, EngineError> {
+        if !self.is_accepting() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let (name, mut spec, secrets) = request.validate()?;
+        spec.secret_names = secrets.keys().cloned().collect();
+        let job = match self
+            .inner
+            .pipeline
+            .execute(WriteOp::InsertJob { name, spec })
+            .await?
+        {
+            Outcome::Job(job) => job,
+            other => return Err(EngineError::Unexpected(format!("insert gave {other:?}"))),
+        };
+        if !secrets.is_empty() {
+            self.lock_secrets().insert(job.id, secrets);
+        }
+        self.inner.wake.notify_one();
+        Ok(job)
+    }
+
+    /// Cancels a queued job at once, or stops a running one (its state
+    /// becomes `cancelled` once its process group is gone).
+    pub async fn cancel(&self, id: JobId) -> Result<Job, EngineError> {
+        let stop = self.lock_running().get(&id).cloned();
+        if let Some(stop) = stop {
+            let _ = stop.send(Some(StopReason::Cancel));
+            return self.get(id).await;
+        }
+        if let Outcome::MaybeJob(Some(job)) = self
+            .inner
+            .pipeline
+            .execute(WriteOp::CancelQueued { job: id })
+            .await?
+        {
+            self.lock_secrets().remove(&id);
+            return Ok(job);
+        }
+        let job = self.get(id).await?;
+        if job.state.is_finished() {
+            return Err(EngineError::AlreadyFinished(id));
+        }
+        // Claimed a moment ago and not registered yet: ask again shortly.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let stop = self.lock_running().get(&id).cloned();
+        match stop {
+            Some(stop) => {
+                let _ = stop.send(Some(StopReason::Cancel));
+                self.get(id).await
+            }
+            None => {
+                let job = self.get(id).await?;
+                if job.state.is_finished() {
+                    Err(EngineError::AlreadyFinished(id))
+                } else {
+                    Err(EngineError::NotHere(id))
+                }
+            }
+        }
+    }
+
+    async fn get(&self, id: JobId) -> Result<Job, EngineError> {
+        self.inner
+            .store
+            .get_job(id)
+            .await?
+            .ok_or(EngineError::NotFound(id))
+    }
+
+    /// Deletes finished jobs the policy names, log first, in small
+    /// transactions so that the writer never holds the store for long.
+    pub async fn groom(&self, policy: GroomPolicy) -> Result<GroomReport, EngineError> {
+        const CHUNK: u32 = 5_000;
+        let mut report = GroomReport::default();
+        for id in self.inner.store.groom_candidates(policy).await? {
+            loop {
+                let n = match self
+                    .inner
+                    .pipeline
+                    .execute(WriteOp::DeleteLogChunk {
+                        job: id,
+                        max: CHUNK,
+                    })
+                    .await?
+                {
+                    Outcome::Count(n) => n,
+                    _ => 0,
+                };
+                report.records_deleted += n;
+                if n < u64::from(CHUNK) {
+                    break;
+                }
+            }
+            if let Outcome::Count(n) = self
+                .inner
+                .pipeline
+                .execute(WriteOp::DeleteJob { job: id })
+                .await?
+            {
+                report.jobs_deleted += n;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Graceful stop: no new jobs; running ones get `grace` to finish, then
+    /// are stopped (state `interrupted`). Returns when every job task has
+    /// handed its last record to the pipeline.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.inner.accepting.store(false, Ordering::Relaxed);
+        let _ = self.inner.shutdown.send(true);
+        self.inner.wake.notify_waiters();
+        let n = self.lock_running().len();
+        if n > 0 {
+            tracing::info!(jobs = n, ?grace, "waiting for running jobs to finish");
+        }
+        if tokio::time::timeout(grace, self.wait_idle()).await.is_err() {
+            let stops: Vec<_> = self.lock_running().values().cloned().collect();
+            tracing::warn!(
+                jobs = stops.len(),
+                "grace period over; stopping running jobs"
+            );
+            for s in stops {
+                let _ = s.send(Some(StopReason::Shutdown));
+            }
+            self.wait_idle().await;
+        }
+    }
+
+    async fn wait_idle(&self) {
+        loop {
+            let notified = self.inner.idle.notified();
+            if self.lock_running().is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn lock_running(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<JobId, watch::Sender<Option<StopReason>>>> {
+        self.inner.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_secrets(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, BTreeMap<String, String>>> {
+        self.inner.secrets.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes a free slot first, then claims the oldest queued job, so that
+    /// jobs never pile up fighting over the pool.
+    async fn dispatch(self) {
+        let mut shutdown = self.inner.shutdown.subscribe();
+        loop {
+            let permit = tokio::select! {
+                p = self.inner.pool.clone().acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => return,
+                },
+                _ = shutdown.wait_for(|s| *s) => return,
+            };
+            let job = loop {
+                if !self.is_accepting() {
+                    return;
+                }
+                let notified = self.inner.wake.notified();
+                match self
+                    .inner
+                    .pipeline
+                    .execute(WriteOp::ClaimNext {
+                        node: self.inner.config.node.clone(),
+                    })
+                    .await
+                {
+                    Ok(Outcome::Claimed(Some(job))) => break job,
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::error!(error = %e, "claiming a job failed");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
+                    }
+                }
+                tokio::select! {
+                    _ = notified => {}
+                    _ = shutdown.wait_for(|s| *s) => return,
+                    // A safety net only: submissions wake us directly.
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                }
+            };
+            let (stop_tx, stop_rx) = watch::channel(None);
+            self.lock_running().insert(job.id, stop_tx);
+            self.inner.metrics.in_use.set(self.in_use() as i64);
+            let engine = self.clone();
+            tokio::spawn(async move {
+                let id = job.id;
+                engine.run_job(job, stop_rx).await;
+                drop(permit);
+                engine.lock_running().remove(&id);
+                engine.inner.metrics.in_use.set(engine.in_use() as i64);
+                engine.inner.idle.notify_waiters();
+            });
+        }
+    }
+}
+
+fn state_label(s: JobState) -> Vec<(String, String)> {
+    vec![("state".to_string(), s.name().to_string())]
+}

@@ -1,0 +1,319 @@
+//! One job's run: reads its pipes, feeds the record path, enforces its
+//! timeout, and finishes it after its last record.
+
+use std::time::Duration;
+
+use joblog_core::{Job, JobState, Stream, Timestamp};
+use joblog_pipeline::{JobLog, ResultText, Source};
+use joblog_store::WriteOp;
+use nix::sys::signal::Signal;
+use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::process::{signal_group, spawn};
+use crate::{state_label, Engine, StopReason};
+
+const READ_CHUNK: usize = 64 * 1024;
+
+/// How a job ended, before its result is looked at.
+enum Ending {
+    Exited(std::process::ExitStatus),
+    Stopped(JobState),
+    NotStarted,
+}
+
+impl Engine {
+    pub(crate) async fn run_job(&self, job: Job, mut stop: watch::Receiver<Option<StopReason>>) {
+        let cfg = &self.inner.config;
+        let id = job.id;
+        if let (Some(s), created) = (job.started_at, job.created_at) {
+            self.inner
+                .metrics
+                .queue_wait
+                .observe(created.millis_until(s).max(0.0) / 1000.0);
+        }
+        let secrets = self.lock_secrets().remove(&id).unwrap_or_default();
+        let mut log = JobLog::new(cfg.log_limits.clone(), secrets.values().cloned());
+        let mut out = Vec::new();
+        let result_path = cfg.data_dir.join("results").join(format!("{id}.json"));
+        let _ = std::fs::remove_file(&result_path);
+
+        let missing: Vec<&String> = job
+            .spec
+            .secret_names
+            .iter()
+            .filter(|n| !secrets.contains_key(*n))
+            .collect();
+        let ending = if !missing.is_empty() {
+            let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+            log.note(
+                Stream::Error,
+                &format!(
+                    "joblog: not started: its secrets ({}) are kept only in the memory of the node it was submitted to, and that is gone (server restarted?); submit the job again",
+                    names.join(", ")
+                ),
+                None,
+                Timestamp::now(),
+                &mut out,
+            );
+            Ending::NotStarted
+        } else {
+            match spawn(id, &job.spec, &secrets, &result_path) {
+                Ok(child) => self.supervise(&job, child, &mut log, &mut stop).await,
+                Err(e) => {
+                    log.note(
+                        Stream::Error,
+                        &format!("joblog: failed to start {:?}: {e}", job.spec.command[0]),
+                        None,
+                        Timestamp::now(),
+                        &mut out,
+                    );
+                    Ending::NotStarted
+                }
+            }
+        };
+
+        let (mut state, exit_code) = match ending {
+            Ending::Exited(status) => match status.code() {
+                Some(0) => (JobState::Succeeded, Some(0)),
+                Some(c) => (JobState::Failed, Some(c)),
+                None => {
+                    use std::os::unix::process::ExitStatusExt;
+                    let sig = status.signal().unwrap_or(0);
+                    log.note(
+                        Stream::Error,
+                        &format!("joblog: the job was killed by signal {sig}"),
+                        None,
+                        Timestamp::now(),
+                        &mut out,
+                    );
+                    (JobState::Failed, None)
+                }
+            },
+            Ending::Stopped(state) => (state, None),
+            Ending::NotStarted => (JobState::Failed, None),
+        };
+
+        // A result file (large results) wins over ::set-result:: (small).
+        let result = match self.read_result_file(&result_path).await {
+            Ok(Some(body)) => Some(body),
+            Ok(None) => match log.take_result() {
+                Some(ResultText::Valid(text)) => Some(text.into_bytes()),
+                Some(ResultText::Invalid(_)) => {
+                    // JobLog already stored the error record.
+                    state = fail(state);
+                    None
+                }
+                None => None,
+            },
+            Err(message) => {
+                log.note(Stream::Error, &message, None, Timestamp::now(), &mut out);
+                state = fail(state);
+                None
+            }
+        };
+        let _ = std::fs::remove_file(&result_path);
+
+        log.finish(Timestamp::now(), &mut out);
+        let summary = log.summary();
+        if let Err(e) = self.inner.pipeline.append(id, out, summary).await {
+            tracing::error!(job = id, error = %e, "could not hand the last records over");
+        }
+        match self
+            .inner
+            .pipeline
+            .execute(WriteOp::Finish {
+                job: id,
+                state,
+                exit_code,
+                result,
+                summary,
+            })
+            .await
+        {
+            Ok(joblog_store::Outcome::Job(done)) => {
+                if let (Some(s), Some(f)) = (done.started_at, done.finished_at) {
+                    self.inner
+                        .metrics
+                        .run_time
+                        .observe(s.millis_until(f).max(0.0) / 1000.0);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(job = id, error = %e, "could not record the end of the job"),
+        }
+        self.inner
+            .metrics
+            .finished
+            .get_or_create(&state_label(state))
+            .inc();
+    }
+
+    /// Reads the job's output until its process has exited and its pipes
+    /// are closed, stopping it on timeout, cancel or shutdown.
+    async fn supervise(
+        &self,
+        job: &Job,
+        mut child: tokio::process::Child,
+        log: &mut JobLog,
+        stop: &mut watch::Receiver<Option<StopReason>>,
+    ) -> Ending {
+        let cfg = &self.inner.config;
+        let pgid = child.id();
+        let mut stdout = child.stdout.take();
+        let mut stderr = child.stderr.take();
+        let mut buf_out = vec![0u8; READ_CHUNK];
+        let mut buf_err = vec![0u8; READ_CHUNK];
+        let mut out = Vec::new();
+        let far = Instant::now() + Duration::from_secs(86400 * 365);
+        let timeout_at = job
+            .spec
+            .timeout_s
+            .map(|t| Instant::now() + Duration::from_secs_f64(t))
+            .unwrap_or(far);
+        let mut stopped: Option<JobState> = None;
+        let mut kill_at = far;
+        let mut drain_until = far;
+        let mut status = None;
+        let mut idle_at = far;
+
+        while stdout.is_some() || stderr.is_some() || status.is_none() {
+            tokio::select! {
+                r = read_some(&mut stdout, &mut buf_out) => {
+                    match r {
+                        Some(n) => log.push(Source::Stdout, &buf_out[..n], Timestamp::now(), &mut out),
+                        None => {
+                            stdout = None;
+                            log.flush_partial(Source::Stdout, Timestamp::now(), &mut out);
+                        }
+                    }
+                }
+                r = read_some(&mut stderr, &mut buf_err) => {
+                    match r {
+                        Some(n) => log.push(Source::Stderr, &buf_err[..n], Timestamp::now(), &mut out),
+                        None => {
+                            stderr = None;
+                            log.flush_partial(Source::Stderr, Timestamp::now(), &mut out);
+                        }
+                    }
+                }
+                st = child.wait(), if status.is_none() => {
+                    status = Some(st);
+                    drain_until = Instant::now() + cfg.drain_after_exit;
+                }
+                _ = tokio::time::sleep_until(idle_at), if idle_at < far => {
+                    let now = Timestamp::now();
+                    log.flush_partial(Source::Stdout, now, &mut out);
+                    log.flush_partial(Source::Stderr, now, &mut out);
+                }
+                _ = tokio::time::sleep_until(timeout_at), if stopped.is_none() && timeout_at < far => {
+                    let t = job.spec.timeout_s.unwrap_or_default();
+                    log.note(Stream::Error, &format!("joblog: timed out after {t}s; stopping the job"), None, Timestamp::now(), &mut out);
+                    stopped = Some(JobState::TimedOut);
+                    signal_group(pgid, Signal::SIGTERM);
+                    kill_at = Instant::now() + cfg.kill_grace;
+                }
+                r = stop.changed(), if stopped.is_none() => {
+                    let reason = if r.is_ok() { *stop.borrow() } else { Some(StopReason::Shutdown) };
+                    if let Some(reason) = reason {
+                        let (state, why) = match reason {
+                            StopReason::Cancel => (JobState::Cancelled, "cancelled"),
+                            StopReason::Shutdown => (JobState::Interrupted, "interrupted: the server is stopping"),
+                        };
+                        log.note(Stream::Error, &format!("joblog: {why}; stopping the job"), None, Timestamp::now(), &mut out);
+                        stopped = Some(state);
+                        signal_group(pgid, Signal::SIGTERM);
+                        kill_at = Instant::now() + cfg.kill_grace;
+                    }
+                }
+                _ = tokio::time::sleep_until(kill_at), if kill_at < far => {
+                    signal_group(pgid, Signal::SIGKILL);
+                    kill_at = far;
+                }
+                _ = tokio::time::sleep_until(drain_until), if drain_until < far => {
+                    // The main process is gone but something it started
+                    // still holds the pipes: end it with the job.
+                    signal_group(pgid, Signal::SIGKILL);
+                    drain_until = far;
+                    let now = Timestamp::now();
+                    stdout = None;
+                    stderr = None;
+                    log.flush_partial(Source::Stdout, now, &mut out);
+                    log.flush_partial(Source::Stderr, now, &mut out);
+                }
+            }
+            idle_at = if log.has_partial(Source::Stdout) || log.has_partial(Source::Stderr) {
+                if idle_at < far {
+                    idle_at
+                } else {
+                    Instant::now() + cfg.idle_flush
+                }
+            } else {
+                far
+            };
+            if !out.is_empty() {
+                // Waits only while the writer is behind: then the pipes are
+                // not read and the job blocks on its own writes.
+                let records = std::mem::take(&mut out);
+                if let Err(e) = self
+                    .inner
+                    .pipeline
+                    .append(job.id, records, log.summary())
+                    .await
+                {
+                    tracing::error!(job = job.id, error = %e, "log pipeline closed under a running job");
+                }
+            }
+        }
+        // Whatever else is left of the group goes with the job.
+        signal_group(pgid, Signal::SIGKILL);
+        match (stopped, status) {
+            (Some(state), _) => Ending::Stopped(state),
+            (None, Some(Ok(st))) => Ending::Exited(st),
+            (None, _) => Ending::Stopped(JobState::Failed),
+        }
+    }
+
+    async fn read_result_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+        let max = self.inner.config.max_result_bytes;
+        let meta = match tokio::fs::metadata(path).await {
+            Ok(m) => m,
+            Err(_) => return Ok(None),
+        };
+        if meta.len() == 0 {
+            return Ok(None);
+        }
+        if meta.len() > max {
+            return Err(format!(
+                "joblog: the result file is {} bytes, over the limit of {max} bytes; result not stored",
+                meta.len()
+            ));
+        }
+        let body = tokio::fs::read(path)
+            .await
+            .map_err(|e| format!("joblog: cannot read the result file: {e}"))?;
+        serde_json::from_slice::<serde::de::IgnoredAny>(&body)
+            .map_err(|e| format!("joblog: the result file is not valid JSON: {e}"))?;
+        Ok(Some(body))
+    }
+}
+
+fn fail(state: JobState) -> JobState {
+    if state == JobState::Succeeded {
+        JobState::Failed
+    } else {
+        state
+    }
+}
+
+/// Reads from a pipe that may already be closed (then never resolves).
+async fn read_some<R: AsyncReadExt + Unpin>(pipe: &mut Option<R>, buf: &mut [u8]) -> Option<usize> {
+    match pipe {
+        Some(p) => match p.read(buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => Some(n),
+        },
+        None => std::future::pending().await,
+    }
+}

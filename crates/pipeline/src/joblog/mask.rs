@@ -1,0 +1,223 @@
+//! Secret masking: replaces secrets, and the base64 forms they take inside
+//! encoded text, with `***`.
+
+use std::collections::HashSet;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+/// What every occurrence of a masked value becomes.
+pub(crate) const MASK: &str = "***";
+
+/// Shorter base64 fragments would match ordinary text far too often.
+const MIN_BASE64_LEN: usize = 4;
+
+/// The set of values to hide, compiled into one leftmost-longest automaton.
+#[derive(Debug, Default)]
+pub(crate) struct Masker {
+    values: HashSet<String>,
+    patterns: Vec<String>,
+    known_patterns: HashSet<String>,
+    max_len: usize,
+    automaton: Option<AhoCorasick>,
+    /// Patterns were added since `automaton` was built. Rebuilding lazily lets a
+    /// job that registers many masks in a row pay for one build, not one each.
+    stale: bool,
+    /// The automaton could not be built (only conceivable with absurdly large
+    /// patterns): fail closed and hide whole messages rather than leak.
+    broken: bool,
+}
+
+impl Masker {
+    /// Registers `value` and its base64 forms; returns false if it was empty or known.
+    pub(crate) fn add(&mut self, value: &str) -> bool {
+        if value.is_empty() || !self.values.insert(value.to_owned()) {
+            return false;
+        }
+        self.add_pattern(value.to_owned(), 1);
+        let bytes = value.as_bytes();
+        self.add_pattern(STANDARD.encode(bytes), MIN_BASE64_LEN);
+        self.add_pattern(STANDARD_NO_PAD.encode(bytes), MIN_BASE64_LEN);
+        for offset in 0..3 {
+            self.add_pattern(aligned_base64(bytes, offset), MIN_BASE64_LEN);
+        }
+        true
+    }
+
+    fn add_pattern(&mut self, pattern: String, min_len: usize) {
+        if pattern.len() >= min_len && self.known_patterns.insert(pattern.clone()) {
+            self.max_len = self.max_len.max(pattern.len());
+            self.patterns.push(pattern);
+            self.stale = true;
+        }
+    }
+
+    /// Length in bytes of the longest pattern (0 without any): how far an
+    /// occurrence can reach past a cut point.
+    pub(crate) fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    fn refresh(&mut self) {
+        if self.stale {
+            self.stale = false;
+            match AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&self.patterns)
+            {
+                Ok(ac) => self.automaton = Some(ac),
+                Err(_) => self.broken = true,
+            }
+        }
+    }
+
+    pub(crate) fn mask(&mut self, text: String) -> String {
+        self.refresh();
+        if self.broken {
+            return MASK.to_owned();
+        }
+        let Some(ac) = &self.automaton else {
+            return text;
+        };
+        if !ac.is_match(&text) {
+            return text;
+        }
+        let mut masked = String::with_capacity(text.len());
+        ac.replace_all_with(&text, &mut masked, |_, _, dst| {
+            dst.push_str(MASK);
+            true
+        });
+        masked
+    }
+
+    /// Masks every key and string inside a JSON value.
+    pub(crate) fn mask_value(&mut self, value: Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.mask(s)),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|v| self.mask_value(v)).collect())
+            }
+            Value::Object(map) => Value::Object(self.mask_map(map)),
+            other => other,
+        }
+    }
+
+    pub(crate) fn mask_map(&mut self, map: Map<String, Value>) -> Map<String, Value> {
+        map.into_iter()
+            .map(|(k, v)| (self.mask(k), self.mask_value(v)))
+            .collect()
+    }
+
+    /// The occurrence that would be masked across position `cut` of `hay`,
+    /// as (start, end), if any.
+    pub(crate) fn spanning(&mut self, hay: &[u8], cut: usize) -> Option<(usize, usize)> {
+        self.refresh();
+        self.automaton
+            .as_ref()?
+            .find_iter(hay)
+            .take_while(|m| m.start() < cut)
+            .find(|m| m.end() > cut)
+            .map(|m| (m.start(), m.end()))
+    }
+
+    /// How many trailing bytes of `hay` could be the start of an occurrence
+    /// that the next bytes complete: they must not be emitted yet.
+    pub(crate) fn prefix_holdback(&self, hay: &[u8]) -> usize {
+        let mut hold = 0;
+        for p in &self.patterns {
+            let p = p.as_bytes();
+            let longest = (p.len() - 1).min(hay.len());
+            if let Some(k) = (hold + 1..=longest).rev().find(|&k| hay.ends_with(&p[..k])) {
+                hold = k;
+            }
+        }
+        hold
+    }
+}
+
+/// The characters of `value`'s base64 encoding that do not depend on the
+/// surrounding bytes, when `value` starts at byte offset `offset` (mod 3) of
+/// a longer encoded string.
+fn aligned_base64(value: &[u8], offset: usize) -> String {
+    let mut padded = vec![0u8; offset];
+    padded.extend_from_slice(value);
+    let encoded = STANDARD_NO_PAD.encode(&padded);
+    // Filler bits reach into the first 2 (offset 1) or 3 (offset 2) characters.
+    let lead = [0, 2, 3][offset % 3];
+    // An incomplete last group's final character also carries bits of the next byte.
+    let trail = usize::from(padded.len() % 3 != 0);
+    encoded
+        .get(lead..encoded.len().saturating_sub(trail))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn masker(values: &[&str]) -> Masker {
+        let mut m = Masker::default();
+        for v in values {
+            m.add(v);
+        }
+        m
+    }
+
+    #[test]
+    fn aligned_variants_are_found_inside_longer_encodings() {
+        let secret = b"hunter2-secret";
+        for prefix_len in 0..6 {
+            for suffix_len in 0..4 {
+                let mut text = vec![b'u'; prefix_len];
+                text.extend_from_slice(secret);
+                text.extend(std::iter::repeat_n(b'z', suffix_len));
+                let encoded = STANDARD.encode(&text);
+                let variant = aligned_base64(secret, prefix_len % 3);
+                assert!(variant.len() >= 14, "{variant}");
+                assert!(
+                    encoded.contains(&variant),
+                    "{encoded} lacks {variant} (prefix {prefix_len}, suffix {suffix_len})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn masks_leftmost_longest_and_skips_short_base64() {
+        let mut m = masker(&["ab", "abcdef"]);
+        assert_eq!(m.mask("xxabcdefyy ab".into()), "xx***yy ***");
+        // "ab" encodes to "YWI=": its 3-character aligned forms are not patterns.
+        assert!(m.patterns.iter().all(|p| p.len() >= 4 || p == "ab"));
+        assert_eq!(m.mask("YWI= YW".into()), "*** YW");
+    }
+
+    #[test]
+    fn holdback_covers_proper_prefixes_only() {
+        let m = masker(&["secret"]);
+        assert_eq!(m.prefix_holdback(b"my secr"), 4);
+        assert_eq!(m.prefix_holdback(b"my secret"), 0);
+        assert_eq!(m.prefix_holdback(b"nothing"), 0);
+        assert_eq!(Masker::default().prefix_holdback(b"x"), 0);
+    }
+
+    #[test]
+    fn spanning_reports_the_match_across_a_cut() {
+        let mut m = masker(&["secret"]);
+        assert_eq!(m.spanning(b"a secret b", 4), Some((2, 8)));
+        assert_eq!(m.spanning(b"a secret b", 2), None);
+        assert_eq!(m.spanning(b"a secret b", 8), None);
+    }
+
+    #[test]
+    fn masks_keys_and_nested_strings() {
+        let mut m = masker(&["pw1"]);
+        let v = serde_json::json!({"pw1": ["x pw1", 3, {"k": "pw1"}]});
+        assert_eq!(
+            m.mask_value(v),
+            serde_json::json!({"***": ["x ***", 3, {"k": "***"}]})
+        );
+    }
+}

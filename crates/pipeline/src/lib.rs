@@ -1,0 +1,21 @@
+//! The log pipeline: turns what jobs write into ordered, structured, masked
+//! records and carries them to the store's single writer.
+//!
+//! Invariants: producers never block on disk I/O and share no hot lock;
+//! memory between producers and the store is bounded; records of a job
+//! reach the store in seq order, so a crash leaves a gap-free prefix.
+
+pub mod joblog;
+mod writer;
+
+pub use joblog::{JobLog, LogLimits, ResultText, Source};
+pub use writer::{Committed, Health, Pipeline, PipelineConfig, WriterThread};
+
+/// Why the pipeline could not take or apply an op.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("the log pipeline is closed (server stopping)")]
+    Closed,
+    #[error(transparent)]
+    Store(#[from] joblog_store::StoreError),
+}

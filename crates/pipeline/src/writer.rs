@@ -1,0 +1,481 @@
+//! The one writer of a store: commits whatever is waiting, in one
+//! transaction, as soon as the previous commit is done.
+//!
+//! Producers hand over records through a lock-free channel and never touch
+//! the disk. Memory is bounded by a byte budget: a producer first takes
+//! permits for the bytes it sends and the writer gives them back after the
+//! commit, so when the writer falls behind producers wait (and stop reading
+//! their job's pipes) instead of buffering without limit. There is no
+//! timer: when idle a record costs one commit; under load batches grow by
+//! themselves up to the size bound.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use joblog_core::{JobId, LogSummary, Record};
+use joblog_store::{Outcome, StoreError, StoreWriter, WriteOp};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use tokio::sync::{broadcast, oneshot, Semaphore};
+
+use crate::PipelineError;
+
+#[derive(Debug, Clone)]
+pub struct PipelineConfig {
+    /// Most records committed in one transaction.
+    pub max_batch_records: usize,
+    /// Most message bytes committed in one transaction.
+    pub max_batch_bytes: usize,
+    /// Bytes of records handed over but not yet committed, at most.
+    pub memory_budget: usize,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            max_batch_records: 20_000,
+            max_batch_bytes: 16 << 20,
+            memory_budget: 32 << 20,
+        }
+    }
+}
+
+/// What one commit made durable, for followers of live logs.
+#[derive(Debug, Clone, Default)]
+pub struct Committed {
+    /// Jobs whose log grew, with their last committed seq.
+    pub appended: Vec<(JobId, u64)>,
+    /// Jobs that reached a final state in this commit.
+    pub finished: Vec<JobId>,
+}
+
+struct Msg {
+    op: WriteOp,
+    reply: Option<oneshot::Sender<Result<Outcome, PipelineError>>>,
+    permits: u32,
+}
+
+enum Envelope {
+    Op(Msg),
+    Close,
+}
+
+#[derive(Clone)]
+struct Metrics {
+    records: Counter,
+    bytes: Counter,
+    commits: Counter,
+    errors: Counter,
+    batch_records: Histogram,
+    commit_seconds: Histogram,
+    pending_bytes: Gauge,
+    healthy: Gauge,
+}
+
+impl Metrics {
+    fn new(registry: &mut Registry) -> Self {
+        let m = Metrics {
+            records: Counter::default(),
+            bytes: Counter::default(),
+            commits: Counter::default(),
+            errors: Counter::default(),
+            batch_records: Histogram::new(exponential_buckets(1.0, 4.0, 9)),
+            commit_seconds: Histogram::new(exponential_buckets(0.0001, 3.0, 12)),
+            pending_bytes: Gauge::default(),
+            healthy: Gauge::default(),
+        };
+        let r = registry;
+        r.register(
+            "joblog_log_records_written",
+            "Log records committed",
+            m.records.clone(),
+        );
+        r.register(
+            "joblog_log_bytes_written",
+            "Message bytes of log records committed",
+            m.bytes.clone(),
+        );
+        r.register(
+            "joblog_store_commits",
+            "Transactions committed by the writer",
+            m.commits.clone(),
+        );
+        r.register(
+            "joblog_store_write_errors",
+            "Failed write transactions (retried)",
+            m.errors.clone(),
+        );
+        r.register(
+            "joblog_store_batch_records",
+            "Records per committed batch",
+            m.batch_records.clone(),
+        );
+        r.register(
+            "joblog_store_commit_seconds",
+            "Time to apply and commit one batch",
+            m.commit_seconds.clone(),
+        );
+        r.register(
+            "joblog_pipeline_pending_bytes",
+            "Bytes handed to the writer and not yet committed",
+            m.pending_bytes.clone(),
+        );
+        r.register(
+            "joblog_store_healthy",
+            "1 when the last write succeeded, 0 while the store is failing",
+            m.healthy.clone(),
+        );
+        m.healthy.set(1);
+        m
+    }
+}
+
+/// Whether the store accepts writes, for `/healthz`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    Ok,
+    Failing(String),
+}
+
+struct Shared {
+    tx: Mutex<Option<mpsc::Sender<Envelope>>>,
+    budget: Arc<Semaphore>,
+    budget_total: usize,
+    commits: broadcast::Sender<Arc<Committed>>,
+    healthy: AtomicBool,
+    last_error: Mutex<Option<String>>,
+    pending: AtomicU64,
+}
+
+/// Handle producers use to reach the writer. Cheap to clone.
+#[derive(Clone)]
+pub struct Pipeline {
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Envelope>,
+}
+
+/// The writer thread; join it after [`Pipeline::close`] to know that every
+/// record handed over has been committed.
+pub struct WriterThread(JoinHandle<()>);
+
+impl WriterThread {
+    pub fn join(self) {
+        let _ = self.0.join();
+    }
+}
+
+impl Pipeline {
+    pub fn start(
+        writer: Box<dyn StoreWriter>,
+        config: PipelineConfig,
+        registry: &mut Registry,
+    ) -> (Pipeline, WriterThread) {
+        let (tx, rx) = mpsc::channel();
+        let budget_total = config.memory_budget.clamp(1 << 16, u32::MAX as usize >> 1);
+        let shared = Arc::new(Shared {
+            tx: Mutex::new(Some(tx.clone())),
+            budget: Arc::new(Semaphore::new(budget_total)),
+            budget_total,
+            commits: broadcast::channel(1024).0,
+            healthy: AtomicBool::new(true),
+            last_error: Mutex::new(None),
+            pending: AtomicU64::new(0),
+        });
+        let metrics = Metrics::new(registry);
+        let thread_shared = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name("joblog-writer".into())
+            .spawn(move || run_writer(writer, rx, config, thread_shared, metrics))
+            .expect("spawning the writer thread");
+        (Pipeline { shared, tx }, WriterThread(handle))
+    }
+
+    /// Hands records to the writer. Waits (without blocking a thread) only
+    /// while the memory budget is used up.
+    pub async fn append(
+        &self,
+        job: JobId,
+        records: Vec<Record>,
+        summary: LogSummary,
+    ) -> Result<(), PipelineError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let bytes: usize = records.iter().map(Record::size).sum();
+        let permits = bytes.min(self.shared.budget_total) as u32;
+        self.shared
+            .budget
+            .acquire_many(permits)
+            .await
+            .map_err(|_| PipelineError::Closed)?
+            .forget();
+        self.shared
+            .pending
+            .fetch_add(u64::from(permits), Ordering::Relaxed);
+        let msg = Msg {
+            op: WriteOp::Append {
+                job,
+                records,
+                summary,
+            },
+            reply: None,
+            permits,
+        };
+        self.tx.send(Envelope::Op(msg)).map_err(|_| {
+            self.shared.budget.add_permits(permits as usize);
+            PipelineError::Closed
+        })
+    }
+
+    /// Applies one op in the next batch and returns its outcome once
+    /// committed.
+    pub async fn execute(&self, op: WriteOp) -> Result<Outcome, PipelineError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Envelope::Op(Msg {
+                op,
+                reply: Some(reply),
+                permits: 0,
+            }))
+            .map_err(|_| PipelineError::Closed)?;
+        rx.await.map_err(|_| PipelineError::Closed)?
+    }
+
+    /// Every commit, as it happens. A receiver that lags gets `Lagged` and
+    /// should re-read what it follows from the store.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Committed>> {
+        self.shared.commits.subscribe()
+    }
+
+    pub fn health(&self) -> Health {
+        if self.shared.healthy.load(Ordering::Relaxed) {
+            Health::Ok
+        } else {
+            let e = self
+                .shared
+                .last_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            Health::Failing(e.clone().unwrap_or_else(|| "store failing".into()))
+        }
+    }
+
+    /// Bytes handed over and not yet committed.
+    pub fn pending_bytes(&self) -> u64 {
+        self.shared.pending.load(Ordering::Relaxed)
+    }
+
+    /// Stops taking ops. Everything sent before is still committed; the
+    /// writer thread ends after it.
+    pub fn close(&self) {
+        if let Some(tx) = self
+            .shared
+            .tx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = tx.send(Envelope::Close);
+        }
+    }
+}
+
+fn run_writer(
+    mut writer: Box<dyn StoreWriter>,
+    rx: mpsc::Receiver<Envelope>,
+    config: PipelineConfig,
+    shared: Arc<Shared>,
+    metrics: Metrics,
+) {
+    let mut batch: Vec<Msg> = Vec::new();
+    let mut closing = false;
+    while !closing {
+        match rx.recv() {
+            Ok(Envelope::Op(m)) => batch.push(m),
+            Ok(Envelope::Close) | Err(_) => break,
+        }
+        let mut records = batch[0].op.record_count();
+        let mut bytes = batch[0].permits as usize;
+        while records < config.max_batch_records && bytes < config.max_batch_bytes {
+            match rx.try_recv() {
+                Ok(Envelope::Op(m)) => {
+                    records += m.op.record_count();
+                    bytes += m.permits as usize;
+                    batch.push(m);
+                }
+                Ok(Envelope::Close) => {
+                    closing = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        commit_batch(writer.as_mut(), &mut batch, &shared, &metrics);
+    }
+    // Close was asked: whatever raced in after it is still committed, so
+    // nothing handed over is lost.
+    while let Ok(env) = rx.try_recv() {
+        if let Envelope::Op(m) = env {
+            batch.push(m);
+            commit_batch(writer.as_mut(), &mut batch, &shared, &metrics);
+        }
+    }
+}
+
+fn commit_batch(
+    writer: &mut dyn StoreWriter,
+    batch: &mut Vec<Msg>,
+    shared: &Shared,
+    metrics: &Metrics,
+) {
+    let ops: Vec<WriteOp> = batch
+        .iter_mut()
+        .map(|m| std::mem::replace(&mut m.op, WriteOp::CancelQueued { job: 0 }))
+        .collect();
+    let mut backoff = Duration::from_millis(50);
+    let outcomes = loop {
+        let started = Instant::now();
+        match writer.apply(&ops) {
+            Ok(outcomes) => {
+                metrics
+                    .commit_seconds
+                    .observe(started.elapsed().as_secs_f64());
+                mark_healthy(shared, metrics);
+                break outcomes
+                    .into_iter()
+                    .map(Ok)
+                    .collect::<Vec<Result<Outcome, PipelineError>>>();
+            }
+            Err(e) if e.is_transient() => {
+                // The store is locked, full or away: hold the batch (and,
+                // through the budget, the producers) and try again.
+                metrics.errors.inc();
+                mark_failing(shared, metrics, &e);
+                tracing::error!(error = %e, ops = ops.len(), "store write failed; retrying in {backoff:?}");
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => {
+                // Not transient: find the op at fault by applying them one
+                // by one, so one bad op cannot hold everybody else hostage.
+                metrics.errors.inc();
+                tracing::error!(error = %e, ops = ops.len(), "store write failed; applying ops one by one");
+                break apply_one_by_one(writer, &ops, shared, metrics);
+            }
+        }
+    };
+
+    let mut committed = Committed::default();
+    let mut permits = 0usize;
+    for (op, outcome) in ops.iter().zip(&outcomes) {
+        if outcome.is_err() {
+            continue;
+        }
+        match op {
+            WriteOp::Append { job, records, .. } => {
+                metrics.records.inc_by(records.len() as u64);
+                metrics
+                    .bytes
+                    .inc_by(records.iter().map(|r| r.message.len() as u64).sum());
+                if let Some(last) = records.last() {
+                    match committed.appended.iter_mut().find(|(j, _)| j == job) {
+                        Some(slot) => slot.1 = last.seq,
+                        None => committed.appended.push((*job, last.seq)),
+                    }
+                }
+            }
+            WriteOp::Finish { job, .. } => committed.finished.push(*job),
+            WriteOp::CancelQueued { job } => committed.finished.push(*job),
+            _ => {}
+        }
+    }
+    let n_records: usize = ops
+        .iter()
+        .map(|o| match o {
+            WriteOp::Append { records, .. } => records.len(),
+            _ => 0,
+        })
+        .sum();
+    metrics.batch_records.observe(n_records as f64);
+    metrics.commits.inc();
+    for (msg, outcome) in batch.drain(..).zip(outcomes) {
+        permits += msg.permits as usize;
+        if let Some(reply) = msg.reply {
+            let _ = reply.send(outcome);
+        }
+    }
+    if permits > 0 {
+        shared.pending.fetch_sub(permits as u64, Ordering::Relaxed);
+        shared.budget.add_permits(permits);
+    }
+    metrics
+        .pending_bytes
+        .set(shared.pending.load(Ordering::Relaxed) as i64);
+    if !committed.appended.is_empty() || !committed.finished.is_empty() {
+        let _ = shared.commits.send(Arc::new(committed));
+    }
+}
+
+fn apply_one_by_one(
+    writer: &mut dyn StoreWriter,
+    ops: &[WriteOp],
+    shared: &Shared,
+    metrics: &Metrics,
+) -> Vec<Result<Outcome, PipelineError>> {
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops {
+        let mut backoff = Duration::from_millis(50);
+        let r = loop {
+            match writer.apply(std::slice::from_ref(op)) {
+                Ok(mut o) => {
+                    mark_healthy(shared, metrics);
+                    break o.pop().ok_or_else(|| {
+                        PipelineError::Store(StoreError::Database("no outcome".into()))
+                    });
+                }
+                Err(e) if e.is_transient() => {
+                    mark_failing(shared, metrics, &e);
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, op = ?op_kind(op), "write op rejected by the store");
+                    break Err(PipelineError::Store(e));
+                }
+            }
+        };
+        out.push(r);
+    }
+    out
+}
+
+fn op_kind(op: &WriteOp) -> &'static str {
+    match op {
+        WriteOp::InsertJob { .. } => "insert_job",
+        WriteOp::ClaimNext { .. } => "claim_next",
+        WriteOp::Append { .. } => "append",
+        WriteOp::Finish { .. } => "finish",
+        WriteOp::CancelQueued { .. } => "cancel_queued",
+        WriteOp::Interrupt { .. } => "interrupt",
+        WriteOp::DeleteLogChunk { .. } => "delete_log_chunk",
+        WriteOp::DeleteJob { .. } => "delete_job",
+    }
+}
+
+fn mark_healthy(shared: &Shared, metrics: &Metrics) {
+    if !shared.healthy.swap(true, Ordering::Relaxed) {
+        tracing::info!("store writes succeed again");
+        metrics.healthy.set(1);
+    }
+}
+
+fn mark_failing(shared: &Shared, metrics: &Metrics, e: &StoreError) {
+    shared.healthy.store(false, Ordering::Relaxed);
+    metrics.healthy.set(0);
+    *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+}

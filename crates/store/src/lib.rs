@@ -1,0 +1,175 @@
+//! Where jobs and their logs are kept: one trait, one implementation per
+//! database (SQLite now; PostgreSQL slots in behind the same trait).
+//!
+//! Invariants: the store knows nothing about HTTP or processes; a job's log
+//! is append-only (rows are inserted, never UPDATEd, and only deleted by
+//! retention); all writes go through the single [`StoreWriter`] of a store,
+//! reads through [`Store`] on their own connections.
+
+mod error;
+pub mod sqlite;
+
+use async_trait::async_trait;
+use joblog_core::{Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream};
+
+pub use error::StoreError;
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Read access, shared by every request. Implementations keep their own
+/// connections so that reads never wait on the writer.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Opens the one writer of this store. The pipeline calls it once and
+    /// drives it from a thread of its own (it may block on I/O).
+    fn open_writer(&self) -> Result<Box<dyn StoreWriter>>;
+
+    async fn get_job(&self, id: JobId) -> Result<Option<Job>>;
+
+    /// Newest first.
+    async fn list_jobs(&self, query: JobQuery) -> Result<Vec<Job>>;
+
+    /// Up to `limit` records with `seq > after_seq`, in order, optionally of
+    /// some streams only.
+    async fn read_log(
+        &self,
+        id: JobId,
+        after_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<Vec<Record>>;
+
+    async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>>;
+
+    /// Finished jobs that retention should delete, oldest first.
+    async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>>;
+
+    /// Cheap round trip proving the database answers.
+    async fn ping(&self) -> Result<()>;
+
+    /// Short description for logs (`sqlite:/path/joblog.db`), without secrets.
+    fn describe(&self) -> String;
+}
+
+/// What retention keeps. A job is deleted only when it matches every
+/// criterion given; queued and running jobs are never deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GroomPolicy {
+    /// Delete jobs that finished before this instant (micros since epoch).
+    pub finished_before: Option<i64>,
+    /// Keep the newest N finished jobs of each name (unnamed jobs form one group).
+    pub keep_per_name: Option<u32>,
+}
+
+/// One change to the store. The writer applies a batch of them in one
+/// transaction, in order.
+#[derive(Debug)]
+pub enum WriteOp {
+    /// Adds a queued job. → [`Outcome::Job`]
+    InsertJob { name: Option<String>, spec: JobSpec },
+    /// Takes the oldest queued job for `node`, marking it running. →
+    /// [`Outcome::Claimed`]
+    ClaimNext { node: String },
+    /// Appends records (seq already assigned, contiguous) and stores the
+    /// job's counters after them. → [`Outcome::Done`]
+    Append {
+        job: JobId,
+        records: Vec<Record>,
+        summary: LogSummary,
+    },
+    /// Ends a job; `finished_at` is the commit time of this op, so it comes
+    /// after every record appended before it. → [`Outcome::Job`]
+    Finish {
+        job: JobId,
+        state: JobState,
+        exit_code: Option<i32>,
+        result: Option<Vec<u8>>,
+        summary: LogSummary,
+    },
+    /// Cancels the job if it is still queued. → [`Outcome::MaybeJob`]
+    CancelQueued { job: JobId },
+    /// Marks `running` jobs of `node` (all nodes if `None`) `interrupted`,
+    /// and queued ones too when `include_queued`. → [`Outcome::Count`]
+    Interrupt {
+        node: Option<String>,
+        include_queued: bool,
+    },
+    /// Deletes up to `max` of the job's records, lowest seq first. →
+    /// [`Outcome::Count`]
+    DeleteLogChunk { job: JobId, max: u32 },
+    /// Deletes the job row and its result (its log must already be gone). →
+    /// [`Outcome::Count`]
+    DeleteJob { job: JobId },
+}
+
+impl WriteOp {
+    /// Records this op carries, for batch sizing.
+    pub fn record_count(&self) -> usize {
+        match self {
+            WriteOp::Append { records, .. } => records.len(),
+            _ => 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Done,
+    Job(Job),
+    MaybeJob(Option<Job>),
+    Claimed(Option<Job>),
+    Count(u64),
+}
+
+/// The single writer of a store. Blocking: called from the pipeline's
+/// writer thread only.
+pub trait StoreWriter: Send {
+    /// Applies `ops` in one transaction and returns one outcome per op, or
+    /// an error after which nothing of the batch was applied.
+    fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>>;
+}
+
+/// Opens the store a database URL names: `sqlite:///path/joblog.db`,
+/// `sqlite://relative.db` or a bare path.
+pub fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dyn Store>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Err(StoreError::Config(
+            "PostgreSQL is not supported by this build yet; use sqlite://PATH".into(),
+        ));
+    }
+    let path = url.strip_prefix("sqlite://").unwrap_or(url);
+    if path.is_empty() {
+        return Err(StoreError::Config(format!(
+            "database URL {url:?} names no file"
+        )));
+    }
+    Ok(std::sync::Arc::new(sqlite::SqliteStore::open(
+        path, options,
+    )?))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncMode {
+    /// Survives a crash of the process (WAL, synchronous=NORMAL).
+    #[default]
+    Normal,
+    /// Survives power loss (synchronous=FULL).
+    Full,
+}
+
+impl SyncMode {
+    pub fn parse(s: &str) -> Option<SyncMode> {
+        match s {
+            "normal" => Some(SyncMode::Normal),
+            "full" => Some(SyncMode::Full),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct StoreOptions {
+    pub sync: SyncMode,
+    /// Read connections kept open (0 = a default).
+    pub readers: usize,
+}

@@ -1,0 +1,575 @@
+//! The embedded store: one SQLite file in WAL mode, one write connection
+//! (owned by the pipeline's writer thread) and a small pool of readers.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use joblog_core::{
+    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream, StreamCounts, Timestamp,
+};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
+
+use crate::{
+    GroomPolicy, Outcome, Result, Store, StoreError, StoreOptions, StoreWriter, SyncMode, WriteOp,
+};
+
+/// Schema migrations, applied in order; `PRAGMA user_version` records how
+/// many ran. Append new ones, never edit old ones.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE jobs (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    name          TEXT,
+    state         TEXT NOT NULL,
+    exit_code     INTEGER,
+    spec          TEXT NOT NULL,
+    node          TEXT,
+    created_at    INTEGER NOT NULL,
+    started_at    INTEGER,
+    finished_at   INTEGER,
+    log_records   INTEGER NOT NULL DEFAULT 0,
+    log_bytes     INTEGER NOT NULL DEFAULT 0,
+    log_truncated INTEGER NOT NULL DEFAULT 0,
+    log_streams   TEXT NOT NULL DEFAULT '0,0,0,0,0,0,0',
+    result_bytes  INTEGER
+);
+CREATE INDEX jobs_state ON jobs(state, id);
+CREATE INDEX jobs_name ON jobs(name, id);
+-- One row per record, clustered by (job_id, seq): reading a job's log is
+-- one range scan however large the table grows. Rows are only inserted
+-- and (by retention) deleted, never updated.
+CREATE TABLE log (
+    job_id  INTEGER NOT NULL,
+    seq     INTEGER NOT NULL,
+    ts      INTEGER NOT NULL,
+    stream  INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    fields  TEXT,
+    PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE results (
+    job_id INTEGER PRIMARY KEY,
+    body   BLOB NOT NULL
+);
+"#];
+
+const JOB_COLUMNS: &str = "id, name, state, exit_code, spec, node, created_at, started_at, \
+     finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes";
+
+pub struct SqliteStore {
+    path: PathBuf,
+    sync: SyncMode,
+    readers: Arc<Mutex<Vec<Connection>>>,
+    max_idle_readers: usize,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database and brings its schema up to
+    /// date.
+    pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Config(format!("cannot create directory {}: {e}", dir.display()))
+            })?;
+        }
+        let mut conn = open_conn(&path, options.sync, false)?;
+        migrate(&mut conn)?;
+        Ok(SqliteStore {
+            path,
+            sync: options.sync,
+            readers: Arc::new(Mutex::new(Vec::new())),
+            max_idle_readers: if options.readers == 0 {
+                4
+            } else {
+                options.readers
+            },
+        })
+    }
+
+    /// Runs `f` on a pooled read connection on the blocking thread pool.
+    async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let pool = self.readers.clone();
+        let path = self.path.clone();
+        let sync = self.sync;
+        let max_idle = self.max_idle_readers;
+        tokio::task::spawn_blocking(move || {
+            let pooled = pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let conn = match pooled {
+                Some(c) => c,
+                None => open_conn(&path, sync, true)?,
+            };
+            let out = f(&conn);
+            let mut idle = pool.lock().unwrap_or_else(|p| p.into_inner());
+            if idle.len() < max_idle {
+                idle.push(conn);
+            }
+            out
+        })
+        .await
+        .map_err(|e| StoreError::Database(format!("read task failed: {e}")))?
+    }
+}
+
+fn open_conn(path: &Path, sync: SyncMode, read_only: bool) -> Result<Connection> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    if !read_only {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+    }
+    conn.pragma_update(
+        None,
+        "synchronous",
+        match sync {
+            SyncMode::Normal => "NORMAL",
+            SyncMode::Full => "FULL",
+        },
+    )?;
+    conn.pragma_update(None, "cache_size", -32_000)?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let known = MIGRATIONS.len() as i64;
+    if version > known {
+        return Err(StoreError::Config(format!(
+            "database schema version {version} is newer than this joblog ({known}); upgrade joblog"
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+fn streams_to_text(s: &StreamCounts) -> String {
+    let parts: Vec<String> = s.0.iter().map(u64::to_string).collect();
+    parts.join(",")
+}
+
+fn streams_from_text(t: &str) -> Result<StreamCounts> {
+    let mut out = StreamCounts::default();
+    for (i, p) in t.split(',').enumerate().take(7) {
+        out.0[i] = p
+            .parse()
+            .map_err(|_| StoreError::Corrupt(format!("log_streams {t:?}")))?;
+    }
+    Ok(out)
+}
+
+fn job_from_row(row: &Row) -> rusqlite::Result<Result<Job>> {
+    let state: String = row.get(2)?;
+    let spec: String = row.get(4)?;
+    let streams: String = row.get(12)?;
+    let opt_ts = |i: usize| -> rusqlite::Result<Option<Timestamp>> {
+        Ok(row.get::<_, Option<i64>>(i)?.map(Timestamp))
+    };
+    let id: JobId = row.get(0)?;
+    let name = row.get(1)?;
+    let exit_code = row.get(3)?;
+    let node = row.get(5)?;
+    let created_at = Timestamp(row.get(6)?);
+    let started_at = opt_ts(7)?;
+    let finished_at = opt_ts(8)?;
+    let records: i64 = row.get(9)?;
+    let bytes: i64 = row.get(10)?;
+    let truncated: bool = row.get(11)?;
+    let result_bytes: Option<i64> = row.get(13)?;
+    Ok((|| {
+        let state = JobState::parse(&state)
+            .ok_or_else(|| StoreError::Corrupt(format!("job {id} has state {state:?}")))?;
+        let spec: JobSpec = serde_json::from_str(&spec)
+            .map_err(|e| StoreError::Corrupt(format!("job {id} spec: {e}")))?;
+        let mut job = Job {
+            id,
+            name,
+            state,
+            exit_code,
+            command: spec.command.clone(),
+            node,
+            created_at,
+            started_at,
+            finished_at,
+            duration_ms: None,
+            log: LogSummary {
+                records: records as u64,
+                bytes: bytes as u64,
+                truncated,
+                streams: streams_from_text(&streams)?,
+            },
+            result: None,
+            spec,
+        };
+        job.set_result_bytes(result_bytes.map(|b| b as u64));
+        Ok(job.with_duration())
+    })())
+}
+
+fn query_jobs(conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<Job>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, job_from_row)?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r??);
+    }
+    Ok(out)
+}
+
+fn record_from_row(row: &Row) -> rusqlite::Result<Result<Record>> {
+    let seq: i64 = row.get(0)?;
+    let ts: i64 = row.get(1)?;
+    let stream: i64 = row.get(2)?;
+    let message: String = row.get(3)?;
+    let fields: Option<String> = row.get(4)?;
+    Ok((|| {
+        let stream = Stream::from_code(stream)
+            .ok_or_else(|| StoreError::Corrupt(format!("record {seq} has stream {stream}")))?;
+        let fields = match fields {
+            None => None,
+            Some(f) => Some(
+                serde_json::from_str(&f)
+                    .map_err(|e| StoreError::Corrupt(format!("record {seq} fields: {e}")))?,
+            ),
+        };
+        Ok(Record {
+            seq: seq as u64,
+            ts: Timestamp(ts),
+            stream,
+            message,
+            fields,
+        })
+    })())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn open_writer(&self) -> Result<Box<dyn StoreWriter>> {
+        Ok(Box::new(SqliteWriter {
+            conn: open_conn(&self.path, self.sync, false)?,
+        }))
+    }
+
+    async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
+        self.read(move |c| {
+            let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1");
+            Ok(query_jobs(c, &sql, &[&id])?.pop())
+        })
+        .await
+    }
+
+    async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
+        self.read(move |c| {
+            let before = q.before_id.unwrap_or(i64::MAX);
+            let limit = i64::from(q.limit);
+            let state = q.state.map(JobState::name);
+            // Each shape uses an index whose last column is id, so a page
+            // is one index range scan.
+            let sql = match (&state, &q.name) {
+                (None, None) => format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
+                ),
+                (Some(_), None) => format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs WHERE state = ?3 AND id < ?1 ORDER BY id DESC LIMIT ?2"
+                ),
+                (None, Some(_)) => format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs WHERE name = ?3 AND id < ?1 ORDER BY id DESC LIMIT ?2"
+                ),
+                (Some(_), Some(_)) => format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs INDEXED BY jobs_name WHERE name = ?4 AND state = ?3 AND id < ?1 ORDER BY id DESC LIMIT ?2"
+                ),
+            };
+            match (state, q.name) {
+                (None, None) => query_jobs(c, &sql, &[&before, &limit]),
+                (Some(s), None) => query_jobs(c, &sql, &[&before, &limit, &s]),
+                (None, Some(n)) => query_jobs(c, &sql, &[&before, &limit, &n]),
+                (Some(s), Some(n)) => query_jobs(c, &sql, &[&before, &limit, &s, &n]),
+            }
+        })
+        .await
+    }
+
+    async fn read_log(
+        &self,
+        id: JobId,
+        after_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<Vec<Record>> {
+        self.read(move |c| {
+            let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
+            let mut out = Vec::with_capacity(limit.min(10_000) as usize);
+            match streams {
+                None => {
+                    let mut stmt = c.prepare_cached(
+                        "SELECT seq, ts, stream, message, fields FROM log \
+                         WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                    )?;
+                    for r in stmt.query_map(params![id, after, limit], record_from_row)? {
+                        out.push(r??);
+                    }
+                }
+                Some(streams) => {
+                    // A bit mask keeps the statement text (and its cache
+                    // entry) the same whatever streams are asked for.
+                    let mask: i64 = streams.iter().fold(0, |m, s| m | (1 << s.code()));
+                    let mut stmt = c.prepare_cached(
+                        "SELECT seq, ts, stream, message, fields FROM log \
+                         WHERE job_id = ?1 AND seq > ?2 AND ((1 << stream) & ?4) != 0 \
+                         ORDER BY seq LIMIT ?3",
+                    )?;
+                    for r in stmt.query_map(params![id, after, limit, mask], record_from_row)? {
+                        out.push(r??);
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>> {
+        self.read(move |c| {
+            Ok(
+                c.prepare_cached("SELECT body FROM results WHERE job_id = ?1")?
+                    .query_row([id], |r| r.get(0))
+                    .optional()?,
+            )
+        })
+        .await
+    }
+
+    async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>> {
+        self.read(move |c| {
+            let before = policy.finished_before.unwrap_or(i64::MAX);
+            let keep = i64::from(policy.keep_per_name.unwrap_or(0));
+            let mut stmt = c.prepare_cached(
+                "SELECT id FROM (
+                    SELECT id, finished_at,
+                           ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn
+                    FROM jobs WHERE state NOT IN ('queued', 'running'))
+                 WHERE rn > ?1 AND finished_at < ?2 ORDER BY id",
+            )?;
+            let ids = stmt
+                .query_map(params![keep, before], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<JobId>>>()?;
+            Ok(ids)
+        })
+        .await
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
+            .await
+    }
+
+    fn describe(&self) -> String {
+        format!("sqlite://{}", self.path.display())
+    }
+}
+
+struct SqliteWriter {
+    conn: Connection,
+}
+
+impl StoreWriter for SqliteWriter {
+    fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut outcomes = Vec::with_capacity(ops.len());
+        // Counters are written once per job per batch, not once per Append.
+        let mut summaries: Vec<(JobId, LogSummary)> = Vec::new();
+        for op in ops {
+            outcomes.push(apply_one(&tx, op, &mut summaries)?);
+        }
+        if !summaries.is_empty() {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE jobs SET log_records = ?2, log_bytes = ?3, log_truncated = ?4, \
+                 log_streams = ?5 WHERE id = ?1",
+            )?;
+            for (job, s) in &summaries {
+                stmt.execute(params![
+                    job,
+                    s.records as i64,
+                    s.bytes as i64,
+                    s.truncated,
+                    streams_to_text(&s.streams)
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(outcomes)
+    }
+}
+
+fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
+    match summaries.iter_mut().find(|(j, _)| *j == job) {
+        Some(slot) => slot.1 = s,
+        None => summaries.push((job, s)),
+    }
+}
+
+fn apply_one(
+    tx: &rusqlite::Transaction,
+    op: &WriteOp,
+    summaries: &mut Vec<(JobId, LogSummary)>,
+) -> Result<Outcome> {
+    let now = Timestamp::now().micros();
+    match op {
+        WriteOp::InsertJob { name, spec } => {
+            let spec_json = serde_json::to_string(spec)
+                .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
+            let sql = format!(
+                "INSERT INTO jobs (name, state, spec, created_at) VALUES (?1, 'queued', ?2, ?3) \
+                 RETURNING {JOB_COLUMNS}"
+            );
+            let job = query_jobs(tx, &sql, &[name, &spec_json, &now])?
+                .pop()
+                .ok_or_else(|| StoreError::Database("insert returned no row".into()))?;
+            Ok(Outcome::Job(job))
+        }
+        WriteOp::ClaimNext { node } => {
+            let sql = format!(
+                "UPDATE jobs SET state = 'running', started_at = ?1, node = ?2 \
+                 WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1) \
+                 RETURNING {JOB_COLUMNS}"
+            );
+            Ok(Outcome::Claimed(query_jobs(tx, &sql, &[&now, node])?.pop()))
+        }
+        WriteOp::Append {
+            job,
+            records,
+            summary,
+        } => {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO log (job_id, seq, ts, stream, message, fields) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for r in records {
+                let fields = r
+                    .fields
+                    .as_ref()
+                    .map(|f| serde_json::Value::Object(f.clone()).to_string());
+                stmt.execute(params![
+                    job,
+                    r.seq as i64,
+                    r.ts.micros(),
+                    r.stream.code(),
+                    r.message,
+                    fields
+                ])?;
+            }
+            note_summary(summaries, *job, *summary);
+            Ok(Outcome::Done)
+        }
+        WriteOp::Finish {
+            job,
+            state,
+            exit_code,
+            result,
+            summary,
+        } => {
+            note_summary(summaries, *job, *summary);
+            if let Some(body) = result {
+                tx.prepare_cached("INSERT OR REPLACE INTO results (job_id, body) VALUES (?1, ?2)")?
+                    .execute(params![job, body])?;
+            }
+            let result_bytes = result.as_ref().map(|b| b.len() as i64);
+            let sql = format!(
+                "UPDATE jobs SET state = ?2, exit_code = ?3, finished_at = ?4, result_bytes = ?5, \
+                 log_records = ?6, log_bytes = ?7, log_truncated = ?8, log_streams = ?9 \
+                 WHERE id = ?1 RETURNING {JOB_COLUMNS}"
+            );
+            let jobs = query_jobs(
+                tx,
+                &sql,
+                &[
+                    job,
+                    &state.name(),
+                    exit_code,
+                    &now,
+                    &result_bytes,
+                    &(summary.records as i64),
+                    &(summary.bytes as i64),
+                    &summary.truncated,
+                    &streams_to_text(&summary.streams),
+                ],
+            )?;
+            match jobs.into_iter().next() {
+                Some(j) => Ok(Outcome::Job(j)),
+                None => Ok(Outcome::MaybeJob(None)),
+            }
+        }
+        WriteOp::CancelQueued { job } => {
+            let sql = format!(
+                "UPDATE jobs SET state = 'cancelled', finished_at = ?2 \
+                 WHERE id = ?1 AND state = 'queued' RETURNING {JOB_COLUMNS}"
+            );
+            Ok(Outcome::MaybeJob(query_jobs(tx, &sql, &[job, &now])?.pop()))
+        }
+        WriteOp::Interrupt {
+            node,
+            include_queued,
+        } => {
+            let states = if *include_queued {
+                "('running', 'queued')"
+            } else {
+                "('running')"
+            };
+            let n = match node {
+                Some(node) => tx.execute(
+                    &format!(
+                        "UPDATE jobs SET state = 'interrupted', finished_at = ?1 \
+                         WHERE state IN {states} AND node = ?2"
+                    ),
+                    params![now, node],
+                )?,
+                None => tx.execute(
+                    &format!(
+                        "UPDATE jobs SET state = 'interrupted', finished_at = ?1 \
+                         WHERE state IN {states}"
+                    ),
+                    params![now],
+                )?,
+            };
+            Ok(Outcome::Count(n as u64))
+        }
+        WriteOp::DeleteLogChunk { job, max } => {
+            let n = tx
+                .prepare_cached(
+                    "DELETE FROM log WHERE job_id = ?1 AND seq <= COALESCE(
+                        (SELECT seq FROM log WHERE job_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2),
+                        9223372036854775807)",
+                )?
+                .execute(params![job, i64::from(*max).saturating_sub(1).max(0)])?;
+            Ok(Outcome::Count(n as u64))
+        }
+        WriteOp::DeleteJob { job } => {
+            tx.prepare_cached("DELETE FROM results WHERE job_id = ?1")?
+                .execute([job])?;
+            let n = tx
+                .prepare_cached(
+                    "DELETE FROM jobs WHERE id = ?1 AND state NOT IN ('queued', 'running')",
+                )?
+                .execute([job])?;
+            Ok(Outcome::Count(n as u64))
+        }
+    }
+}
