@@ -177,12 +177,17 @@ impl Engine {
         let mut drain_until = far;
         let mut status = None;
         let mut idle_at = far;
+        // A partial line is shown once its pipe has been quiet this long.
+        let mut last_data = Instant::now();
 
         while stdout.is_some() || stderr.is_some() || status.is_none() {
             tokio::select! {
                 r = read_some(&mut stdout, &mut buf_out) => {
                     match r {
-                        Some(n) => log.push(Source::Stdout, &buf_out[..n], Timestamp::now(), &mut out),
+                        Some(n) => {
+                            last_data = Instant::now();
+                            log.push(Source::Stdout, &buf_out[..n], Timestamp::now(), &mut out);
+                        }
                         None => {
                             stdout = None;
                             log.flush_partial(Source::Stdout, Timestamp::now(), &mut out);
@@ -191,7 +196,10 @@ impl Engine {
                 }
                 r = read_some(&mut stderr, &mut buf_err) => {
                     match r {
-                        Some(n) => log.push(Source::Stderr, &buf_err[..n], Timestamp::now(), &mut out),
+                        Some(n) => {
+                            last_data = Instant::now();
+                            log.push(Source::Stderr, &buf_err[..n], Timestamp::now(), &mut out);
+                        }
                         None => {
                             stderr = None;
                             log.flush_partial(Source::Stderr, Timestamp::now(), &mut out);
@@ -244,11 +252,7 @@ impl Engine {
                 }
             }
             idle_at = if log.has_partial(Source::Stdout) || log.has_partial(Source::Stderr) {
-                if idle_at < far {
-                    idle_at
-                } else {
-                    Instant::now() + cfg.idle_flush
-                }
+                last_data + cfg.idle_flush
             } else {
                 far
             };

@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
 use serde_json::json;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::client::{Api, ApiError, Global, JobView};
 
@@ -87,7 +88,7 @@ fn parse_count(s: &str) -> Result<u64, String> {
         .parse()
         .map_err(|_| format!("{s:?} is not a count (examples: 20K, 0.5M, 1000000)"))?;
     let v = (n * mult).round();
-    if !v.is_finite() || v < 1.0 || v > 1e12 {
+    if !(1.0..=1e12).contains(&v) {
         return Err(format!("{s:?}: must be between 1 and 1e12"));
     }
     Ok(v as u64)
@@ -110,12 +111,12 @@ fn parse_checkpoints(s: &str) -> Result<Checkpoints, String> {
 
 /// `500000` → `0.5M`, `20000` → `20K`, `1234` → `1234`.
 fn format_count(n: u64) -> String {
-    if n >= 100_000 && n % 100_000 == 0 {
+    if n >= 100_000 && n / 100_000 * 100_000 == n {
         let m = n as f64 / 1e6;
         let s = format!("{m:.1}");
         return format!("{}M", s.trim_end_matches(".0"));
     }
-    if n >= 1000 && n % 1000 == 0 {
+    if n >= 1000 && n / 1000 * 1000 == n {
         return format!("{}K", n / 1000);
     }
     n.to_string()
@@ -227,7 +228,11 @@ fn tail_of(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-async fn start_server(args: &BenchArgs, token: Option<&str>) -> anyhow::Result<SpawnedServer> {
+async fn start_server(
+    args: &BenchArgs,
+    token: Option<&str>,
+    sigint: &mut Signal,
+) -> anyhow::Result<SpawnedServer> {
     let exe = std::env::current_exe().context("cannot find the joblog executable")?;
     let stamp = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -254,6 +259,9 @@ async fn start_server(args: &BenchArgs, token: Option<&str>) -> anyhow::Result<S
     }
     // A joblog.toml in the caller's directory must not change the server
     // under test.
+    // Its own process group: Ctrl-C in the terminal reaches only the bench,
+    // which still needs the server to take its final measurement.
+    cmd.process_group(0);
     cmd.current_dir(&root)
         .stdin(Stdio::null())
         .stdout(log)
@@ -269,7 +277,11 @@ async fn start_server(args: &BenchArgs, token: Option<&str>) -> anyhow::Result<S
         log_path,
         keep: args.keep,
     };
-    if let Err(e) = wait_healthy(&mut server, token).await {
+    let ready = tokio::select! {
+        r = wait_healthy(&mut server, token) => r,
+        _ = sigint.recv() => Err(anyhow::anyhow!("interrupted (Ctrl-C)")),
+    };
+    if let Err(e) = ready {
         let tail = tail_of(&server.log_path, 20);
         server.stop().await;
         bail!("{e:#}\nserver output (last lines):\n{tail}");
@@ -655,12 +667,16 @@ fn push_bounded<T>(q: &mut VecDeque<T>, v: T, cap: usize) {
 
 async fn run_psu(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
     let wall = Instant::now();
+    // Registered before the server starts, so Ctrl-C at any point stops the
+    // bench through the path that also stops its server (which runs in its
+    // own process group and would otherwise be left behind).
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
     let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let server = if args.external {
         None
     } else {
         eprintln!("bench: starting a joblog server");
-        Some(start_server(&args, global.token.as_deref()).await?)
+        Some(start_server(&args, global.token.as_deref(), &mut sigint).await?)
     };
     let url = server
         .as_ref()
@@ -687,8 +703,23 @@ async fn run_psu(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
             };
             let stop = tokio::select! {
                 r = psu.run() => r,
-                _ = tokio::signal::ctrl_c() => Ok(Some("interrupted (Ctrl-C)".to_string())),
+                _ = sigint.recv() => Ok(Some("interrupted (Ctrl-C)".to_string())),
             };
+            // Stopped early: the jobs run since the last checkpoint still
+            // make a row. A second Ctrl-C skips it.
+            let measured = psu.rows.last().map_or(0, |r| r.jobs);
+            if matches!(stop, Ok(Some(_))) && psu.jobs > measured {
+                let messages = psu.jobs * u64::from(args.lines);
+                eprintln!("bench: measuring at {messages} messages before stopping");
+                tokio::select! {
+                    r = psu.measure(messages) => {
+                        if let Err(e) = r {
+                            eprintln!("bench: final measurement failed: {e:#}");
+                        }
+                    }
+                    _ = sigint.recv() => {}
+                }
+            }
             Ok((stop, std::mem::take(&mut psu.rows)))
         }
         Err(e) => Err(e),

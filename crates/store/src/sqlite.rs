@@ -552,6 +552,10 @@ fn apply_one(
             Ok(Outcome::Count(n as u64))
         }
         WriteOp::DeleteLogChunk { job, max } => {
+            // `max - 1` is the OFFSET below: 0 would still delete one record.
+            if *max == 0 {
+                return Ok(Outcome::Count(0));
+            }
             let n = tx
                 .prepare_cached(
                     "DELETE FROM log WHERE job_id = ?1 AND seq <= COALESCE(

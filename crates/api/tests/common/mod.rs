@@ -1,0 +1,321 @@
+//! The harness of the API tests: a whole node (SQLite store in a tempdir,
+//! pipeline, engine, router) driven through `tower::ServiceExt::oneshot`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use joblog_api::{app, AppState};
+use joblog_engine::{Engine, EngineConfig};
+use joblog_pipeline::{Pipeline, PipelineConfig, WriterThread};
+use joblog_store::StoreOptions;
+use serde_json::Value;
+use tempfile::TempDir;
+use tower::ServiceExt;
+
+/// How long a test waits for a condition before it gives up.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub struct TestApp {
+    pub router: Router,
+    pub engine: Engine,
+    pub pipeline: Pipeline,
+    pub writer: Option<WriterThread>,
+    pub dir: TempDir,
+}
+
+pub async fn start_app(max_concurrency: usize) -> TestApp {
+    start_app_with_token(max_concurrency, None).await
+}
+
+/// Builds a node the way `joblog serve` does, without a socket.
+pub async fn start_app_with_token(max_concurrency: usize, token: Option<&str>) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("joblog.db").display());
+    let store = joblog_store::open(&url, &StoreOptions::default()).unwrap();
+    let mut registry = prometheus_client::registry::Registry::default();
+    let (pipeline, writer) = Pipeline::start(
+        store.open_writer().unwrap(),
+        PipelineConfig::default(),
+        &mut registry,
+    );
+    let mut config = EngineConfig::new("test-node".into(), dir.path().to_path_buf());
+    config.max_concurrency = max_concurrency;
+    let engine = Engine::start(store, pipeline.clone(), config, &mut registry)
+        .await
+        .unwrap();
+    let router = app(AppState {
+        engine: engine.clone(),
+        token: token.map(Arc::from),
+        registry: Arc::new(registry),
+    });
+    TestApp {
+        router,
+        engine,
+        pipeline,
+        writer: Some(writer),
+        dir,
+    }
+}
+
+impl TestApp {
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Stops the node in order: jobs, then the pipeline, then waits for the
+    /// writer to have committed everything.
+    pub async fn shutdown(mut self) {
+        self.engine.shutdown(Duration::from_secs(10)).await;
+        self.pipeline.close();
+        if let Some(writer) = self.writer.take() {
+            tokio::task::spawn_blocking(move || writer.join())
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// A response, its body collected.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "{} body is not JSON ({e}): {}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).expect("UTF-8 body")
+    }
+}
+
+pub async fn send(router: &Router, request: Request<Body>) -> Reply {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Reply {
+        status,
+        content_type,
+        body,
+    }
+}
+
+pub async fn get(router: &Router, uri: &str) -> Reply {
+    let req = Request::get(uri).body(Body::empty()).unwrap();
+    send(router, req).await
+}
+
+pub async fn post_raw(router: &Router, uri: &str, body: impl Into<Body>) -> Reply {
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(uri)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body.into())
+        .unwrap();
+    send(router, req).await
+}
+
+pub async fn post(router: &Router, uri: &str, json: &Value) -> Reply {
+    post_raw(router, uri, json.to_string()).await
+}
+
+/// GETs `uri` and expects 200 with a JSON body.
+pub async fn get_json(router: &Router, uri: &str) -> Value {
+    let reply = get(router, uri).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::OK,
+        "GET {uri}: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    reply.json()
+}
+
+/// Checks the error shape `{"error": {"code", "message"}}` and the status,
+/// and returns the message.
+pub fn assert_error(reply: &Reply, status: StatusCode, code: &str) -> String {
+    let body = reply.json();
+    assert_eq!(reply.status, status, "{body}");
+    let object = body.as_object().expect("error body is an object");
+    assert_eq!(object.len(), 1, "only `error` at the top: {body}");
+    let error = body["error"].as_object().expect("`error` is an object");
+    assert_eq!(error.len(), 2, "only code and message: {body}");
+    assert_eq!(error["code"], code, "{body}");
+    let message = error["message"].as_str().expect("message is a string");
+    assert!(!message.is_empty(), "{body}");
+    message.to_owned()
+}
+
+/// Submits a job and returns it (expects 201).
+pub async fn submit(router: &Router, json: Value) -> Value {
+    let reply = post(router, "/api/v1/jobs", &json).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::CREATED,
+        "submit {json}: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let job = reply.json();
+    assert!(job["id"].as_i64().unwrap() > 0, "{job}");
+    job
+}
+
+/// Submits `sh -c SCRIPT`.
+pub async fn submit_sh(router: &Router, script: &str) -> Value {
+    submit(router, serde_json::json!({"command": ["sh", "-c", script]})).await
+}
+
+pub fn id_of(job: &Value) -> i64 {
+    job["id"].as_i64().expect("job id")
+}
+
+pub async fn show(router: &Router, id: i64) -> Value {
+    get_json(router, &format!("/api/v1/jobs/{id}")).await
+}
+
+fn is_finished(job: &Value) -> bool {
+    !matches!(job["state"].as_str(), Some("queued" | "running"))
+}
+
+/// Polls the job until `done` holds, up to [`PATIENCE`].
+pub async fn wait_for(router: &Router, id: i64, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let job = show(router, id).await;
+        if done(&job) {
+            return job;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "job {id} never became {what}: {job}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+pub async fn wait_finished(router: &Router, id: i64) -> Value {
+    wait_for(router, id, "finished", is_finished).await
+}
+
+pub async fn wait_running(router: &Router, id: i64) -> Value {
+    wait_for(router, id, "running", |j| j["state"] == "running").await
+}
+
+/// Runs a `sh -c` script to its end and returns the finished job.
+pub async fn run_sh(router: &Router, script: &str) -> Value {
+    let id = id_of(&submit_sh(router, script).await);
+    wait_finished(router, id).await
+}
+
+/// The whole log of a finished job, read page by page following
+/// `next_after_seq` until it is `null`.
+pub async fn whole_log(router: &Router, id: i64) -> Vec<Value> {
+    const PAGE: usize = 400;
+    let mut records: Vec<Value> = Vec::new();
+    let mut after = 0u64;
+    for _ in 0..100_000 {
+        let page = get_json(
+            router,
+            &format!("/api/v1/jobs/{id}/log?after_seq={after}&limit={PAGE}"),
+        )
+        .await;
+        let batch = page["records"].as_array().expect("records").clone();
+        assert!(batch.len() <= PAGE, "page larger than its limit");
+        for r in &batch {
+            let seq = r["seq"].as_u64().expect("seq");
+            assert!(seq > after, "seq {seq} after {after}: not in order");
+            after = seq;
+        }
+        records.extend(batch);
+        match page["next_after_seq"].as_u64() {
+            None => {
+                assert!(page["next_after_seq"].is_null(), "{page}");
+                return records;
+            }
+            Some(next) => {
+                assert_eq!(next, after, "next_after_seq is the last seq given");
+            }
+        }
+    }
+    panic!("log of job {id} never ended (is the job finished?)");
+}
+
+/// `(stream, message)` of each record.
+pub fn lines(records: &[Value]) -> Vec<(String, String)> {
+    records
+        .iter()
+        .map(|r| {
+            (
+                r["stream"].as_str().unwrap().to_owned(),
+                r["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The messages of the records of one stream, in order.
+pub fn messages_of(records: &[Value], stream: &str) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r["stream"] == stream)
+        .map(|r| r["message"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A timestamp of the API (`2026-11-22T10:15:02.123456Z`), checked to have
+/// the fixed-width format, in which text order is time order.
+pub fn timestamp(v: &Value) -> String {
+    let s = v.as_str().unwrap_or_else(|| panic!("not a timestamp: {v}"));
+    let b = s.as_bytes();
+    assert!(
+        s.len() == 27 && b[10] == b'T' && b[19] == b'.' && s.ends_with('Z'),
+        "timestamp {s:?} is not YYYY-MM-DDTHH:MM:SS.ffffffZ"
+    );
+    s.to_owned()
+}
+
+/// Whether process `pid` still exists (and is not merely a zombie waiting to
+/// be reaped by whoever adopted it).
+pub fn process_alive(pid: i32) -> bool {
+    let signalable = std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    if !signalable {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,366 @@
+//! End-to-end tests of the real `joblog` binary: a server process on a
+//! real SQLite file, real jobs, real signals.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_joblog");
+
+struct Server {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+    http: reqwest::Client,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+impl Server {
+    async fn start(dir: &Path, extra: &[&str]) -> Server {
+        let port = free_port();
+        let child = Command::new(BIN)
+            .arg("serve")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(dir)
+            .args(extra)
+            .env("JOBLOG_LOG", "warn")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawning joblog serve");
+        let server = Server {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            dir: dir.to_path_buf(),
+            http: reqwest::Client::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = server
+                .http
+                .get(format!("{}/healthz", server.url))
+                .send()
+                .await
+            {
+                if r.status().is_success() {
+                    return server;
+                }
+            }
+            assert!(Instant::now() < deadline, "server did not become healthy");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    async fn submit(&self, body: Value) -> i64 {
+        let r = self
+            .http
+            .post(format!("{}/api/v1/jobs", self.url))
+            .json(&body)
+            .send()
+            .await
+            .expect("submit");
+        assert_eq!(r.status(), 201, "submit {body}");
+        r.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+    }
+
+    async fn job(&self, id: i64) -> Value {
+        self.http
+            .get(format!("{}/api/v1/jobs/{id}", self.url))
+            .send()
+            .await
+            .expect("show")
+            .json()
+            .await
+            .expect("job json")
+    }
+
+    async fn wait_until(&self, id: i64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            let job = self.job(id).await;
+            if pred(&job) {
+                return job;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "job {id} never got {what}: {job}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn wait_finished(&self, id: i64) -> Value {
+        self.wait_until(id, "finished", |j| {
+            !matches!(j["state"].as_str(), Some("queued" | "running"))
+        })
+        .await
+    }
+
+    async fn log_page(&self, id: i64, after: u64, limit: u32) -> Vec<Value> {
+        let v: Value = self
+            .http
+            .get(format!(
+                "{}/api/v1/jobs/{id}/log?after_seq={after}&limit={limit}",
+                self.url
+            ))
+            .send()
+            .await
+            .expect("log")
+            .json()
+            .await
+            .expect("log json");
+        v["records"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Peak resident memory of the server so far (VmHWM), in MiB.
+    fn peak_rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let kb: f64 = status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        kb / 1024.0
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig}");
+    }
+
+    /// Waits for the server process to exit and returns its exit code.
+    fn wait_exit(&mut self) -> Option<i32> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.code();
+            }
+            assert!(Instant::now() < deadline, "server did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.dir.join("joblog.db")).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A job printing `line 1`, `line 2`, … until it is stopped; on SIGTERM it
+/// writes the last number it reached to `last`.
+fn endless_counter(dir: &Path, tag: &str) -> Value {
+    let last = dir.join(format!("last-{tag}"));
+    json!({
+        "name": format!("counter-{tag}"),
+        "script": format!(
+            "trap 'echo $i > {}; exit 143' TERM; i=0; while :; do i=$((i+1)); echo \"line $i\"; done",
+            last.display()
+        ),
+    })
+}
+
+/// Reads a job's stored messages straight from the database file.
+fn stored_lines(db: &rusqlite::Connection, id: i64) -> Vec<(i64, String, i64)> {
+    let mut stmt = db
+        .prepare("SELECT seq, message, stream FROM log WHERE job_id = ?1 ORDER BY seq")
+        .unwrap();
+    stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// The `line N` records of a job: seq gapless from 1 and N == seq, i.e. a
+/// gap-free prefix of what the job printed. Returns the last N.
+fn assert_gapless_prefix(lines: &[(i64, String, i64)]) -> i64 {
+    let mut last = 0;
+    for (i, (seq, msg, _)) in lines.iter().enumerate() {
+        assert_eq!(*seq, i as i64 + 1, "seq gap before {seq}");
+        if let Some(n) = msg.strip_prefix("line ") {
+            let n: i64 = n.parse().unwrap_or_else(|_| panic!("bad line {msg:?}"));
+            assert_eq!(n, last + 1, "line {n} follows line {last}");
+            last = n;
+        }
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_write_leaves_gapless_prefixes_and_interrupted_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &[]).await;
+    let mut ids = Vec::new();
+    for t in 0..4 {
+        ids.push(
+            server
+                .submit(endless_counter(dir.path(), &t.to_string()))
+                .await,
+        );
+    }
+    for &id in &ids {
+        server
+            .wait_until(id, "2000 records", |j| {
+                j["log"]["records"].as_u64() >= Some(2000)
+            })
+            .await;
+    }
+    server.signal("KILL");
+    server.wait_exit();
+
+    {
+        let db = server.db();
+        let check: String = db
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        for &id in &ids {
+            let last = assert_gapless_prefix(&stored_lines(&db, id));
+            assert!(last >= 2000, "job {id} kept only {last} lines");
+        }
+    }
+
+    drop(server);
+    let server = Server::start(dir.path(), &[]).await;
+    for &id in &ids {
+        let job = server.job(id).await;
+        assert_eq!(job["state"], "interrupted", "{job}");
+        assert!(job["finished_at"].is_string());
+    }
+    // The restarted server runs new jobs normally.
+    let id = server
+        .submit(json!({"command": ["sh", "-c", "echo after restart"]}))
+        .await;
+    assert_eq!(server.wait_finished(id).await["state"], "succeeded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stores_every_line_printed_before_the_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &["--grace-period", "5s"]).await;
+    // One job that ends within the grace period, two that must be stopped.
+    let short = server
+        .submit(json!({"name": "short", "script": "for i in $(seq 1 30); do echo \"line $i\"; sleep 0.05; done"}))
+        .await;
+    let endless: Vec<i64> = [
+        server.submit(endless_counter(dir.path(), "a")).await,
+        server.submit(endless_counter(dir.path(), "b")).await,
+    ]
+    .to_vec();
+    for &id in &endless {
+        server
+            .wait_until(id, "1000 records", |j| {
+                j["log"]["records"].as_u64() >= Some(1000)
+            })
+            .await;
+    }
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(), Some(0), "graceful stop exits 0");
+
+    let db = server.db();
+    let state = |id: i64| -> String {
+        db.query_row("SELECT state FROM jobs WHERE id = ?1", [id], |r| r.get(0))
+            .unwrap()
+    };
+    let short_lines = stored_lines(&db, short);
+    assert_eq!(assert_gapless_prefix(&short_lines), 30);
+    assert_eq!(state(short), "succeeded");
+    for (&id, tag) in endless.iter().zip(["a", "b"]) {
+        let stored = assert_gapless_prefix(&stored_lines(&db, id));
+        let printed: i64 = std::fs::read_to_string(dir.path().join(format!("last-{tag}")))
+            .expect("the job saw SIGTERM and wrote how far it got")
+            .trim()
+            .parse()
+            .unwrap();
+        // The trap may run between `i=$((i+1))` and its echo.
+        assert!(
+            stored == printed || stored == printed - 1,
+            "job {id} printed up to {printed}, stored up to {stored}"
+        );
+        assert_eq!(state(id), "interrupted");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_outputs_keep_memory_bounded_and_cap_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let long_line = server
+        .submit(json!({"name": "no-newline", "script": "head -c 200000000 /dev/zero | tr '\\0' x"}))
+        .await;
+    let many = server
+        .submit(json!({"name": "many-lines", "command": ["seq", "1", "2000000"]}))
+        .await;
+    let long_job = server.wait_finished(long_line).await;
+    let many_job = server.wait_finished(many).await;
+    let peak = server.peak_rss_mib();
+    println!("server peak RSS through 200 MB without newline + 2,000,000 lines: {peak:.1} MiB");
+
+    // 200 MB in 64 KiB records, each after the first marked continued.
+    assert_eq!(long_job["state"], "succeeded");
+    assert_eq!(long_job["log"]["bytes"], 200_000_000);
+    assert_eq!(long_job["log"]["records"], 200_000_000u64.div_ceil(65_536));
+    assert_eq!(long_job["log"]["truncated"], false);
+    let first = server.log_page(long_line, 0, 2).await;
+    assert!(first[0].get("fields").is_none());
+    assert_eq!(first[1]["fields"]["continued"], true);
+
+    // Over the 1,000,000-record cap: the first 990,000, one marker, the
+    // last 10,000.
+    assert_eq!(many_job["state"], "succeeded");
+    assert_eq!(many_job["log"]["truncated"], true);
+    assert_eq!(many_job["log"]["records"], 1_000_001);
+    let around = server.log_page(many, 989_999, 3).await;
+    assert_eq!(around[0]["message"], "990000");
+    assert_eq!(around[1]["seq"], 990_001);
+    assert_eq!(around[1]["stream"], "warning");
+    assert_eq!(around[1]["fields"]["truncated"], true);
+    assert_eq!(around[1]["fields"]["dropped_records"], 1_000_000);
+    assert_eq!(around[2]["message"], "1990001");
+    let end = server.log_page(many, 1_000_000, 10).await;
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0]["message"], "2000000");
+    assert_eq!(end[0]["seq"], 1_000_001);
+
+    // Loose bound, so the test fails on unbounded buffering (hundreds of
+    // MiB) and not on noise; the budget is measured by `joblog bench`.
+    assert!(peak < 256.0, "server peak RSS {peak:.1} MiB");
+}
+
+#[test]
+fn refuses_a_public_address_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(dir.path())
+        .env_remove("JOBLOG_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("token"), "{err}");
+}

@@ -1,0 +1,711 @@
+//! The SQLite store through its public surface: `WriteOp` batches applied
+//! by its writer, and the async read methods, on real files in a tempdir.
+
+use std::path::{Path, PathBuf};
+
+use joblog_core::{Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream, Timestamp};
+use joblog_store::sqlite::SqliteStore;
+use joblog_store::{GroomPolicy, Outcome, Store, StoreError, StoreOptions, StoreWriter, WriteOp};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+/// A store in a fresh temporary directory, with its one writer.
+struct TestStore {
+    store: SqliteStore,
+    writer: Box<dyn StoreWriter>,
+    path: PathBuf,
+    _dir: TempDir,
+}
+
+fn open_store() -> TestStore {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data").join("joblog.db");
+    let store = SqliteStore::open(&path, &StoreOptions::default()).unwrap();
+    let writer = store.open_writer().unwrap();
+    TestStore {
+        store,
+        writer,
+        path,
+        _dir: dir,
+    }
+}
+
+impl TestStore {
+    fn apply(&mut self, ops: Vec<WriteOp>) -> Vec<Outcome> {
+        let n = ops.len();
+        let outcomes = self.writer.apply(&ops).unwrap();
+        assert_eq!(outcomes.len(), n, "one outcome per op");
+        outcomes
+    }
+
+    fn apply_one(&mut self, op: WriteOp) -> Outcome {
+        self.apply(vec![op]).pop().unwrap()
+    }
+
+    fn insert(&mut self, name: Option<&str>) -> Job {
+        match self.apply_one(insert_op(name)) {
+            Outcome::Job(job) => job,
+            other => panic!("InsertJob gave {other:?}"),
+        }
+    }
+
+    fn claim(&mut self, node: &str) -> Option<Job> {
+        match self.apply_one(WriteOp::ClaimNext { node: node.into() }) {
+            Outcome::Claimed(job) => job,
+            other => panic!("ClaimNext gave {other:?}"),
+        }
+    }
+
+    fn finish(&mut self, job: JobId, state: JobState, exit_code: Option<i32>) -> Job {
+        self.finish_with(job, state, exit_code, None, LogSummary::default())
+    }
+
+    fn finish_with(
+        &mut self,
+        job: JobId,
+        state: JobState,
+        exit_code: Option<i32>,
+        result: Option<Vec<u8>>,
+        summary: LogSummary,
+    ) -> Job {
+        match self.apply_one(WriteOp::Finish {
+            job,
+            state,
+            exit_code,
+            result,
+            summary,
+        }) {
+            Outcome::Job(job) => job,
+            other => panic!("Finish gave {other:?}"),
+        }
+    }
+
+    fn count(&mut self, op: WriteOp) -> u64 {
+        match self.apply_one(op) {
+            Outcome::Count(n) => n,
+            other => panic!("expected a count, got {other:?}"),
+        }
+    }
+
+    /// Inserts, claims and finishes a job named `name` (the queue must be
+    /// empty so that the claim takes this job).
+    fn finished_job(&mut self, name: Option<&str>, state: JobState) -> Job {
+        let job = self.insert(name);
+        let claimed = self.claim("node-a").expect("a queued job");
+        assert_eq!(claimed.id, job.id);
+        self.finish(job.id, state, Some(0))
+    }
+
+    async fn job(&self, id: JobId) -> Job {
+        self.store.get_job(id).await.unwrap().expect("job exists")
+    }
+
+    async fn list(&self, state: Option<JobState>, name: Option<&str>, limit: u32) -> Vec<JobId> {
+        self.list_before(state, name, limit, None).await
+    }
+
+    async fn list_before(
+        &self,
+        state: Option<JobState>,
+        name: Option<&str>,
+        limit: u32,
+        before_id: Option<JobId>,
+    ) -> Vec<JobId> {
+        let jobs = self
+            .store
+            .list_jobs(JobQuery {
+                state,
+                name: name.map(str::to_owned),
+                limit,
+                before_id,
+            })
+            .await
+            .unwrap();
+        jobs.iter().map(|j| j.id).collect()
+    }
+
+    async fn log(
+        &self,
+        id: JobId,
+        after: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Vec<Record> {
+        self.store
+            .read_log(id, after, limit, streams)
+            .await
+            .unwrap()
+    }
+
+    async fn groom(&self, finished_before: Option<i64>, keep_per_name: Option<u32>) -> Vec<JobId> {
+        self.store
+            .groom_candidates(GroomPolicy {
+                finished_before,
+                keep_per_name,
+            })
+            .await
+            .unwrap()
+    }
+}
+
+fn spec(args: &[&str]) -> JobSpec {
+    JobSpec {
+        command: args.iter().map(|s| s.to_string()).collect(),
+        ..JobSpec::default()
+    }
+}
+
+fn insert_op(name: Option<&str>) -> WriteOp {
+    WriteOp::InsertJob {
+        name: name.map(str::to_owned),
+        spec: spec(&["sh", "-c", "echo hi"]),
+    }
+}
+
+fn record(seq: u64, stream: Stream, message: &str) -> Record {
+    Record {
+        seq,
+        ts: Timestamp(1_700_000_000_000_000 + seq as i64),
+        stream,
+        message: message.to_owned(),
+        fields: None,
+    }
+}
+
+fn with_fields(mut r: Record, fields: Value) -> Record {
+    let Value::Object(map) = fields else {
+        panic!("fields must be an object")
+    };
+    r.fields = Some(map);
+    r
+}
+
+/// The counters of a log made of `records`.
+fn summary_of(records: &[Record]) -> LogSummary {
+    let mut s = LogSummary::default();
+    for r in records {
+        s.records += 1;
+        s.bytes += r.message.len() as u64;
+        s.streams.add(r.stream, 1);
+    }
+    s
+}
+
+fn append(job: JobId, records: &[Record], all_so_far: &[Record]) -> WriteOp {
+    WriteOp::Append {
+        job,
+        records: records.to_vec(),
+        summary: summary_of(all_so_far),
+    }
+}
+
+fn seqs(records: &[Record]) -> Vec<u64> {
+    records.iter().map(|r| r.seq).collect()
+}
+
+fn user_version(path: &Path) -> i64 {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn migrations_create_the_schema_and_reopening_keeps_the_data() {
+    let mut t = open_store();
+    let version = user_version(&t.path);
+    assert!(version >= 1, "migrations ran (user_version {version})");
+    {
+        let conn = rusqlite::Connection::open(&t.path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap();
+        let tables: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for table in ["jobs", "log", "results"] {
+            assert!(tables.iter().any(|t| t == table), "{table} in {tables:?}");
+        }
+        let journal: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(journal.to_lowercase(), "wal");
+    }
+    let job = t.insert(Some("kept"));
+    let recs = [record(1, Stream::Output, "survives a reopen")];
+    t.apply(vec![append(job.id, &recs, &recs)]);
+    drop(t.writer);
+    let path = t.path.clone();
+    let dir = t._dir;
+
+    // Reopening an existing, up-to-date file migrates nothing and keeps all.
+    let url = format!("sqlite://{}", path.display());
+    let store = joblog_store::open(&url, &StoreOptions::default()).unwrap();
+    assert_eq!(user_version(&path), version);
+    let again = store.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!(again.name.as_deref(), Some("kept"));
+    assert_eq!(again.spec.command, ["sh", "-c", "echo hi"]);
+    assert_eq!(again.log.records, 1);
+    let log = store.read_log(job.id, 0, 10, None).await.unwrap();
+    assert_eq!(log, recs);
+    drop(store);
+    drop(dir);
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_joblog_is_refused() {
+    let t = open_store();
+    let path = t.path.clone();
+    let known = user_version(&path);
+    drop(t.writer);
+    drop(t.store);
+    let newer = known + 7;
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", newer)
+        .unwrap();
+    let err = match SqliteStore::open(&path, &StoreOptions::default()) {
+        Ok(_) => panic!("a schema newer than this build must be refused"),
+        Err(e) => e,
+    };
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains(&newer.to_string()), "{msg}");
+    assert!(msg.contains("upgrade joblog"), "{msg}");
+    // Refusing must not have touched the file.
+    assert_eq!(user_version(&path), newer);
+}
+
+#[tokio::test]
+async fn open_rejects_urls_it_cannot_serve() {
+    let err = joblog_store::open("postgres://db/joblog", &StoreOptions::default())
+        .err()
+        .expect("PostgreSQL is not in this build");
+    assert!(err.to_string().contains("sqlite://"), "{err}");
+    let err = joblog_store::open("sqlite://", &StoreOptions::default())
+        .err()
+        .expect("an empty path is refused");
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn claim_next_takes_the_oldest_queued_job() {
+    let mut t = open_store();
+    assert_eq!(t.claim("node-a"), None, "empty queue");
+
+    let a = t.insert(Some("a"));
+    let b = t.insert(Some("b"));
+    let c = t.insert(None);
+    assert!(a.id < b.id && b.id < c.id, "ids increase");
+    for j in [&a, &b, &c] {
+        assert_eq!(j.state, JobState::Queued);
+        assert_eq!(
+            (j.started_at, j.finished_at, j.node.as_deref()),
+            (None, None, None)
+        );
+        assert_eq!(j.exit_code, None);
+        assert_eq!(j.log, LogSummary::default());
+        assert_eq!(j.result, None);
+    }
+    // A cancelled job is no longer in the queue.
+    assert!(matches!(
+        t.apply_one(WriteOp::CancelQueued { job: a.id }),
+        Outcome::MaybeJob(Some(_))
+    ));
+
+    let first = t.claim("node-a").expect("b is queued");
+    assert_eq!(first.id, b.id);
+    assert_eq!(first.state, JobState::Running);
+    assert_eq!(first.node.as_deref(), Some("node-a"));
+    let started = first.started_at.expect("started_at set by the claim");
+    assert!(started >= b.created_at);
+    assert_eq!(t.job(b.id).await, first, "the claim is stored");
+
+    let second = t.claim("node-b").expect("c is queued");
+    assert_eq!((second.id, second.node.as_deref()), (c.id, Some("node-b")));
+    assert_eq!(t.claim("node-a"), None, "queue drained");
+    assert_eq!(t.job(a.id).await.state, JobState::Cancelled);
+}
+
+#[tokio::test]
+async fn appended_records_are_read_back_in_order_with_paging_and_stream_filter() {
+    let mut t = open_store();
+    let j1 = t.insert(Some("one")).id;
+    let j2 = t.insert(Some("two")).id;
+    let log1 = vec![
+        record(1, Stream::Output, "j1 line 1"),
+        record(2, Stream::Error, "j1 oops"),
+        with_fields(
+            record(3, Stream::Warning, "disk 91% full"),
+            json!({"mount": "/var", "pct": 91}),
+        ),
+        record(4, Stream::Output, "j1 line 4 é ✓"),
+        record(5, Stream::Progress, "copying"),
+        record(6, Stream::Output, "j1 line 6"),
+        record(7, Stream::Error, "j1 second error"),
+    ];
+    let log2: Vec<Record> = (1..=5)
+        .map(|i| record(i, Stream::Output, &format!("j2 line {i}")))
+        .collect();
+
+    // Two jobs interleaved over several batches, several Appends per job in a batch.
+    t.apply(vec![
+        append(j1, &log1[..2], &log1[..2]),
+        append(j2, &log2[..1], &log2[..1]),
+        append(j1, &log1[2..3], &log1[..3]),
+    ]);
+    t.apply(vec![append(j2, &log2[1..4], &log2[..4])]);
+    t.apply(vec![
+        append(j1, &log1[3..], &log1),
+        append(j2, &log2[4..], &log2),
+    ]);
+
+    assert_eq!(t.log(j1, 0, 100, None).await, log1);
+    assert_eq!(t.log(j2, 0, 100, None).await, log2);
+
+    // Paging: after_seq is exclusive, limit bounds the page.
+    assert_eq!(seqs(&t.log(j1, 2, 3, None).await), [3, 4, 5]);
+    assert_eq!(seqs(&t.log(j1, 5, 3, None).await), [6, 7]);
+    assert!(t.log(j1, 7, 3, None).await.is_empty());
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = t.log(j1, after, 2, None).await;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        paged.extend(page);
+    }
+    assert_eq!(paged, log1);
+
+    // Stream filter, alone and combined with paging.
+    let errors = t.log(j1, 0, 100, Some(vec![Stream::Error])).await;
+    assert_eq!(seqs(&errors), [2, 7]);
+    assert!(errors.iter().all(|r| r.stream == Stream::Error));
+    let some = t
+        .log(j1, 0, 100, Some(vec![Stream::Warning, Stream::Progress]))
+        .await;
+    assert_eq!(seqs(&some), [3, 5]);
+    assert_eq!(
+        seqs(
+            &t.log(j1, 2, 1, Some(vec![Stream::Output, Stream::Error]))
+                .await
+        ),
+        [4]
+    );
+    assert!(t
+        .log(j2, 0, 100, Some(vec![Stream::Error]))
+        .await
+        .is_empty());
+    assert!(
+        t.log(j1 + j2 + 100, 0, 100, None).await.is_empty(),
+        "unknown job"
+    );
+
+    // The counters of the last Append are stored with the job.
+    let job1 = t.job(j1).await;
+    assert_eq!(job1.log, summary_of(&log1));
+    assert_eq!(job1.log.streams.get(Stream::Error), 2);
+    assert_eq!(job1.log.streams.get(Stream::Output), 3);
+    assert_eq!(t.job(j2).await.log, summary_of(&log2));
+}
+
+#[tokio::test]
+async fn finish_stores_state_exit_code_times_and_result() {
+    let mut t = open_store();
+    let job = t.insert(Some("res"));
+    let running = t.claim("node-a").unwrap();
+    let recs = vec![
+        record(1, Stream::Output, "hello"),
+        record(2, Stream::Error, "bye"),
+    ];
+    t.apply(vec![append(job.id, &recs, &recs)]);
+    let mut summary = summary_of(&recs);
+    summary.truncated = true;
+    let body = br#"{"rows":[1,2,3],"ok":true}"#.to_vec();
+
+    let done = t.finish_with(
+        job.id,
+        JobState::Failed,
+        Some(3),
+        Some(body.clone()),
+        summary,
+    );
+    assert_eq!(done.state, JobState::Failed);
+    assert_eq!(done.exit_code, Some(3));
+    assert_eq!(done.started_at, running.started_at);
+    let (started, finished) = (done.started_at.unwrap(), done.finished_at.unwrap());
+    assert!(finished >= started, "{finished:?} < {started:?}");
+    assert_eq!(done.duration_ms, Some(started.millis_until(finished)));
+    assert_eq!(done.result.map(|r| r.bytes), Some(body.len() as u64));
+    assert_eq!(done.log, summary);
+    assert_eq!(t.job(job.id).await, done);
+    assert_eq!(t.store.read_result(job.id).await.unwrap(), Some(body));
+
+    // A job finished without a result has none.
+    t.insert(None);
+    let other = t.claim("node-a").unwrap();
+    let plain = t.finish(other.id, JobState::Succeeded, Some(0));
+    assert_eq!(
+        (plain.state, plain.exit_code, plain.result),
+        (JobState::Succeeded, Some(0), None)
+    );
+    assert_eq!(t.store.read_result(other.id).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn cancel_queued_cancels_only_queued_jobs() {
+    let mut t = open_store();
+    let running = t.insert(Some("r"));
+    assert_eq!(t.claim("node-a").unwrap().id, running.id);
+    let done = t.finished_job(Some("d"), JobState::Succeeded);
+    let queued = t.insert(Some("q"));
+
+    let cancelled = match t.apply_one(WriteOp::CancelQueued { job: queued.id }) {
+        Outcome::MaybeJob(Some(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(cancelled.id, queued.id);
+    assert_eq!(cancelled.state, JobState::Cancelled);
+    assert!(cancelled.finished_at.is_some());
+    assert_eq!(t.job(queued.id).await.state, JobState::Cancelled);
+
+    for id in [running.id, done.id, queued.id, 9999] {
+        assert_eq!(
+            t.apply_one(WriteOp::CancelQueued { job: id }),
+            Outcome::MaybeJob(None),
+            "job {id} is not queued"
+        );
+    }
+    assert_eq!(t.job(running.id).await.state, JobState::Running);
+    assert_eq!(t.job(done.id).await.state, JobState::Succeeded);
+}
+
+#[tokio::test]
+async fn interrupt_marks_running_jobs_and_leaves_the_others() {
+    let mut t = open_store();
+    let done = t.finished_job(Some("done"), JobState::Succeeded);
+    let on_a = t.insert(None);
+    assert_eq!(t.claim("node-a").unwrap().id, on_a.id);
+    let on_b = t.insert(None);
+    assert_eq!(t.claim("node-b").unwrap().id, on_b.id);
+    let queued = t.insert(None);
+
+    // Only the running jobs of the node named.
+    let n = t.count(WriteOp::Interrupt {
+        node: Some("node-a".into()),
+        include_queued: false,
+    });
+    assert_eq!(n, 1);
+    let a = t.job(on_a.id).await;
+    assert_eq!(a.state, JobState::Interrupted);
+    assert!(a.finished_at.unwrap() >= a.started_at.unwrap());
+    assert_eq!(t.job(on_b.id).await.state, JobState::Running);
+
+    // Every node's running jobs; queued and finished ones stay as they are.
+    let n = t.count(WriteOp::Interrupt {
+        node: None,
+        include_queued: false,
+    });
+    assert_eq!(n, 1);
+    assert_eq!(t.job(on_b.id).await.state, JobState::Interrupted);
+    assert_eq!(t.job(queued.id).await.state, JobState::Queued);
+    assert_eq!(t.job(done.id).await, done);
+    assert_eq!(t.job(on_a.id).await, a, "already interrupted: untouched");
+
+    let n = t.count(WriteOp::Interrupt {
+        node: None,
+        include_queued: true,
+    });
+    assert_eq!(n, 1);
+    assert_eq!(t.job(queued.id).await.state, JobState::Interrupted);
+    assert_eq!(t.job(done.id).await.state, JobState::Succeeded);
+}
+
+#[tokio::test]
+async fn list_jobs_is_newest_first_with_paging_and_filters() {
+    let mut t = open_store();
+    // a1 a2 b1 (finished) a3 (running) b2 u1 (queued)
+    let a1 = t.finished_job(Some("a"), JobState::Succeeded).id;
+    let a2 = t.finished_job(Some("a"), JobState::Failed).id;
+    let b1 = t.finished_job(Some("b"), JobState::Succeeded).id;
+    let a3 = t.insert(Some("a")).id;
+    assert_eq!(t.claim("node-a").unwrap().id, a3);
+    let b2 = t.insert(Some("b")).id;
+    let u1 = t.insert(None).id;
+
+    assert_eq!(t.list(None, None, 100).await, [u1, b2, a3, b1, a2, a1]);
+    assert_eq!(t.list(None, None, 2).await, [u1, b2]);
+    assert_eq!(t.list_before(None, None, 2, Some(b2)).await, [a3, b1]);
+    assert_eq!(t.list_before(None, None, 10, Some(a2)).await, [a1]);
+    assert!(t.list_before(None, None, 10, Some(a1)).await.is_empty());
+
+    assert_eq!(t.list(Some(JobState::Succeeded), None, 100).await, [b1, a1]);
+    assert_eq!(t.list(Some(JobState::Queued), None, 100).await, [u1, b2]);
+    assert_eq!(t.list(Some(JobState::Running), None, 100).await, [a3]);
+    assert!(t.list(Some(JobState::TimedOut), None, 100).await.is_empty());
+
+    assert_eq!(t.list(None, Some("a"), 100).await, [a3, a2, a1]);
+    assert_eq!(t.list_before(None, Some("a"), 1, Some(a3)).await, [a2]);
+    assert!(t.list(None, Some("zzz"), 100).await.is_empty());
+
+    assert_eq!(
+        t.list(Some(JobState::Succeeded), Some("a"), 100).await,
+        [a1]
+    );
+    assert_eq!(
+        t.list(Some(JobState::Succeeded), Some("b"), 100).await,
+        [b1]
+    );
+    assert_eq!(t.list(Some(JobState::Queued), Some("b"), 100).await, [b2]);
+    assert_eq!(
+        t.list_before(Some(JobState::Succeeded), Some("b"), 100, Some(b1))
+            .await,
+        Vec::<JobId>::new()
+    );
+}
+
+#[tokio::test]
+async fn groom_candidates_match_every_criterion_given() {
+    let mut t = open_store();
+    let a1 = t.finished_job(Some("a"), JobState::Succeeded).id;
+    let b1 = t.finished_job(Some("b"), JobState::Failed).id;
+    let u1 = t.finished_job(None, JobState::Cancelled).id;
+    // A cut-off strictly between the first and the second round of finishes.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let cutoff = Timestamp::now().micros();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let a2 = t.finished_job(Some("a"), JobState::Succeeded).id;
+    let b2 = t.finished_job(Some("b"), JobState::Succeeded).id;
+    let a3 = t.finished_job(Some("a"), JobState::TimedOut).id;
+    let u2 = t.finished_job(None, JobState::Succeeded).id;
+    // Never candidates, whatever the policy.
+    let running = t.insert(Some("a")).id;
+    assert_eq!(t.claim("node-a").unwrap().id, running);
+    let queued = t.insert(Some("a")).id;
+    for id in [a1, b1, u1] {
+        assert!(t.job(id).await.finished_at.unwrap().micros() < cutoff);
+    }
+    for id in [a2, b2, a3, u2] {
+        assert!(t.job(id).await.finished_at.unwrap().micros() > cutoff);
+    }
+
+    // Older than only.
+    assert_eq!(t.groom(Some(cutoff), None).await, [a1, b1, u1]);
+    // Keep per name only (unnamed jobs form one group): oldest first.
+    assert_eq!(t.groom(None, Some(1)).await, [a1, b1, u1, a2]);
+    assert_eq!(t.groom(None, Some(2)).await, [a1]);
+    assert!(t.groom(None, Some(3)).await.is_empty());
+    // Both: only what both would delete (keep 2 spares b1 and u1 though they are old).
+    assert_eq!(t.groom(Some(cutoff), Some(2)).await, [a1]);
+    assert_eq!(t.groom(Some(cutoff), Some(1)).await, [a1, b1, u1]);
+    // The widest policy still spares queued and running jobs.
+    let all = t.groom(Some(i64::MAX), Some(0)).await;
+    assert_eq!(all, [a1, b1, u1, a2, b2, a3, u2]);
+    assert!(!all.contains(&running) && !all.contains(&queued));
+    assert!(
+        t.groom(Some(0), None).await.is_empty(),
+        "nothing finished before 1970"
+    );
+}
+
+#[tokio::test]
+async fn delete_log_chunk_and_delete_job_remove_what_they_say() {
+    let mut t = open_store();
+    let job = t.insert(Some("old")).id;
+    assert_eq!(t.claim("node-a").unwrap().id, job);
+    let recs: Vec<Record> = (1..=10)
+        .map(|i| record(i, Stream::Output, &format!("line {i}")))
+        .collect();
+    t.apply(vec![append(job, &recs, &recs)]);
+    t.finish_with(
+        job,
+        JobState::Succeeded,
+        Some(0),
+        Some(b"[1,2]".to_vec()),
+        summary_of(&recs),
+    );
+    // Another job's log is never touched.
+    let other = t.insert(Some("other")).id;
+    let other_recs = [record(1, Stream::Output, "other line")];
+    t.apply(vec![append(other, &other_recs, &other_recs)]);
+
+    assert_eq!(t.count(WriteOp::DeleteLogChunk { job, max: 0 }), 0);
+    assert_eq!(
+        seqs(&t.log(job, 0, 100, None).await),
+        (1..=10).collect::<Vec<_>>()
+    );
+    assert_eq!(t.count(WriteOp::DeleteLogChunk { job, max: 3 }), 3);
+    assert_eq!(
+        seqs(&t.log(job, 0, 100, None).await),
+        (4..=10).collect::<Vec<_>>()
+    );
+    assert_eq!(t.count(WriteOp::DeleteLogChunk { job, max: 1 }), 1);
+    assert_eq!(
+        seqs(&t.log(job, 0, 100, None).await),
+        (5..=10).collect::<Vec<_>>()
+    );
+    assert_eq!(t.count(WriteOp::DeleteLogChunk { job, max: 100 }), 6);
+    assert!(t.log(job, 0, 100, None).await.is_empty());
+    assert_eq!(t.count(WriteOp::DeleteLogChunk { job, max: 100 }), 0);
+    assert_eq!(t.log(other, 0, 100, None).await, other_recs);
+
+    // A queued (or running) job is never deleted.
+    assert_eq!(t.count(WriteOp::DeleteJob { job: other }), 0);
+    assert!(t.store.get_job(other).await.unwrap().is_some());
+
+    assert_eq!(t.count(WriteOp::DeleteJob { job }), 1);
+    assert_eq!(t.store.get_job(job).await.unwrap(), None);
+    assert_eq!(t.store.read_result(job).await.unwrap(), None);
+    assert_eq!(t.count(WriteOp::DeleteJob { job }), 0, "already gone");
+    assert_eq!(t.list(None, None, 10).await, [other]);
+}
+
+#[tokio::test]
+async fn a_failing_batch_applies_nothing() {
+    let mut t = open_store();
+    let job = t.insert(Some("existing")).id;
+    let first = [record(1, Stream::Output, "one")];
+    t.apply(vec![append(job, &first, &first)]);
+
+    // An InsertJob, then an Append repeating a (job, seq) pair: the whole batch fails.
+    let dup = vec![
+        record(2, Stream::Output, "two"),
+        record(2, Stream::Output, "two again"),
+    ];
+    let ops = vec![
+        insert_op(Some("phantom")),
+        WriteOp::CancelQueued { job },
+        append(job, &dup, &dup),
+    ];
+    let err = t.writer.apply(&ops).expect_err("duplicate seq must fail");
+    assert!(
+        !err.is_transient(),
+        "a constraint violation is not transient: {err:?}"
+    );
+
+    assert_eq!(
+        t.list(None, None, 10).await,
+        [job],
+        "the InsertJob was rolled back"
+    );
+    assert!(t.list(None, Some("phantom"), 10).await.is_empty());
+    let j = t.job(job).await;
+    assert_eq!(
+        j.state,
+        JobState::Queued,
+        "the CancelQueued was rolled back"
+    );
+    assert_eq!(j.log, summary_of(&first), "the counters were rolled back");
+    assert_eq!(t.log(job, 0, 10, None).await, first);
+
+    // A seq already stored fails the same way.
+    let again = [record(1, Stream::Output, "one again")];
+    assert!(t.writer.apply(&[append(job, &again, &again)]).is_err());
+    assert_eq!(t.log(job, 0, 10, None).await, first);
+
+    // The writer is still usable afterwards.
+    let next = t.insert(Some("after")).id;
+    assert!(next > job);
+    assert_eq!(t.list(None, None, 10).await, [next, job]);
+}
