@@ -173,12 +173,19 @@ fn check_env_key(field: &'static str, k: &str) -> Result<(), ValidationError> {
     Ok(())
 }
 
+/// A submission that passed validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidJob {
+    pub name: Option<String>,
+    pub spec: JobSpec,
+    /// Kept apart from the spec: secrets are never stored.
+    pub secrets: BTreeMap<String, String>,
+}
+
 impl NewJobRequest {
-    /// Checks the request and turns it into the job's name and spec.
-    /// Secrets are returned apart: they are never stored.
-    pub fn validate(
-        self,
-    ) -> Result<(Option<String>, JobSpec, BTreeMap<String, String>), ValidationError> {
+    /// Checks the request and turns it into the job's name, spec and
+    /// secrets.
+    pub fn validate(self) -> Result<ValidJob, ValidationError> {
         let command = match (self.command, self.script) {
             (Some(_), Some(_)) => {
                 return Err(invalid(
@@ -242,17 +249,17 @@ impl NewJobRequest {
                 return Err(invalid("cwd", "must be a non-empty path"));
             }
         }
-        Ok((
-            self.name,
-            JobSpec {
+        Ok(ValidJob {
+            name: self.name,
+            spec: JobSpec {
                 command,
                 env: self.env,
                 timeout_s: self.timeout_s,
                 cwd: self.cwd,
-                secret_names: Vec::new(),
+                secret_names: self.secrets.keys().cloned().collect(),
             },
-            self.secrets,
-        ))
+            secrets: self.secrets,
+        })
     }
 }
 
@@ -281,12 +288,17 @@ mod tests {
 
     #[test]
     fn script_becomes_shell_command() {
-        let (_, spec, _) = req(r#"{"script":"echo hi","shell":"bash"}"#)
+        let spec = req(r#"{"script":"echo hi","shell":"bash"}"#)
             .unwrap()
             .validate()
-            .unwrap();
+            .unwrap()
+            .spec;
         assert_eq!(spec.command, ["bash", "-c", "echo hi"]);
-        let (_, spec, _) = req(r#"{"script":"echo hi"}"#).unwrap().validate().unwrap();
+        let spec = req(r#"{"script":"echo hi"}"#)
+            .unwrap()
+            .validate()
+            .unwrap()
+            .spec;
         assert_eq!(spec.command, ["sh", "-c", "echo hi"]);
     }
 

@@ -9,7 +9,7 @@ mod time;
 
 pub use job::{
     parse_duration, Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo,
-    ValidationError, MAX_LIST_LIMIT,
+    ValidJob, ValidationError, MAX_LIST_LIMIT,
 };
 pub use record::{Record, Stream, StreamCounts};
 pub use time::Timestamp;

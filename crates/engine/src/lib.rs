@@ -213,8 +213,11 @@ impl Engine {
         if !self.is_accepting() {
             return Err(EngineError::ShuttingDown);
         }
-        let (name, mut spec, secrets) = request.validate()?;
-        spec.secret_names = secrets.keys().cloned().collect();
+        let joblog_core::ValidJob {
+            name,
+            spec,
+            secrets,
+        } = request.validate()?;
         let job = match self
             .inner
             .pipeline
