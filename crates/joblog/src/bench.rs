@@ -284,6 +284,9 @@ async fn start_server(
     if let Err(e) = ready {
         let tail = tail_of(&server.log_path, 20);
         server.stop().await;
+        if tail.trim().is_empty() {
+            return Err(e);
+        }
         bail!("{e:#}\nserver output (last lines):\n{tail}");
     }
     Ok(server)
@@ -733,6 +736,11 @@ async fn run_psu(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
         s.stop().await;
     }
     let (stop, rows) = outcome?;
+    let stop = match stop {
+        // Nothing measured: the error alone says it better than an empty table.
+        Err(e) if rows.is_empty() => return Err(e),
+        other => other,
+    };
     let (note, code) = match stop {
         Ok(None) => (None, 0),
         Ok(Some(why)) => (Some(format!("stopped early: {why}")), 0),

@@ -137,7 +137,15 @@ pub fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dyn Stor
             "PostgreSQL is not supported by this build yet; use sqlite://PATH".into(),
         ));
     }
-    let path = url.strip_prefix("sqlite://").unwrap_or(url);
+    let path = match url.split_once("://") {
+        Some(("sqlite", path)) => path,
+        Some((scheme, _)) => {
+            return Err(StoreError::Config(format!(
+                "database URL scheme {scheme:?} is not supported (use sqlite://PATH)"
+            )))
+        }
+        None => url,
+    };
     if path.is_empty() {
         return Err(StoreError::Config(format!(
             "database URL {url:?} names no file"
