@@ -181,7 +181,10 @@ impl Engine {
         let mut last_data = Instant::now();
 
         while stdout.is_some() || stderr.is_some() || status.is_none() {
+            // Reads come first: output already waiting in a pipe is read
+            // before any timer may decide the pipe was idle.
             tokio::select! {
+                biased;
                 r = read_some(&mut stdout, &mut buf_out) => {
                     match r {
                         Some(n) => {
@@ -268,6 +271,8 @@ impl Engine {
                 {
                     tracing::error!(job = job.id, error = %e, "log pipeline closed under a running job");
                 }
+                // Time spent waiting for the writer is not the pipe's idleness.
+                last_data = Instant::now();
             }
         }
         // Whatever else is left of the group goes with the job.

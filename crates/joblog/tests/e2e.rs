@@ -323,7 +323,11 @@ async fn huge_outputs_keep_memory_bounded_and_cap_the_log() {
     // 200 MB in 64 KiB records, each after the first marked continued.
     assert_eq!(long_job["state"], "succeeded");
     assert_eq!(long_job["log"]["bytes"], 200_000_000);
-    assert_eq!(long_job["log"]["records"], 200_000_000u64.div_ceil(65_536));
+    // 64 KiB records; a few more only if the producer itself paused for
+    // the 200 ms idle delay on a loaded machine.
+    let records = long_job["log"]["records"].as_u64().unwrap();
+    let full = 200_000_000u64.div_ceil(65_536);
+    assert!((full..full + 32).contains(&records), "{records} records");
     assert_eq!(long_job["log"]["truncated"], false);
     let first = server.log_page(long_line, 0, 2).await;
     assert!(first[0].get("fields").is_none());
@@ -363,4 +367,116 @@ fn refuses_a_public_address_without_a_token() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("token"), "{err}");
+}
+
+/// Runs the CLI against `server`, returning (exit code, stdout, stderr).
+fn cli(server: &Server, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .arg("--server")
+        .arg(&server.url)
+        .args(args)
+        .env_remove("JOBLOG_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the joblog CLI");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_run_follows_the_log_and_exits_with_the_jobs_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let (code, out, err) = cli(
+        &server,
+        &[
+            "run",
+            "--name",
+            "cli",
+            "--secret",
+            "PW=hunter22",
+            "--",
+            "sh",
+            "-c",
+            "echo one; sleep 0.3; echo \"two $PW\"; echo bad >&2; echo '::warning::careful'; exit 3",
+        ],
+    );
+    assert_eq!(code, 3, "stdout {out:?} stderr {err:?}");
+    assert_eq!(out, "one\ntwo ***\n");
+    assert!(err.contains("bad"), "{err}");
+    assert!(err.contains("warning: careful"), "{err}");
+    assert!(!err.contains("hunter22") && !out.contains("hunter22"));
+
+    let (code, out, _) = cli(
+        &server,
+        &["run", "--detach", "--", "sh", "-c", "echo detached"],
+    );
+    assert_eq!(code, 0);
+    let id: i64 = out.trim().parse().expect("--detach prints the job id");
+    server.wait_finished(id).await;
+    let (code, out, _) = cli(&server, &["logs", &id.to_string()]);
+    assert_eq!((code, out.as_str()), (0, "detached\n"));
+    let (code, out, _) = cli(&server, &["show", "--json", &id.to_string()]);
+    assert_eq!(code, 0);
+    let job: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(job["state"], "succeeded");
+
+    let (code, out, _) = cli(&server, &["jobs", "--json", "--name", "cli"]);
+    assert_eq!(code, 0);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let jobs = listed["jobs"]
+        .as_array()
+        .or(listed.as_array())
+        .cloned()
+        .unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["exit_code"], 3);
+
+    let (code, _, err) = cli(&server, &["show", "999999"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no job with id 999999"), "{err}");
+    let (code, _, _) = cli(&server, &["run", "--timeout", "soon", "--", "true"]);
+    assert_eq!(code, 2, "a bad duration is bad usage");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_groom_keeps_the_newest_per_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let mut ids = Vec::new();
+    for (name, n) in [("nightly", 3), ("hourly", 2)] {
+        for i in 0..n {
+            let id = server
+                .submit(json!({"name": name, "script": format!("seq 1 {}", 100 * (i + 1))}))
+                .await;
+            server.wait_finished(id).await;
+            ids.push((name, id));
+        }
+    }
+    let (code, out, err) = cli(&server, &["groom", "--keep-per-name", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    // nightly keeps its third job, hourly its second.
+    assert_eq!(report["jobs_deleted"], 3);
+    assert_eq!(report["records_deleted"], 100 + 200 + 100);
+    for (name, id) in &ids {
+        let status = server
+            .http
+            .get(format!("{}/api/v1/jobs/{id}", server.url))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        let newest = ids.iter().filter(|(n, _)| n == name).map(|(_, i)| *i).max();
+        let expect = if Some(*id) == newest { 200 } else { 404 };
+        assert_eq!(status, expect, "job {id} ({name})");
+    }
+    let db = server.db();
+    let left: i64 = db
+        .query_row("SELECT count(*) FROM log", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 300 + 200, "only the kept jobs' records remain");
 }

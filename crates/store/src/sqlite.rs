@@ -577,3 +577,45 @@ fn apply_one(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every query a request runs must be an index search, never a scan:
+    /// that is what keeps listing and log reads O(log n) as the database
+    /// grows to tens of millions of records.
+    #[test]
+    fn request_queries_search_indexes_and_never_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.db");
+        SqliteStore::open(&path, &StoreOptions::default()).unwrap();
+        let conn = open_conn(&path, SyncMode::Normal, true).unwrap();
+        let queries = [
+            format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = 1"),
+            format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id < 9 ORDER BY id DESC LIMIT 50"),
+            format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'running' AND id < 9 ORDER BY id DESC LIMIT 50"),
+            format!("SELECT {JOB_COLUMNS} FROM jobs WHERE name = 'x' AND id < 9 ORDER BY id DESC LIMIT 50"),
+            format!("SELECT {JOB_COLUMNS} FROM jobs INDEXED BY jobs_name WHERE name = 'x' AND state = 'failed' AND id < 9 ORDER BY id DESC LIMIT 50"),
+            "SELECT seq, ts, stream, message, fields FROM log WHERE job_id = 1 AND seq > 5 ORDER BY seq LIMIT 1000".into(),
+            "SELECT seq, ts, stream, message, fields FROM log WHERE job_id = 1 AND seq > 5 AND ((1 << stream) & 6) != 0 ORDER BY seq LIMIT 1000".into(),
+            "SELECT body FROM results WHERE job_id = 1".into(),
+        ];
+        for q in &queries {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {q}")).unwrap();
+            let plan: Vec<String> = stmt
+                .query_map([], |r| r.get::<_, String>(3))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            assert!(
+                plan.iter().all(|p| p.starts_with("SEARCH")),
+                "{q}\n  plan: {plan:?}"
+            );
+            assert!(
+                !plan.iter().any(|p| p.contains("TEMP B-TREE")),
+                "{q} sorts in memory: {plan:?}"
+            );
+        }
+    }
+}
