@@ -217,6 +217,10 @@ impl Engine {
                     let now = Timestamp::now();
                     log.flush_partial(Source::Stdout, now, &mut out);
                     log.flush_partial(Source::Stderr, now, &mut out);
+                    // JobLog may hold a partial back (it could be a
+                    // workflow command): look again after another delay,
+                    // not in a busy loop.
+                    last_data = Instant::now();
                 }
                 _ = tokio::time::sleep_until(timeout_at), if stopped.is_none() && timeout_at < far => {
                     let t = job.spec.timeout_s.unwrap_or_default();

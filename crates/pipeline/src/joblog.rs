@@ -14,10 +14,12 @@ use serde_json::{Map, Value};
 
 use self::mask::Masker;
 
-/// Most `::add-mask::` values one job may register. Each one grows the
-/// automaton every record is scanned with, so a job masking in a loop would
-/// otherwise slow the whole server; past it the command is refused loudly.
+/// Most `::add-mask::` values one job may register, and their total size.
+/// Each one grows the automaton every record is scanned with (and its memory),
+/// so a job masking in a loop would otherwise slow the whole server; past
+/// either limit the command is refused loudly.
 pub const MAX_ADDED_MASKS: usize = 1024;
+pub const MAX_ADDED_MASK_BYTES: usize = 256 * 1024;
 
 /// Which pipe bytes came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +107,7 @@ pub struct JobLog {
     line_max: usize,
     masker: Masker,
     added_masks: usize,
+    added_mask_bytes: usize,
     lines: [LineBuf; 2],
     stop_token: Option<String>,
     result: Option<ResultText>,
@@ -140,6 +143,7 @@ impl JobLog {
             limits,
             masker,
             added_masks: 0,
+            added_mask_bytes: 0,
             lines: Default::default(),
             stop_token: None,
             result: None,
@@ -228,7 +232,8 @@ impl JobLog {
         self.lines[i].buf = buf;
     }
 
-    /// Whether `src` has bytes of an unfinished line waiting.
+    /// Whether `src` has bytes of an unfinished line waiting (which
+    /// `flush_partial` may still hold back, see there).
     pub fn has_partial(&self, src: Source) -> bool {
         !self.lines[src.index()].buf.is_empty()
     }
@@ -313,7 +318,18 @@ impl JobLog {
     }
 
     fn complete_line(&mut self, src: Source, line: &[u8], ts: Timestamp, out: &mut Vec<Record>) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let mut line = line.strip_suffix(b"\r").unwrap_or(line);
+        // A line ending within the masking margin past `line_max` is split
+        // like any longer one; the whole line is here, so any occurrence of
+        // a masked value across the cut is visible.
+        while line.len() > self.line_max {
+            let mut cut = utf8_cut(line, self.line_max);
+            if let Some((start, end)) = self.masker.spanning(line, cut) {
+                cut = if start > 0 { start } else { end };
+            }
+            self.piece(src, &line[..cut], false, ts, out);
+            line = &line[cut..];
+        }
         self.piece(src, line, true, ts, out);
     }
 
@@ -419,9 +435,18 @@ impl JobLog {
         if values[0].is_empty() {
             return;
         }
-        if self.added_masks >= MAX_ADDED_MASKS {
+        let size = values[0].len()
+            + if values[1] != values[0] {
+                values[1].len()
+            } else {
+                0
+            };
+        if self.added_masks >= MAX_ADDED_MASKS
+            || self.added_mask_bytes + size > MAX_ADDED_MASK_BYTES
+        {
             let message = format!(
-                "::add-mask:: refused: a job may register at most {MAX_ADDED_MASKS} masks; the value is not masked in later records"
+                "::add-mask:: refused: a job may register at most {MAX_ADDED_MASKS} masks of {} in all; the value is not masked in later records",
+                human_bytes(MAX_ADDED_MASK_BYTES as u64)
             );
             self.emit(Stream::Warning, message, None, ts, out);
             return;
@@ -430,7 +455,10 @@ impl JobLog {
         for value in values {
             added |= self.masker.add(value);
         }
-        self.added_masks += usize::from(added);
+        if added {
+            self.added_masks += 1;
+            self.added_mask_bytes += size;
+        }
         if !whole {
             let message = format!(
                 "::add-mask:: value longer than {} bytes: only its first part is masked in later records",
@@ -1002,6 +1030,19 @@ mod tests {
     }
 
     #[test]
+    fn masks_over_the_byte_budget_are_refused_loudly() {
+        let mut input = String::new();
+        for c in ['a', 'b', 'c', 'd', 'e'] {
+            input.push_str(&format!("::add-mask::{}\n", c.to_string().repeat(60_000)));
+        }
+        input.push_str(&format!("{} {}\n", "a".repeat(60_000), "e".repeat(60_000)));
+        let out = run_stdout(input);
+        assert_eq!(out[0].stream, Stream::Warning);
+        assert!(out[0].message.contains("256 KiB"), "{}", out[0].message);
+        assert_eq!(rejoin(&out[1..]), format!("*** {}", "e".repeat(60_000)));
+    }
+
+    #[test]
     fn stop_commands_suspends_interpretation() {
         let mut log = joblog(&[]);
         let out = run(
@@ -1095,6 +1136,18 @@ mod tests {
         assert_eq!(out[1].fields, Some(continued()));
         assert_eq!(out[2].fields, Some(continued()));
         assert_eq!(out[3].fields, None);
+    }
+
+    #[test]
+    fn line_just_over_the_limit_is_split_even_with_masks() {
+        // With masks the buffer keeps a margin past line_max; a line ending
+        // inside that margin must still be split.
+        for extra in [1, 5, 20] {
+            let line = "x".repeat(KIB64 + extra);
+            let out = run(&mut joblog(&["a-long-secret-value"]), format!("{line}\n"));
+            let lens: Vec<usize> = out.iter().map(|r| r.message.len()).collect();
+            assert_eq!(lens, [KIB64, extra]);
+        }
     }
 
     #[test]
@@ -1227,7 +1280,7 @@ mod tests {
         );
         assert_eq!(
             marker.message,
-            "joblog dropped 900 records (7.8 KiB) over the log cap (100 records or 512 MiB); the last 10 records follow"
+            "joblog dropped 900 records (7.0 KiB) over the log cap (100 records or 512 MiB); the last 10 records follow"
         );
         assert_eq!(marker.ts, t(991));
         let tail: Vec<String> = (991..=1000).map(|n| format!("line {n}")).collect();
@@ -1247,12 +1300,28 @@ mod tests {
         let mut log = JobLog::new(limits, Vec::new());
         let line = format!("{}\n", "x".repeat(9));
         let out = run(&mut log, line.repeat(500));
-        // 100 lines fill the 900-byte head, 10 lines the 100-byte tail.
-        assert_eq!(out.len(), 100 + 1 + 10);
+        // 100 lines fill the 900-byte head, 11 lines the 100-byte tail.
+        assert_eq!(out.len(), 100 + 1 + 11);
         assert_eq!(
             out[100].fields.as_ref().unwrap()["dropped_records"],
-            json!(390)
+            json!(389)
         );
+        assert_gapless(&out);
+    }
+
+    #[test]
+    fn a_record_that_fits_the_head_never_overtakes_the_tail() {
+        let limits = LogLimits {
+            max_bytes: 1000,
+            tail_bytes: 100,
+            ..LogLimits::default()
+        };
+        let mut log = JobLog::new(limits, Vec::new());
+        let input = format!("{}{}\nx\n", "123456789\n".repeat(94), "y".repeat(60));
+        // 846 bytes in the head; the long line does not fit in its 900, "x" would.
+        let out = run(&mut log, input);
+        assert_eq!(out.len(), 96);
+        assert_eq!(messages(&out[94..]), [&"y".repeat(60), "x"]);
         assert_gapless(&out);
     }
 

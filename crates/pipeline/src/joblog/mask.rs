@@ -3,13 +3,18 @@
 
 use std::collections::HashSet;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
 /// What every occurrence of a masked value becomes.
 pub(crate) const MASK: &str = "***";
+
+/// Up to this many pattern bytes the automaton is a DFA (fastest to scan);
+/// building one for long patterns (a 64 KiB `::add-mask::` value) takes
+/// quadratic time, so larger sets use a contiguous NFA.
+const DFA_MAX_PATTERN_BYTES: usize = 4 * 1024;
 
 /// Shorter base64 fragments would match ordinary text far too often.
 const MIN_BASE64_LEN: usize = 4;
@@ -63,8 +68,15 @@ impl Masker {
     fn refresh(&mut self) {
         if self.stale {
             self.stale = false;
+            let total: usize = self.patterns.iter().map(String::len).sum();
+            let kind = if total <= DFA_MAX_PATTERN_BYTES {
+                AhoCorasickKind::DFA
+            } else {
+                AhoCorasickKind::ContiguousNFA
+            };
             match AhoCorasick::builder()
                 .match_kind(MatchKind::LeftmostLongest)
+                .kind(Some(kind))
                 .build(&self.patterns)
             {
                 Ok(ac) => self.automaton = Some(ac),
@@ -125,16 +137,44 @@ impl Masker {
     /// How many trailing bytes of `hay` could be the start of an occurrence
     /// that the next bytes complete: they must not be emitted yet.
     pub(crate) fn prefix_holdback(&self, hay: &[u8]) -> usize {
-        let mut hold = 0;
-        for p in &self.patterns {
-            let p = p.as_bytes();
-            let longest = (p.len() - 1).min(hay.len());
-            if let Some(k) = (hold + 1..=longest).rev().find(|&k| hay.ends_with(&p[..k])) {
-                hold = k;
-            }
-        }
-        hold
+        self.patterns
+            .iter()
+            .map(|p| suffix_prefix_overlap(hay, p.as_bytes()))
+            .max()
+            .unwrap_or(0)
     }
+}
+
+/// The length of the longest proper prefix of `pattern` that `hay` ends
+/// with. Knuth-Morris-Pratt keeps this linear: the naive check is quadratic
+/// for a long value such as `vvvv...` (a 64 KiB `::add-mask::`).
+fn suffix_prefix_overlap(hay: &[u8], pattern: &[u8]) -> usize {
+    if pattern.len() < 2 || hay.is_empty() {
+        return 0;
+    }
+    let mut fail = vec![0usize; pattern.len()];
+    let mut k = 0;
+    for i in 1..pattern.len() {
+        while k > 0 && pattern[i] != pattern[k] {
+            k = fail[k - 1];
+        }
+        if pattern[i] == pattern[k] {
+            k += 1;
+        }
+        fail[i] = k;
+    }
+    // Only the last len-1 bytes can hold a proper prefix, so `k` never
+    // reaches a whole match.
+    let mut k = 0;
+    for &b in &hay[hay.len().saturating_sub(pattern.len() - 1)..] {
+        while k > 0 && pattern[k] != b {
+            k = fail[k - 1];
+        }
+        if pattern[k] == b {
+            k += 1;
+        }
+    }
+    k
 }
 
 /// The characters of `value`'s base64 encoding that do not depend on the
@@ -147,7 +187,7 @@ fn aligned_base64(value: &[u8], offset: usize) -> String {
     // Filler bits reach into the first 2 (offset 1) or 3 (offset 2) characters.
     let lead = [0, 2, 3][offset % 3];
     // An incomplete last group's final character also carries bits of the next byte.
-    let trail = usize::from(padded.len() % 3 != 0);
+    let trail = (padded.len() % 3).min(1);
     encoded
         .get(lead..encoded.len().saturating_sub(trail))
         .unwrap_or_default()
@@ -201,6 +241,14 @@ mod tests {
         assert_eq!(m.prefix_holdback(b"my secret"), 0);
         assert_eq!(m.prefix_holdback(b"nothing"), 0);
         assert_eq!(Masker::default().prefix_holdback(b"x"), 0);
+        // Self-overlapping values need the failure links, not just a rescan.
+        assert_eq!(suffix_prefix_overlap(b"xaabaa", b"aabaab"), 5);
+        assert_eq!(suffix_prefix_overlap(b"aaba", b"aabaab"), 4);
+        assert_eq!(suffix_prefix_overlap(b"abaab", b"aabaab"), 3);
+        assert_eq!(suffix_prefix_overlap(b"aabaab", b"aabaab"), 3);
+        assert_eq!(suffix_prefix_overlap(b"b", b"ab"), 0);
+        let long = vec![b'v'; 70_000];
+        assert_eq!(suffix_prefix_overlap(&long, &long), 69_999);
     }
 
     #[test]
