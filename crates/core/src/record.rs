@@ -84,9 +84,15 @@ pub struct Record {
 }
 
 impl Record {
-    /// Bytes this record counts against the job's log cap and memory budget.
+    /// Heap bytes this record holds, roughly: what it costs the pipeline's
+    /// memory budget. The struct and the allocator's share of a short
+    /// message outweigh the text itself, so they are counted too.
     pub fn size(&self) -> usize {
-        self.message.len() + self.fields.as_ref().map_or(0, |f| f.len() * 16) + 32
+        const STRUCT_AND_ALLOC: usize = 112;
+        const PER_FIELD: usize = 96;
+        STRUCT_AND_ALLOC
+            + self.message.len()
+            + self.fields.as_ref().map_or(0, |f| f.len() * PER_FIELD)
     }
 }
 

@@ -67,7 +67,7 @@ impl Default for LogLimits {
             max_records: 1_000_000,
             max_bytes: 512 * 1024 * 1024,
             tail_records: 10_000,
-            tail_bytes: 32 * 1024 * 1024,
+            tail_bytes: 16 * 1024 * 1024,
             line_max: 64 * 1024,
         }
     }

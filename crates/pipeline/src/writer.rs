@@ -39,8 +39,8 @@ impl Default for PipelineConfig {
     fn default() -> Self {
         PipelineConfig {
             max_batch_records: 20_000,
-            max_batch_bytes: 16 << 20,
-            memory_budget: 32 << 20,
+            max_batch_bytes: 8 << 20,
+            memory_budget: 16 << 20,
         }
     }
 }

@@ -30,7 +30,10 @@ pub trait Store: Send + Sync + 'static {
     async fn list_jobs(&self, query: JobQuery) -> Result<Vec<Job>>;
 
     /// Up to `limit` records with `seq > after_seq`, in order, optionally of
-    /// some streams only.
+    /// some streams only. A page stops early once it holds
+    /// [`MAX_PAGE_BYTES`] of message text (it always holds at least one
+    /// record), so that a page of long lines cannot take gigabytes; use
+    /// [`page_is_full`] to tell whether more may follow.
     async fn read_log(
         &self,
         id: JobId,
@@ -49,6 +52,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// Short description for logs (`sqlite:/path/joblog.db`), without secrets.
     fn describe(&self) -> String;
+}
+
+/// Message bytes after which a log page ends, whatever its `limit`.
+pub const MAX_PAGE_BYTES: usize = 1 << 20;
+
+/// Whether a page returned by [`Store::read_log`] stopped at one of its
+/// bounds (so more records may follow) rather than at the end of the log.
+pub fn page_is_full(records: &[Record], limit: u32) -> bool {
+    records.len() >= limit as usize
+        || records.iter().map(|r| r.message.len()).sum::<usize>() >= MAX_PAGE_BYTES
 }
 
 /// What retention keeps. A job is deleted only when it matches every

@@ -203,7 +203,12 @@ fn is_finished(job: &Value) -> bool {
 }
 
 /// Polls the job until `done` holds, up to [`PATIENCE`].
-pub async fn wait_for(router: &Router, id: i64, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub async fn wait_for(
+    router: &Router,
+    id: i64,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         let job = show(router, id).await;
@@ -265,6 +270,24 @@ pub async fn whole_log(router: &Router, id: i64) -> Vec<Value> {
     panic!("log of job {id} never ended (is the job finished?)");
 }
 
+/// Polls the log of a job (running or not) until it holds at least `count`
+/// records, up to [`PATIENCE`], and returns them.
+pub async fn wait_records(router: &Router, id: i64, count: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let page = get_json(router, &format!("/api/v1/jobs/{id}/log")).await;
+        let records = page["records"].as_array().expect("records");
+        if records.len() >= count {
+            return records.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "job {id} never wrote {count} records: {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// `(stream, message)` of each record.
 pub fn lines(records: &[Value]) -> Vec<(String, String)> {
     records
@@ -302,8 +325,8 @@ pub fn timestamp(v: &Value) -> String {
 /// Whether process `pid` still exists (and is not merely a zombie waiting to
 /// be reaped by whoever adopted it).
 pub fn process_alive(pid: i32) -> bool {
-    let signalable = std::process::Command::new("kill")
-        .args(["-0", &pid.to_string()])
+    let signalable = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -0 {pid}")])
         .stderr(std::process::Stdio::null())
         .status()
         .unwrap()

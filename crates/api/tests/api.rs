@@ -1,0 +1,845 @@
+//! The HTTP API end to end: the router over a real engine, real SQLite
+//! files in a tempdir and real `sh` jobs, requests sent without a socket.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use common::*;
+use serde_json::{json, Value};
+
+/// `(stream, message, fields)` of a record as JSON, fields `null` when absent.
+fn view(record: &Value) -> Value {
+    json!({
+        "stream": record["stream"],
+        "message": record["message"],
+        "fields": record.get("fields").cloned().unwrap_or(Value::Null),
+    })
+}
+
+fn rec(stream: &str, message: &str, fields: Value) -> Value {
+    json!({"stream": stream, "message": message, "fields": fields})
+}
+
+fn assert_gapless(records: &[Value]) {
+    let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    let expected: Vec<u64> = (1..=records.len() as u64).collect();
+    assert_eq!(seqs, expected, "seq must be gapless from 1");
+}
+
+fn error_messages(records: &[Value]) -> String {
+    messages_of(records, "error").join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_jobs_keep_every_line_in_order_within_the_pool() {
+    const JOBS: usize = 20;
+    const LINES: usize = 1000;
+    const POOL: usize = 4;
+    let t = start_app(POOL).await;
+
+    // Every 10th line goes to stderr.
+    let script = |j: usize| {
+        format!(
+            r#"i=1
+while [ $i -le {LINES} ]; do
+  if [ $((i % 10)) -eq 0 ]; then echo "job {j} err $i" >&2; else echo "job {j} out $i"; fi
+  i=$((i + 1))
+done"#
+        )
+    };
+    let submissions = (0..JOBS).map(|j| {
+        let router = t.router.clone();
+        let script = script(j);
+        async move {
+            let job = submit(
+                &router,
+                json!({"name": "load", "command": ["sh", "-c", script]}),
+            )
+            .await;
+            (j, id_of(&job))
+        }
+    });
+    let ids = futures_util::future::join_all(submissions).await;
+
+    for &(j, id) in &ids {
+        let job = wait_finished(&t.router, id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        assert_eq!(job["exit_code"], 0);
+        assert_eq!(job["node"], "test-node");
+        assert_eq!(
+            job["log"],
+            json!({"records": LINES, "bytes": job["log"]["bytes"], "truncated": false,
+                   "streams": {"output": LINES - LINES / 10, "error": LINES / 10}})
+        );
+        let records = whole_log(&t.router, id).await;
+        assert_eq!(records.len(), LINES, "job {id}");
+        assert_gapless(&records);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        for i in 1..=LINES {
+            if i % 10 == 0 {
+                err.push(format!("job {j} err {i}"));
+            } else {
+                out.push(format!("job {j} out {i}"));
+            }
+        }
+        assert_eq!(messages_of(&records, "output"), out, "job {id} stdout");
+        assert_eq!(messages_of(&records, "error"), err, "job {id} stderr");
+        let bytes: usize = out.iter().chain(&err).map(String::len).sum();
+        assert_eq!(job["log"]["bytes"], bytes);
+    }
+
+    // The pool: from the stored [started_at, finished_at] of every job (a
+    // slot is taken before started_at and released after finished_at).
+    let list = get_json(&t.router, "/api/v1/jobs?name=load&limit=1000").await;
+    let jobs = list["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), JOBS);
+    let mut events = Vec::new();
+    for job in jobs {
+        let (start, end) = (
+            timestamp(&job["started_at"]),
+            timestamp(&job["finished_at"]),
+        );
+        assert!(start <= end, "{job}");
+        // At equal times an end sorts before a start: a released slot may be
+        // taken in the same microsecond.
+        events.push((start, 1i32));
+        events.push((end, -1i32));
+    }
+    events.sort();
+    let (mut running, mut most) = (0, 0);
+    for (_, delta) in events {
+        running += delta;
+        most = most.max(running);
+    }
+    assert!(
+        most <= POOL as i32,
+        "{most} jobs ran at once with a pool of {POOL}"
+    );
+    assert!(most >= 2, "jobs never overlapped (at most {most} at once)");
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflow_commands_and_masking_through_a_real_job() {
+    const SECRET: &str = "s3cr3t-value-XYZ";
+    let t = start_app(2).await;
+    let script = r#"
+echo '::error file=app.py,line=3::bad thing'
+echo '::warning::careful'
+echo '::notice::note this'
+echo '::info::for info'
+echo '::verbose::chatty'
+echo '::debug::details'
+echo '::progress percent=40::Copying files'
+echo '::group::Build'
+echo 'inside group'
+echo '::endgroup::'
+echo 'before mask hunter2'
+echo '::add-mask::hunter2'
+echo 'after mask hunter2'
+echo '::warning user=hunter2::masked field'
+echo '::set-result::{"ok":true,"n":3}'
+echo '::stop-commands::tok123'
+echo '::warning::not a command'
+echo '::tok123::'
+echo '::warning::a command again'
+echo "secret is $MYSECRET"
+printf %s "$MYSECRET" | base64
+head -c 65533 /dev/zero | tr '\0' a; printf %s "$MYSECRET"; echo
+head -c 65540 /dev/zero | tr '\0' b; echo
+echo '::notice::from stderr' >&2
+echo 'plain stderr' >&2
+"#;
+    let job = submit(
+        &t.router,
+        json!({"name": "wf", "command": ["sh", "-c", script], "secrets": {"MYSECRET": SECRET}}),
+    )
+    .await;
+    let id = id_of(&job);
+    let job = wait_finished(&t.router, id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let records = whole_log(&t.router, id).await;
+    assert_gapless(&records);
+
+    let a_line = "a".repeat(65533);
+    let b_line = "b".repeat(65540);
+    let expected = vec![
+        rec("error", "bad thing", json!({"file": "app.py", "line": 3})),
+        rec("warning", "careful", Value::Null),
+        rec("information", "note this", Value::Null),
+        rec("information", "for info", Value::Null),
+        rec("verbose", "chatty", Value::Null),
+        rec("debug", "details", Value::Null),
+        rec("progress", "Copying files", json!({"percent": 40})),
+        rec("information", "Build", json!({"group": "start"})),
+        rec("output", "inside group", Value::Null),
+        rec("information", "", json!({"group": "end"})),
+        rec("output", "before mask hunter2", Value::Null),
+        rec("output", "after mask ***", Value::Null),
+        rec("warning", "masked field", json!({"user": "***"})),
+        rec("output", "::warning::not a command", Value::Null),
+        rec("warning", "a command again", Value::Null),
+        rec("output", "secret is ***", Value::Null),
+        rec("output", "***", Value::Null),
+        // The secret straddles the 64 KiB split: the cut moves before it.
+        rec("output", &a_line, Value::Null),
+        rec("output", "***", json!({"continued": true})),
+        // A line just over 64 KiB is split too, masks or not.
+        rec("output", &b_line[..65536], Value::Null),
+        rec("output", &b_line[65536..], json!({"continued": true})),
+    ];
+    // stderr's records keep their order among themselves only.
+    let (from_stderr, got): (Vec<Value>, Vec<Value>) = records
+        .iter()
+        .map(view)
+        .partition(|r| r["message"].as_str().unwrap().ends_with(" stderr"));
+    assert_eq!(
+        from_stderr,
+        [
+            rec("information", "from stderr", Value::Null),
+            rec("error", "plain stderr", Value::Null)
+        ]
+    );
+    // Compare without the 64 KiB lines first, for a readable failure.
+    let short = |v: &[Value]| -> Vec<Value> {
+        v.iter()
+            .map(|r| {
+                let m = r["message"].as_str().unwrap();
+                if m.len() > 100 {
+                    rec(
+                        r["stream"].as_str().unwrap(),
+                        &format!("<{} bytes>", m.len()),
+                        r["fields"].clone(),
+                    )
+                } else {
+                    r.clone()
+                }
+            })
+            .collect()
+    };
+    assert_eq!(short(&got), short(&expected));
+    assert_eq!(got, expected);
+
+    let base64_secret = "czNjcjN0LXZhbHVlLVhZWg==";
+    let raw_log = get(&t.router, &format!("/api/v1/jobs/{id}/log?limit=10000"))
+        .await
+        .text();
+    for leak in [
+        SECRET,
+        base64_secret,
+        "add-mask",
+        "set-result",
+        "stop-commands",
+        "tok123",
+    ] {
+        assert!(!raw_log.contains(leak), "{leak:?} is in the stored log");
+    }
+    assert!(raw_log.contains("***"));
+    assert!(records
+        .iter()
+        .all(|r| r["message"].as_str().unwrap().len() <= 64 * 1024));
+
+    assert_eq!(job["log"]["records"], expected.len() + 2);
+    assert_eq!(
+        job["log"]["streams"],
+        json!({"output": 10, "error": 2, "warning": 3, "information": 5,
+               "verbose": 1, "debug": 1, "progress": 1})
+    );
+    let result = get(&t.router, &format!("/api/v1/jobs/{id}/result")).await;
+    assert_eq!(result.status, StatusCode::OK);
+    assert_eq!(result.json(), json!({"ok": true, "n": 3}));
+    assert!(job["result"]["bytes"].as_u64().unwrap() > 0, "{job}");
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_from_the_result_file_and_invalid_results() {
+    let t = start_app(4).await;
+    let document = json!({"rows": [1, 2, 3], "name": "big", "nested": {"ok": true}});
+    let good = submit_sh(
+        &t.router,
+        &format!("printf '%s' '{document}' > \"$JOBLOG_RESULT\""),
+    )
+    .await;
+    let bad_file = submit_sh(&t.router, "printf 'not json' > \"$JOBLOG_RESULT\"").await;
+    let bad_command = submit_sh(&t.router, "echo '::set-result::{bad'").await;
+    let none = submit_sh(&t.router, "echo no result").await;
+
+    let job = wait_finished(&t.router, id_of(&good)).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert!(job["result"]["bytes"].as_u64().unwrap() > 0, "{job}");
+    let reply = get(&t.router, &format!("/api/v1/jobs/{}/result", id_of(&good))).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.content_type.as_deref(), Some("application/json"));
+    assert_eq!(reply.json(), document);
+
+    for (job, why) in [
+        (&bad_file, "result file is not valid JSON"),
+        (&bad_command, "::set-result:: is not valid JSON"),
+    ] {
+        let id = id_of(job);
+        let job = wait_finished(&t.router, id).await;
+        assert_eq!(job["state"], "failed", "{job}");
+        assert_eq!(job["result"], Value::Null);
+        let errors = error_messages(&whole_log(&t.router, id).await);
+        assert!(errors.contains(why), "job {id} errors: {errors}");
+        let reply = get(&t.router, &format!("/api/v1/jobs/{id}/result")).await;
+        assert_error(&reply, StatusCode::NOT_FOUND, "result_not_found");
+    }
+
+    let job = wait_finished(&t.router, id_of(&none)).await;
+    assert_eq!(
+        (job["state"].as_str(), &job["result"]),
+        (Some("succeeded"), &Value::Null)
+    );
+    let reply = get(&t.router, &format!("/api/v1/jobs/{}/result", id_of(&none))).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "result_not_found");
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_a_clear_error() {
+    let t = start_app(2).await;
+    let r = &t.router;
+
+    // Submissions.
+    let reply = post_raw(r, "/api/v1/jobs", r#"{"command": ["#).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+    let reply = post_raw(r, "/api/v1/jobs", "").await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+    let reply = post(r, "/api/v1/jobs", &json!({"command": ["true"], "bogus": 1})).await;
+    let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+    assert!(message.contains("bogus"), "{message}");
+    let reply = post(r, "/api/v1/jobs", &json!({"name": "x"})).await;
+    let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(message.contains("command"), "{message}");
+    let reply = post(
+        r,
+        "/api/v1/jobs",
+        &json!({"command": ["true"], "timeout_s": -1}),
+    )
+    .await;
+    let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(message.contains("timeout_s"), "{message}");
+    let reply = post(r, "/api/v1/jobs", &json!({"command": "true"})).await;
+    let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+    assert!(
+        message.contains("command") || message.contains("sequence"),
+        "{message}"
+    );
+    let big = json!({"command": ["echo", "x".repeat(joblog_api::MAX_BODY_BYTES + 10)]});
+    let reply = post(r, "/api/v1/jobs", &big).await;
+    assert_error(&reply, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large");
+    let list = get_json(r, "/api/v1/jobs").await;
+    assert_eq!(list["jobs"], json!([]), "no bad submission was queued");
+
+    // Unknown and malformed job ids.
+    for uri in [
+        "/api/v1/jobs/999999",
+        "/api/v1/jobs/999999/log",
+        "/api/v1/jobs/999999/log/text",
+        "/api/v1/jobs/999999/result",
+    ] {
+        let message = assert_error(&get(r, uri).await, StatusCode::NOT_FOUND, "job_not_found");
+        assert!(message.contains("999999"), "{uri}: {message}");
+    }
+    let reply = post_raw(r, "/api/v1/jobs/999999/cancel", "").await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "job_not_found");
+    for uri in [
+        "/api/v1/jobs/abc",
+        "/api/v1/jobs/abc/log",
+        "/api/v1/jobs/0",
+        "/api/v1/jobs/-3/result",
+    ] {
+        assert_error(
+            &get(r, uri).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_job_id",
+        );
+    }
+    let reply = post_raw(r, "/api/v1/jobs/1.5/cancel", "").await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_job_id");
+    assert_error(
+        &get(r, "/api/v1/nothing-here").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+
+    // Query parameters, each named in the message.
+    let id = id_of(&run_sh(r, "echo hi").await);
+    for (query, param) in [
+        ("/api/v1/jobs?limit=0".to_string(), "limit"),
+        ("/api/v1/jobs?limit=abc".to_string(), "limit"),
+        ("/api/v1/jobs?limit=1001".to_string(), "limit"),
+        ("/api/v1/jobs?state=bogus".to_string(), "state"),
+        ("/api/v1/jobs?before_id=x".to_string(), "before_id"),
+        ("/api/v1/jobs?colour=red".to_string(), "colour"),
+        (format!("/api/v1/jobs/{id}/log?limit=0"), "limit"),
+        (format!("/api/v1/jobs/{id}/log?limit=abc"), "limit"),
+        (format!("/api/v1/jobs/{id}/log?limit=10001"), "limit"),
+        (format!("/api/v1/jobs/{id}/log?streams=bogus"), "streams"),
+        (
+            format!("/api/v1/jobs/{id}/log?streams=output,bogus"),
+            "bogus",
+        ),
+        (format!("/api/v1/jobs/{id}/log?after_seq=-1"), "after_seq"),
+        (format!("/api/v1/jobs/{id}/log?wait_ms=soon"), "wait_ms"),
+        (
+            format!("/api/v1/jobs/{id}/log/text?streams=bogus"),
+            "streams",
+        ),
+    ] {
+        let message = assert_error(
+            &get(r, &query).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        );
+        assert!(message.contains(param), "{query}: {message}");
+    }
+    // Good queries still work.
+    let page = get_json(
+        r,
+        &format!("/api/v1/jobs/{id}/log?streams=output,error&limit=5"),
+    )
+    .await;
+    assert_eq!(
+        lines(page["records"].as_array().unwrap()),
+        [("output".to_string(), "hi".to_string())]
+    );
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_utf8_and_nul_bytes_are_stored_and_served_as_json() {
+    let t = start_app(2).await;
+    let job = run_sh(
+        &t.router,
+        r"printf 'a\377b\000c\n'; printf 'tab\there\033[31mred\n'",
+    )
+    .await;
+    let id = id_of(&job);
+    assert_eq!(job["state"], "succeeded", "{job}");
+
+    let reply = get(&t.router, &format!("/api/v1/jobs/{id}/log")).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let body = std::str::from_utf8(&reply.body).expect("the log is served as UTF-8");
+    assert!(body.contains(r"\u0000"), "NUL escaped in JSON: {body}");
+    let records = reply.json()["records"].as_array().unwrap().clone();
+    assert_eq!(
+        lines(&records),
+        [
+            ("output".to_string(), "a\u{FFFD}b\u{0}c".to_string()),
+            ("output".to_string(), "tab\there\u{1b}[31mred".to_string()),
+        ]
+    );
+    let text = get(&t.router, &format!("/api/v1/jobs/{id}/log/text")).await;
+    assert_eq!(text.status, StatusCode::OK);
+    assert_eq!(text.text(), "a\u{FFFD}b\u{0}c\ntab\there\u{1b}[31mred\n");
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_guards_the_api_but_not_healthz() {
+    let t = start_app_with_token(2, Some("s3cret")).await;
+    let with = |uri: &str, auth: Option<&str>| {
+        let mut req = Request::get(uri);
+        if let Some(auth) = auth {
+            req = req.header(header::AUTHORIZATION, auth);
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    for uri in ["/api/v1/jobs", "/api/v1/jobs/1", "/metrics"] {
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("s3cret"),
+            Some("Bearer s3cre"),
+            Some("Bearer s3cret2"),
+        ] {
+            let reply = send(&t.router, with(uri, auth)).await;
+            assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+        }
+    }
+    let reply = send(&t.router, with("/api/v1/jobs", Some("Bearer s3cret"))).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json()["jobs"], json!([]));
+    let reply = send(&t.router, with("/metrics", Some("Bearer s3cret"))).await;
+    assert_eq!(reply.status, StatusCode::OK);
+
+    // A submission without the token is refused and queues nothing.
+    let reply = post(&t.router, "/api/v1/jobs", &json!({"command": ["true"]})).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+    let reply = send(&t.router, with("/api/v1/jobs", Some("Bearer s3cret"))).await;
+    assert_eq!(reply.json()["jobs"], json!([]));
+
+    let health = get(&t.router, "/healthz").await;
+    assert_eq!(health.status, StatusCode::OK);
+    assert_eq!(health.json()["status"], "ok");
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_stops_the_job_and_its_whole_process_group() {
+    let t = start_app(2).await;
+    let pidfile = t.path("child.pid");
+    let sleeper = submit(
+        &t.router,
+        json!({"command": ["sleep", "30"], "timeout_s": 1}),
+    )
+    .await;
+    let parent = submit(
+        &t.router,
+        json!({
+            "command": ["sh", "-c", r#"sleep 300 & echo $! > "$PIDFILE"; wait"#],
+            "env": {"PIDFILE": pidfile.to_str().unwrap()},
+            "timeout_s": 1,
+        }),
+    )
+    .await;
+
+    for job in [&sleeper, &parent] {
+        let id = id_of(job);
+        let job = wait_finished(&t.router, id).await;
+        assert_eq!(job["state"], "timed_out", "{job}");
+        assert_eq!(job["exit_code"], Value::Null);
+        let errors = error_messages(&whole_log(&t.router, id).await);
+        assert!(errors.contains("timed out after 1s"), "{errors}");
+    }
+
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .expect("the job wrote its child's pid")
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while process_alive(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job's child {pid} survived the timeout"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_of_running_queued_and_finished_jobs() {
+    let t = start_app(1).await;
+    let r = &t.router;
+    let long = id_of(&submit_sh(r, "echo started; sleep 30; echo never").await);
+    wait_running(r, long).await;
+    wait_records(r, long, 1).await;
+    let queued = id_of(&submit_sh(r, "echo never").await);
+    assert_eq!(
+        show(r, queued).await["state"],
+        "queued",
+        "the only slot is taken"
+    );
+
+    // A queued job is cancelled at once.
+    let reply = post_raw(r, &format!("/api/v1/jobs/{queued}/cancel"), "").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let job = reply.json();
+    assert_eq!(
+        (job["id"].as_i64(), job["state"].as_str()),
+        (Some(queued), Some("cancelled"))
+    );
+    assert_eq!(job["started_at"], Value::Null);
+    assert!(job["finished_at"].is_string());
+
+    // A running job is stopped, its process group killed.
+    let reply = post_raw(r, &format!("/api/v1/jobs/{long}/cancel"), "").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let job = wait_finished(r, long).await;
+    assert_eq!(job["state"], "cancelled", "{job}");
+    let records = whole_log(r, long).await;
+    assert_eq!(messages_of(&records, "output"), ["started"]);
+    assert!(
+        error_messages(&records).contains("cancelled"),
+        "{records:?}"
+    );
+
+    // The slot is free again, and the cancelled job never ran.
+    let after = run_sh(r, "echo after").await;
+    assert_eq!(after["state"], "succeeded");
+    assert_eq!(show(r, queued).await["log"]["records"], 0);
+
+    for id in [queued, long, id_of(&after)] {
+        let reply = post_raw(r, &format!("/api/v1/jobs/{id}/cancel"), "").await;
+        let message = assert_error(&reply, StatusCode::CONFLICT, "job_finished");
+        assert!(message.contains(&id.to_string()), "{message}");
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_codes_and_commands_that_cannot_start() {
+    let t = start_app(3).await;
+    let ok = submit_sh(&t.router, "echo out; echo err >&2").await;
+    let three = submit_sh(&t.router, "echo before; exit 3").await;
+    let missing = submit(
+        &t.router,
+        json!({"command": ["/nonexistent/joblog-no-such-program", "--flag"]}),
+    )
+    .await;
+
+    let job = wait_finished(&t.router, id_of(&ok)).await;
+    assert_eq!(
+        (job["state"].as_str(), job["exit_code"].as_i64()),
+        (Some("succeeded"), Some(0))
+    );
+    let job = wait_finished(&t.router, id_of(&three)).await;
+    assert_eq!(
+        (job["state"].as_str(), job["exit_code"].as_i64()),
+        (Some("failed"), Some(3))
+    );
+    assert_eq!(
+        lines(&whole_log(&t.router, id_of(&three)).await),
+        [("output".to_string(), "before".to_string())]
+    );
+
+    let job = wait_finished(&t.router, id_of(&missing)).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["exit_code"], Value::Null);
+    let errors = error_messages(&whole_log(&t.router, id_of(&missing)).await);
+    assert!(errors.contains("failed to start"), "{errors}");
+    assert!(errors.contains("joblog-no-such-program"), "{errors}");
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_returns_when_new_records_come() {
+    let t = start_app(2).await;
+    let go = t.path("go");
+    let job = submit(
+        &t.router,
+        json!({
+            "command": ["sh", "-c", r#"echo first; while [ ! -e "$GO" ]; do sleep 0.05; done; echo second"#],
+            "env": {"GO": go.to_str().unwrap()},
+        }),
+    )
+    .await;
+    let id = id_of(&job);
+    // The first line, waiting for it with a long poll as well.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let page = loop {
+        let page = get_json(&t.router, &format!("/api/v1/jobs/{id}/log?wait_ms=5000")).await;
+        if !page["records"].as_array().unwrap().is_empty() {
+            break page;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no first line: {page}"
+        );
+    };
+    assert_eq!(
+        lines(page["records"].as_array().unwrap()),
+        [("output".into(), "first".into())]
+    );
+    assert_eq!(page["next_after_seq"], 1, "the job is still running");
+
+    // Nothing new yet: the request waits until the job writes again.
+    let router = t.router.clone();
+    let poll = tokio::spawn(async move {
+        get_json(
+            &router,
+            &format!("/api/v1/jobs/{id}/log?after_seq=1&wait_ms=5000"),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(show(&t.router, id).await["state"], "running");
+    std::fs::write(&go, b"").unwrap();
+    let page = poll.await.unwrap();
+    let records = page["records"].as_array().unwrap();
+    assert_eq!(
+        lines(records),
+        [("output".into(), "second".into())],
+        "{page}"
+    );
+    assert_eq!(records[0]["seq"], 2);
+
+    // On a finished job a long poll past the end answers at once: no more.
+    wait_finished(&t.router, id).await;
+    let page = get_json(
+        &t.router,
+        &format!("/api/v1/jobs/{id}/log?after_seq=2&wait_ms=30000"),
+    )
+    .await;
+    assert_eq!(page, json!({"records": [], "next_after_seq": null}));
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_pages_of_long_lines_stop_at_about_a_mebibyte() {
+    let app = start_app(2).await;
+    // 2,000,000 bytes without a newline: 31 records of up to 64 KiB.
+    let job = run_sh(&app.router, "head -c 2000000 /dev/zero | tr '\\0' y").await;
+    assert_eq!(job["log"]["records"], 31);
+    let id = id_of(&job);
+    let page = get_json(&app.router, &format!("/api/v1/jobs/{id}/log?limit=10000")).await;
+    let first = page["records"].as_array().unwrap();
+    // 16 × 64 KiB = 1 MiB: the page ends there although the job finished
+    // and the limit allows more, and says where to go on.
+    assert_eq!(first.len(), 16);
+    assert_eq!(page["next_after_seq"], 16);
+    let all = whole_log(&app.router, id).await;
+    assert_eq!(all.len(), 31);
+    let bytes: usize = all
+        .iter()
+        .map(|r| r["message"].as_str().unwrap().len())
+        .sum();
+    assert_eq!(bytes, 2_000_000);
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groom_keeps_the_newest_jobs_of_each_name() {
+    let t = start_app(4).await;
+    let r = &t.router;
+    // Job k writes k lines; submitted one after another, so ids follow this order.
+    let plan = [
+        Some("a"),
+        Some("a"),
+        Some("b"),
+        None,
+        Some("a"),
+        Some("b"),
+        None,
+    ];
+    let mut ids = Vec::new();
+    for (k, name) in plan.iter().enumerate() {
+        let mut body = json!({"command": ["sh", "-c", format!("seq 1 {}", k + 1)]});
+        if let Some(name) = name {
+            body["name"] = json!(name);
+        }
+        ids.push(id_of(&submit(r, body).await));
+    }
+    for &id in &ids {
+        assert_eq!(wait_finished(r, id).await["state"], "succeeded");
+    }
+    let reply = post(r, "/api/v1/groom", &json!({})).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_request");
+    let reply = post(r, "/api/v1/groom", &json!({"keep_per_name": 1, "older": 3})).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+
+    let reply = post(r, "/api/v1/groom", &json!({"keep_per_name": 1})).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    // Deleted: the first two "a", the first "b", the first unnamed.
+    let deleted = [ids[0], ids[1], ids[2], ids[3]];
+    let kept = [ids[4], ids[5], ids[6]];
+    assert_eq!(
+        reply.json(),
+        json!({"jobs_deleted": 4, "records_deleted": 1 + 2 + 3 + 4})
+    );
+    for id in deleted {
+        assert_error(
+            &get(r, &format!("/api/v1/jobs/{id}")).await,
+            StatusCode::NOT_FOUND,
+            "job_not_found",
+        );
+        assert_error(
+            &get(r, &format!("/api/v1/jobs/{id}/log")).await,
+            StatusCode::NOT_FOUND,
+            "job_not_found",
+        );
+        let stored = t.engine.store().read_log(id, 0, 100, None).await.unwrap();
+        assert!(
+            stored.is_empty(),
+            "job {id} still has {} records",
+            stored.len()
+        );
+    }
+    for (k, id) in [(5, kept[0]), (6, kept[1]), (7, kept[2])] {
+        assert_eq!(show(r, id).await["state"], "succeeded");
+        let expected: Vec<String> = (1..=k).map(|i| i.to_string()).collect();
+        assert_eq!(messages_of(&whole_log(r, id).await, "output"), expected);
+    }
+    let list = get_json(r, "/api/v1/jobs").await;
+    let listed: Vec<i64> = list["jobs"].as_array().unwrap().iter().map(id_of).collect();
+    assert_eq!(listed, [kept[2], kept[1], kept[0]]);
+
+    // Nothing more to do under the same policy.
+    let reply = post(r, "/api/v1/groom", &json!({"keep_per_name": 1})).await;
+    assert_eq!(
+        reply.json(),
+        json!({"jobs_deleted": 0, "records_deleted": 0})
+    );
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_healthz_and_openapi() {
+    let t = start_app(2).await;
+    let job = run_sh(&t.router, "echo one; echo two; echo three").await;
+    assert_eq!(job["log"]["records"], 3);
+
+    let metrics = get(&t.router, "/metrics").await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    let content_type = metrics.content_type.clone().unwrap_or_default();
+    assert!(content_type.contains("text"), "{content_type}");
+    let text = metrics.text();
+    assert!(text.contains("joblog_store_batch_records"), "{text}");
+    let written: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("joblog_log_records_written_total "))
+        .unwrap_or_else(|| panic!("no joblog_log_records_written sample in\n{text}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(written >= 3.0, "{written} records written");
+    assert!(
+        text.trim_end().ends_with("# EOF"),
+        "OpenMetrics text ends with # EOF"
+    );
+
+    let health = get(&t.router, "/healthz").await;
+    assert_eq!(health.status, StatusCode::OK);
+    let health = health.json();
+    assert_eq!(
+        (
+            health["status"].as_str(),
+            health["store"].as_str(),
+            health["accepting_jobs"].as_bool()
+        ),
+        (Some("ok"), Some("ok"), Some(true))
+    );
+    assert_eq!(health["node"], "test-node");
+
+    let doc = get_json(&t.router, "/api/v1/openapi.json").await;
+    assert_eq!(get_json(&t.router, "/openapi.json").await, doc);
+    let paths = doc["paths"]
+        .as_object()
+        .unwrap_or_else(|| panic!("the OpenAPI document has no paths: {doc}"));
+    let routes: BTreeMap<&str, &[&str]> = BTreeMap::from([
+        ("/jobs", &["get", "post"][..]),
+        ("/jobs/{id}", &["get"][..]),
+        ("/jobs/{id}/cancel", &["post"][..]),
+        ("/jobs/{id}/log", &["get"][..]),
+        ("/jobs/{id}/log/text", &["get"][..]),
+        ("/jobs/{id}/result", &["get"][..]),
+        ("/groom", &["post"][..]),
+        ("/openapi.json", &["get"][..]),
+        ("/healthz", &["get"][..]),
+        ("/metrics", &["get"][..]),
+    ]);
+    for (path, methods) in routes {
+        let item = paths.get(path).unwrap_or_else(|| {
+            panic!(
+                "{path} is missing from the OpenAPI paths {:?}",
+                paths.keys()
+            )
+        });
+        for method in methods {
+            assert!(
+                item.get(*method).is_some(),
+                "{method} {path} is not documented"
+            );
+        }
+    }
+    t.shutdown().await;
+}
