@@ -126,23 +126,15 @@ pub struct JobSpec {
 
 /// The body of `POST /api/v1/jobs`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct NewJobRequest {
-    #[serde(default)]
     pub command: Option<Vec<String>>,
-    #[serde(default)]
     pub script: Option<String>,
-    #[serde(default)]
     pub shell: Option<String>,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub env: BTreeMap<String, String>,
-    #[serde(default)]
     pub secrets: BTreeMap<String, String>,
-    #[serde(default)]
     pub timeout_s: Option<f64>,
-    #[serde(default)]
     pub cwd: Option<String>,
 }
 
