@@ -87,11 +87,20 @@ struct Inner {
     wake: Notify,
     accepting: AtomicBool,
     shutdown: watch::Sender<bool>,
-    running: Mutex<HashMap<JobId, watch::Sender<Option<StopReason>>>>,
+    running: Mutex<Running>,
     /// Secrets of queued jobs: held in memory only, never stored.
     secrets: Mutex<HashMap<JobId, BTreeMap<String, String>>>,
     idle: Notify,
     metrics: Metrics,
+}
+
+/// The jobs this node runs, and cancels that arrived for a job between its
+/// claim and its registration here. One lock for both, so that a cancel
+/// and a registration can never miss each other.
+#[derive(Default)]
+struct Running {
+    jobs: HashMap<JobId, watch::Sender<Option<StopReason>>>,
+    cancel_on_start: std::collections::HashSet<JobId>,
 }
 
 /// Handle to the engine. Cheap to clone.
@@ -177,7 +186,7 @@ impl Engine {
                 wake: Notify::new(),
                 accepting: AtomicBool::new(true),
                 shutdown: watch::channel(false).0,
-                running: Mutex::new(HashMap::new()),
+                running: Mutex::new(Running::default()),
                 secrets: Mutex::new(HashMap::new()),
                 idle: Notify::new(),
                 metrics,
@@ -237,9 +246,7 @@ impl Engine {
     /// Cancels a queued job at once, or stops a running one (its state
     /// becomes `cancelled` once its process group is gone).
     pub async fn cancel(&self, id: JobId) -> Result<Job, EngineError> {
-        let stop = self.lock_running().get(&id).cloned();
-        if let Some(stop) = stop {
-            let _ = stop.send(Some(StopReason::Cancel));
+        if self.stop_if_running(id) {
             return self.get(id).await;
         }
         if let Outcome::MaybeJob(Some(job)) = self
@@ -255,22 +262,31 @@ impl Engine {
         if job.state.is_finished() {
             return Err(EngineError::AlreadyFinished(id));
         }
-        // Claimed a moment ago and not registered yet: ask again shortly.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let stop = self.lock_running().get(&id).cloned();
-        match stop {
+        if job.node.as_deref() != Some(self.node()) {
+            return Err(EngineError::NotHere(id));
+        }
+        // Claimed by our dispatcher and not registered yet: it will be
+        // stopped the moment it is.
+        let mut running = self.lock_running();
+        match running.jobs.get(&id) {
             Some(stop) => {
                 let _ = stop.send(Some(StopReason::Cancel));
-                self.get(id).await
             }
             None => {
-                let job = self.get(id).await?;
-                if job.state.is_finished() {
-                    Err(EngineError::AlreadyFinished(id))
-                } else {
-                    Err(EngineError::NotHere(id))
-                }
+                running.cancel_on_start.insert(id);
             }
+        }
+        drop(running);
+        Ok(job)
+    }
+
+    fn stop_if_running(&self, id: JobId) -> bool {
+        match self.lock_running().jobs.get(&id) {
+            Some(stop) => {
+                let _ = stop.send(Some(StopReason::Cancel));
+                true
+            }
+            None => false,
         }
     }
 
@@ -325,12 +341,12 @@ impl Engine {
         self.inner.accepting.store(false, Ordering::Relaxed);
         let _ = self.inner.shutdown.send(true);
         self.inner.wake.notify_waiters();
-        let n = self.lock_running().len();
+        let n = self.lock_running().jobs.len();
         if n > 0 {
             tracing::info!(jobs = n, ?grace, "waiting for running jobs to finish");
         }
         if tokio::time::timeout(grace, self.wait_idle()).await.is_err() {
-            let stops: Vec<_> = self.lock_running().values().cloned().collect();
+            let stops: Vec<_> = self.lock_running().jobs.values().cloned().collect();
             tracing::warn!(
                 jobs = stops.len(),
                 "grace period over; stopping running jobs"
@@ -345,16 +361,14 @@ impl Engine {
     async fn wait_idle(&self) {
         loop {
             let notified = self.inner.idle.notified();
-            if self.lock_running().is_empty() {
+            if self.lock_running().jobs.is_empty() {
                 return;
             }
             notified.await;
         }
     }
 
-    fn lock_running(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<JobId, watch::Sender<Option<StopReason>>>> {
+    fn lock_running(&self) -> std::sync::MutexGuard<'_, Running> {
         self.inner.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -403,14 +417,20 @@ impl Engine {
                 }
             };
             let (stop_tx, stop_rx) = watch::channel(None);
-            self.lock_running().insert(job.id, stop_tx);
+            {
+                let mut running = self.lock_running();
+                if running.cancel_on_start.remove(&job.id) {
+                    let _ = stop_tx.send(Some(StopReason::Cancel));
+                }
+                running.jobs.insert(job.id, stop_tx);
+            }
             self.inner.metrics.in_use.set(self.in_use() as i64);
             let engine = self.clone();
             tokio::spawn(async move {
                 let id = job.id;
                 engine.run_job(job, stop_rx).await;
                 drop(permit);
-                engine.lock_running().remove(&id);
+                engine.lock_running().jobs.remove(&id);
                 engine.inner.metrics.in_use.set(engine.in_use() as i64);
                 engine.inner.idle.notify_waiters();
             });

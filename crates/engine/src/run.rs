@@ -64,7 +64,10 @@ impl Engine {
                 Err(e) => {
                     log.note(
                         Stream::Error,
-                        &format!("joblog: failed to start {:?}: {e}", job.spec.command[0]),
+                        &format!(
+                            "joblog: failed to start {:?}: {e}",
+                            job.spec.command.first().map_or("", String::as_str)
+                        ),
                         None,
                         Timestamp::now(),
                         &mut out,

@@ -333,10 +333,11 @@ fn commit_batch(
     shared: &Shared,
     metrics: &Metrics,
 ) {
-    let ops: Vec<WriteOp> = batch
-        .iter_mut()
-        .map(|m| std::mem::replace(&mut m.op, WriteOp::CancelQueued { job: 0 }))
-        .collect();
+    // The ops go to the store; the reply slots and permits stay here.
+    let (ops, waiting): (Vec<WriteOp>, Vec<_>) = batch
+        .drain(..)
+        .map(|m| (m.op, (m.reply, m.permits)))
+        .unzip();
     let mut backoff = Duration::from_millis(50);
     let outcomes = loop {
         let started = Instant::now();
@@ -403,9 +404,9 @@ fn commit_batch(
         .sum();
     metrics.batch_records.observe(n_records as f64);
     metrics.commits.inc();
-    for (msg, outcome) in batch.drain(..).zip(outcomes) {
-        permits += msg.permits as usize;
-        if let Some(reply) = msg.reply {
+    for ((reply, op_permits), outcome) in waiting.into_iter().zip(outcomes) {
+        permits += op_permits as usize;
+        if let Some(reply) = reply {
             let _ = reply.send(outcome);
         }
     }
