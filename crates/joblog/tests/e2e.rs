@@ -480,3 +480,60 @@ async fn cli_groom_keeps_the_newest_per_name() {
         .unwrap();
     assert_eq!(left, 300 + 200, "only the kept jobs' records remain");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_file_retention_grooms_periodically() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("joblog.toml");
+    std::fs::write(
+        &config,
+        "max_concurrency = 1\n[retention]\nkeep_per_name = 1\nevery = \"1s\"\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &["--config", config.to_str().unwrap()]).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = server
+            .submit(json!({"name": "report", "command": ["seq", "1", "50"]}))
+            .await;
+        server.wait_finished(id).await;
+        ids.push(id);
+    }
+    // The periodic policy removes the two older jobs of the name.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed: Value = server
+            .http
+            .get(format!("{}/api/v1/jobs?name=report", server.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let left: Vec<i64> = listed["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["id"].as_i64().unwrap())
+            .collect();
+        if left == [ids[2]] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "retention left {left:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // A typo in the file is an error that names it, not a silent default.
+    std::fs::write(&config, "max_concurency = 4\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("max_concurency"), "{err}");
+}
