@@ -300,7 +300,12 @@ pub async fn groom(
     let finished_before = match req.older_than_s {
         None => None,
         Some(s) if s.is_finite() && s >= 0.0 => {
-            Some(Timestamp::now().micros() - (s * 1_000_000.0) as i64)
+            // `as` saturates; the subtraction must too (older_than_s=1e300).
+            Some(
+                Timestamp::now()
+                    .micros()
+                    .saturating_sub((s * 1_000_000.0) as i64),
+            )
         }
         Some(_) => {
             return Err(ApiError::bad_request(

@@ -726,6 +726,12 @@ async fn groom_keeps_the_newest_jobs_of_each_name() {
     assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_request");
     let reply = post(r, "/api/v1/groom", &json!({"keep_per_name": 1, "older": 3})).await;
     assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+    let reply = post(r, "/api/v1/groom", &json!({"older_than_s": -1})).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_request");
+    // Older than the epoch: matches nothing, and must not overflow.
+    let reply = post(r, "/api/v1/groom", &json!({"older_than_s": 1e300})).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(reply.json()["jobs_deleted"], 0);
 
     let reply = post(r, "/api/v1/groom", &json!({"keep_per_name": 1})).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());

@@ -284,8 +284,8 @@ async fn retention_loop(engine: Engine, policy: GroomPolicy, older: Duration, ev
         tick.tick().await;
         let mut p = policy;
         if !older.is_zero() {
-            p.finished_before =
-                Some(joblog_core::Timestamp::now().micros() - older.as_micros() as i64);
+            let older = i64::try_from(older.as_micros()).unwrap_or(i64::MAX);
+            p.finished_before = Some(joblog_core::Timestamp::now().micros().saturating_sub(older));
         }
         match engine.groom(p).await {
             Ok(r) if r.jobs_deleted > 0 => tracing::info!(
