@@ -265,11 +265,6 @@ impl Pipeline {
         }
     }
 
-    /// Bytes handed over and not yet committed.
-    pub fn pending_bytes(&self) -> u64 {
-        self.shared.pending.load(Ordering::Relaxed)
-    }
-
     /// Stops taking ops. Everything sent before is still committed; the
     /// writer thread ends after it.
     pub fn close(&self) {
