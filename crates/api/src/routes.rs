@@ -200,7 +200,7 @@ async fn wait_for_job(
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Err(_) => return false,
             Ok(Ok(c)) => {
-                if c.appended.iter().any(|(j, _)| *j == id) || c.finished.contains(&id) {
+                if c.touches(id) {
                     return true;
                 }
             }

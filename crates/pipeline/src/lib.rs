@@ -9,7 +9,8 @@ pub mod joblog;
 mod writer;
 
 pub use joblog::{JobLog, LogLimits, ResultText, Source};
-pub use writer::{Committed, Health, Pipeline, PipelineConfig, WriterThread};
+pub use joblog_store::Committed;
+pub use writer::{Health, Pipeline, PipelineConfig, WriterThread};
 
 /// Why the pipeline could not take or apply an op.
 #[derive(Debug, thiserror::Error)]

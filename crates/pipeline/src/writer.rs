@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use joblog_core::{JobId, LogSummary, Record};
-use joblog_store::{Outcome, StoreError, StoreWriter, WriteOp};
+use joblog_store::{Committed, Outcome, StoreError, StoreWriter, WriteOp};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
@@ -43,15 +43,6 @@ impl Default for PipelineConfig {
             memory_budget: 16 << 20,
         }
     }
-}
-
-/// What one commit made durable, for followers of live logs.
-#[derive(Debug, Clone, Default)]
-pub struct Committed {
-    /// Jobs whose log grew, with their last committed seq.
-    pub appended: Vec<(JobId, u64)>,
-    /// Jobs that reached a final state in this commit.
-    pub finished: Vec<JobId>,
 }
 
 struct Msg {
@@ -252,6 +243,12 @@ impl Pipeline {
         self.shared.commits.subscribe()
     }
 
+    /// The sender behind [`Pipeline::subscribe`], so that commits made by
+    /// other nodes (which a shared store reports) reach the same followers.
+    pub fn commit_sender(&self) -> broadcast::Sender<Arc<Committed>> {
+        self.shared.commits.clone()
+    }
+
     pub fn health(&self) -> Health {
         if self.shared.healthy.load(Ordering::Relaxed) {
             Health::Ok
@@ -387,6 +384,7 @@ fn commit_batch(
             }
             WriteOp::Finish { job, .. } => committed.finished.push(*job),
             WriteOp::CancelQueued { job } => committed.finished.push(*job),
+            WriteOp::InsertJob { .. } => committed.queued += 1,
             _ => {}
         }
     }
@@ -412,7 +410,7 @@ fn commit_batch(
     metrics
         .pending_bytes
         .set(shared.pending.load(Ordering::Relaxed) as i64);
-    if !committed.appended.is_empty() || !committed.finished.is_empty() {
+    if !committed.is_empty() {
         let _ = shared.commits.send(Arc::new(committed));
     }
 }

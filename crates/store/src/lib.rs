@@ -54,6 +54,44 @@ pub trait Store: Send + Sync + 'static {
     fn describe(&self) -> String;
 }
 
+/// What one commit made durable, for followers of live logs and idle
+/// dispatchers. Produced by the local writer and, with a shared store, by
+/// the store's listener for commits of other nodes.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Committed {
+    /// Jobs whose log grew, with their last committed seq.
+    #[serde(default, rename = "a", skip_serializing_if = "Vec::is_empty")]
+    pub appended: Vec<(JobId, u64)>,
+    /// Jobs that reached a final state in this commit.
+    #[serde(default, rename = "f", skip_serializing_if = "Vec::is_empty")]
+    pub finished: Vec<JobId>,
+    /// Jobs queued by this commit.
+    #[serde(default, rename = "q", skip_serializing_if = "is_zero")]
+    pub queued: u32,
+    /// Running jobs whose cancellation was asked on another node.
+    #[serde(default, rename = "c", skip_serializing_if = "Vec::is_empty")]
+    pub cancel: Vec<JobId>,
+    /// Anything may have changed (commits were missed, e.g. while the
+    /// listener reconnected): re-read whatever is followed.
+    #[serde(default, rename = "r", skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Committed {
+    /// Whether a follower of `job` should look again.
+    pub fn touches(&self, job: JobId) -> bool {
+        self.reset || self.finished.contains(&job) || self.appended.iter().any(|(j, _)| *j == job)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self == &Committed::default()
+    }
+}
+
 /// Message bytes after which a log page ends, whatever its `limit`.
 pub const MAX_PAGE_BYTES: usize = 1 << 20;
 
