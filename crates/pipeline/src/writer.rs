@@ -366,26 +366,13 @@ fn commit_batch(
     let mut committed = Committed::default();
     let mut permits = 0usize;
     for (op, outcome) in ops.iter().zip(&outcomes) {
-        if outcome.is_err() {
-            continue;
-        }
-        match op {
-            WriteOp::Append { job, records, .. } => {
-                metrics.records.inc_by(records.len() as u64);
-                metrics
-                    .bytes
-                    .inc_by(records.iter().map(|r| r.message.len() as u64).sum());
-                if let Some(last) = records.last() {
-                    match committed.appended.iter_mut().find(|(j, _)| j == job) {
-                        Some(slot) => slot.1 = last.seq,
-                        None => committed.appended.push((*job, last.seq)),
-                    }
-                }
-            }
-            WriteOp::Finish { job, .. } => committed.finished.push(*job),
-            WriteOp::CancelQueued { job } => committed.finished.push(*job),
-            WriteOp::InsertJob { .. } => committed.queued += 1,
-            _ => {}
+        let Ok(outcome) = outcome else { continue };
+        committed.add(op, outcome);
+        if let WriteOp::Append { records, .. } = op {
+            metrics.records.inc_by(records.len() as u64);
+            metrics
+                .bytes
+                .inc_by(records.iter().map(|r| r.message.len() as u64).sum());
         }
     }
     let n_records: usize = ops
@@ -458,6 +445,9 @@ fn op_kind(op: &WriteOp) -> &'static str {
         WriteOp::Interrupt { .. } => "interrupt",
         WriteOp::DeleteLogChunk { .. } => "delete_log_chunk",
         WriteOp::DeleteJob { .. } => "delete_job",
+        WriteOp::DropLogPartitions { .. } => "drop_log_partitions",
+        WriteOp::Heartbeat { .. } => "heartbeat",
+        WriteOp::RequestCancel { .. } => "request_cancel",
     }
 }
 

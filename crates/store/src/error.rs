@@ -31,3 +31,31 @@ impl From<rusqlite::Error> for StoreError {
         }
     }
 }
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        if is_transient_pg(&e) {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            StoreError::Database(e.to_string())
+        }
+    }
+}
+
+/// Whether retrying later can help: the connection is gone or the server
+/// is restarting, out of resources or resolving a conflict.
+fn is_transient_pg(e: &tokio_postgres::Error) -> bool {
+    if let Some(code) = e.code() {
+        let code = code.code();
+        return code.starts_with("08") // connection exception
+            || code.starts_with("53") // insufficient resources (disk full, …)
+            || code.starts_with("57P") // admin/crash shutdown, cannot connect now
+            || code.starts_with("58") // system error (I/O)
+            || code == "40001" // serialization failure
+            || code == "40P01" // deadlock detected
+            || code == "55P03"; // lock not available
+    }
+    // No SQLSTATE: the client side failed — closed socket, I/O, connect.
+    e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+        || e.to_string().contains("connection")
+}

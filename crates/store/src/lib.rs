@@ -1,5 +1,5 @@
 //! Where jobs and their logs are kept: one trait, one implementation per
-//! database (SQLite now; PostgreSQL slots in behind the same trait).
+//! database (SQLite embedded, PostgreSQL shared by several nodes).
 //!
 //! Invariants: the store knows nothing about HTTP or processes; a job's log
 //! is append-only (rows are inserted, never UPDATEd, and only deleted by
@@ -7,6 +7,8 @@
 //! reads through [`Store`] on their own connections.
 
 mod error;
+pub mod postgres;
+mod rows;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -52,6 +54,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// Short description for logs (`sqlite:/path/joblog.db`), without secrets.
     fn describe(&self) -> String;
+
+    /// Whether several nodes may share this store (so recovery and
+    /// heartbeats must be per node).
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// Starts reporting commits made by *other* nodes into `sink`, for live
+    /// tails and idle dispatchers. A store no other node writes to has
+    /// nothing to report. Must be called within a tokio runtime.
+    fn start_listener(&self, sink: tokio::sync::broadcast::Sender<std::sync::Arc<Committed>>) {
+        let _ = sink;
+    }
 }
 
 /// What one commit made durable, for followers of live logs and idle
@@ -82,6 +97,31 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl Committed {
+    /// Notes what a committed op changed.
+    pub fn add(&mut self, op: &WriteOp, outcome: &Outcome) {
+        match (op, outcome) {
+            (WriteOp::Append { job, records, .. }, _) => {
+                if let Some(last) = records.last() {
+                    match self.appended.iter_mut().find(|(j, _)| j == job) {
+                        Some(slot) => slot.1 = last.seq,
+                        None => self.appended.push((*job, last.seq)),
+                    }
+                }
+            }
+            (WriteOp::InsertJob { .. }, _) => self.queued += 1,
+            (WriteOp::Finish { job, .. }, _) => self.finished.push(*job),
+            (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => {
+                self.finished.push(*job)
+            }
+            (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
+            // Jobs of a lapsed or restarted node were ended in bulk.
+            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Count(n)) if *n > 0 => {
+                self.reset = true
+            }
+            _ => {}
+        }
+    }
+
     /// Whether a follower of `job` should look again.
     pub fn touches(&self, job: JobId) -> bool {
         self.reset || self.finished.contains(&job) || self.appended.iter().any(|(j, _)| *j == job)
@@ -151,6 +191,21 @@ pub enum WriteOp {
     /// Deletes the job row and its result (its log must already be gone). →
     /// [`Outcome::Count`]
     DeleteJob { job: JobId },
+    /// Where the log is partitioned: drops every partition all of whose
+    /// jobs are among `candidates` (and that no new job can fall into),
+    /// with those jobs and their results. → [`Outcome::Groomed`] (empty for
+    /// a store without partitions)
+    DropLogPartitions { candidates: Vec<JobId> },
+    /// Records that `node` is alive and marks the running jobs of nodes
+    /// silent for longer than `lapse` interrupted. → [`Outcome::Count`] of
+    /// jobs interrupted
+    Heartbeat {
+        node: String,
+        lapse: std::time::Duration,
+    },
+    /// Asks the node running `job` to stop it (carried to other nodes by
+    /// the store's notifications). → [`Outcome::Done`]
+    RequestCancel { job: JobId },
 }
 
 impl WriteOp {
@@ -170,29 +225,34 @@ pub enum Outcome {
     MaybeJob(Option<Job>),
     Claimed(Option<Job>),
     Count(u64),
+    /// Jobs deleted with their log partitions, and how many records went.
+    Groomed { jobs: Vec<JobId>, records: u64 },
 }
 
 /// The single writer of a store. Blocking: called from the pipeline's
 /// writer thread only.
 pub trait StoreWriter: Send {
     /// Applies `ops` in one transaction and returns one outcome per op, or
-    /// an error after which nothing of the batch was applied.
+    /// an error after which nothing of the batch was applied. After a
+    /// transient error the caller retries with the same ops; a store whose
+    /// connection can drop mid-commit uses that to find out whether the
+    /// failed attempt was in fact committed, so nothing is applied twice.
     fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>>;
 }
 
-/// Opens the store a database URL names: `sqlite:///path/joblog.db`,
-/// `sqlite://relative.db` or a bare path.
+/// Opens the store a database URL names: `postgres://user@host/db`,
+/// `sqlite:///path/joblog.db`, `sqlite://relative.db` or a bare path.
+/// PostgreSQL must be reachable: a node does not start on a database it
+/// cannot migrate.
 pub fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dyn Store>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Err(StoreError::Config(
-            "PostgreSQL is not supported by this build yet; use sqlite://PATH".into(),
-        ));
+        return Ok(std::sync::Arc::new(postgres::PgStore::open(url, options)?));
     }
     let path = match url.split_once("://") {
         Some(("sqlite", path)) => path,
         Some((scheme, _)) => {
             return Err(StoreError::Config(format!(
-                "database URL scheme {scheme:?} is not supported (use sqlite://PATH)"
+                "database URL scheme {scheme:?} is not supported (use sqlite://PATH or postgres://…)"
             )))
         }
         None => url,
@@ -231,4 +291,7 @@ pub struct StoreOptions {
     pub sync: SyncMode,
     /// Read connections kept open (0 = a default).
     pub readers: usize,
+    /// The node this store is opened by (PostgreSQL records it with the
+    /// jobs it submits and the batches it commits).
+    pub node: String,
 }

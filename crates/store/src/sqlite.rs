@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use joblog_core::{
-    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream, StreamCounts, Timestamp,
-};
+use joblog_core::{Job, JobId, JobQuery, JobState, LogSummary, Record, Stream, Timestamp};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
+use crate::rows::{
+    fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS,
+};
 use crate::{
     GroomPolicy, Outcome, Result, Store, StoreError, StoreOptions, StoreWriter, SyncMode, WriteOp,
 };
@@ -52,9 +53,6 @@ CREATE TABLE results (
     body   BLOB NOT NULL
 );
 "#];
-
-const JOB_COLUMNS: &str = "id, name, state, exit_code, spec, node, created_at, started_at, \
-     finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes";
 
 pub struct SqliteStore {
     path: PathBuf,
@@ -162,67 +160,24 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     Ok(())
 }
 
-fn streams_to_text(s: &StreamCounts) -> String {
-    let parts: Vec<String> = s.0.iter().map(u64::to_string).collect();
-    parts.join(",")
-}
-
-fn streams_from_text(t: &str) -> Result<StreamCounts> {
-    let mut out = StreamCounts::default();
-    for (i, p) in t.split(',').enumerate().take(7) {
-        out.0[i] = p
-            .parse()
-            .map_err(|_| StoreError::Corrupt(format!("log_streams {t:?}")))?;
-    }
-    Ok(out)
-}
-
 fn job_from_row(row: &Row) -> rusqlite::Result<Result<Job>> {
-    let state: String = row.get(2)?;
-    let spec: String = row.get(4)?;
-    let streams: String = row.get(12)?;
-    let opt_ts = |i: usize| -> rusqlite::Result<Option<Timestamp>> {
-        Ok(row.get::<_, Option<i64>>(i)?.map(Timestamp))
+    let r = JobRow {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        state: row.get(2)?,
+        exit_code: row.get(3)?,
+        spec: row.get(4)?,
+        node: row.get(5)?,
+        created_at: row.get(6)?,
+        started_at: row.get(7)?,
+        finished_at: row.get(8)?,
+        log_records: row.get(9)?,
+        log_bytes: row.get(10)?,
+        log_truncated: row.get(11)?,
+        log_streams: row.get(12)?,
+        result_bytes: row.get(13)?,
     };
-    let id: JobId = row.get(0)?;
-    let name = row.get(1)?;
-    let exit_code = row.get(3)?;
-    let node = row.get(5)?;
-    let created_at = Timestamp(row.get(6)?);
-    let started_at = opt_ts(7)?;
-    let finished_at = opt_ts(8)?;
-    let records: i64 = row.get(9)?;
-    let bytes: i64 = row.get(10)?;
-    let truncated: bool = row.get(11)?;
-    let result_bytes: Option<i64> = row.get(13)?;
-    Ok((|| {
-        let state = JobState::parse(&state)
-            .ok_or_else(|| StoreError::Corrupt(format!("job {id} has state {state:?}")))?;
-        let spec: JobSpec = serde_json::from_str(&spec)
-            .map_err(|e| StoreError::Corrupt(format!("job {id} spec: {e}")))?;
-        let mut job = Job {
-            id,
-            name,
-            state,
-            exit_code,
-            command: spec.command.clone(),
-            node,
-            created_at,
-            started_at,
-            finished_at,
-            duration_ms: None,
-            log: LogSummary {
-                records: records as u64,
-                bytes: bytes as u64,
-                truncated,
-                streams: streams_from_text(&streams)?,
-            },
-            result: None,
-            spec,
-        };
-        job.set_result_bytes(result_bytes.map(|b| b as u64));
-        Ok(job.with_duration())
-    })())
+    Ok(r.into_job())
 }
 
 fn query_jobs(conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<Job>> {
@@ -236,29 +191,14 @@ fn query_jobs(conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql]) -> 
 }
 
 fn record_from_row(row: &Row) -> rusqlite::Result<Result<Record>> {
-    let seq: i64 = row.get(0)?;
-    let ts: i64 = row.get(1)?;
-    let stream: i64 = row.get(2)?;
-    let message: String = row.get(3)?;
-    let fields: Option<String> = row.get(4)?;
-    Ok((|| {
-        let stream = Stream::from_code(stream)
-            .ok_or_else(|| StoreError::Corrupt(format!("record {seq} has stream {stream}")))?;
-        let fields = match fields {
-            None => None,
-            Some(f) => Some(
-                serde_json::from_str(&f)
-                    .map_err(|e| StoreError::Corrupt(format!("record {seq} fields: {e}")))?,
-            ),
-        };
-        Ok(Record {
-            seq: seq as u64,
-            ts: Timestamp(ts),
-            stream,
-            message,
-            fields,
-        })
-    })())
+    let r = RecordRow {
+        seq: row.get(0)?,
+        ts: row.get(1)?,
+        stream: row.get(2)?,
+        message: row.get(3)?,
+        fields: row.get(4)?,
+    };
+    Ok(r.into_record())
 }
 
 #[async_trait]
@@ -317,12 +257,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Record>> {
         self.read(move |c| {
             let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
-            // A bit mask keeps one statement (and one cache entry) whatever
-            // streams are asked for; all bits set = no filter.
-            let mask: i64 = match &streams {
-                None => 0x7f,
-                Some(streams) => streams.iter().fold(0, |m, s| m | (1 << s.code())),
-            };
+            let mask = stream_mask(&streams);
             let mut stmt = c.prepare_cached(
                 "SELECT seq, ts, stream, message, fields FROM log \
                  WHERE job_id = ?1 AND seq > ?2 AND ((1 << stream) & ?4) != 0 \
@@ -462,17 +397,13 @@ fn apply_one(
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             for r in records {
-                let fields = r
-                    .fields
-                    .as_ref()
-                    .map(|f| serde_json::Value::Object(f.clone()).to_string());
                 stmt.execute(params![
                     job,
                     r.seq as i64,
                     r.ts.micros(),
                     r.stream.code(),
                     r.message,
-                    fields
+                    fields_text(r)
                 ])?;
             }
             note_summary(summaries, *job, *summary);
@@ -564,6 +495,13 @@ fn apply_one(
                 .execute(params![job, i64::from(*max).saturating_sub(1).max(0)])?;
             Ok(Outcome::Count(n as u64))
         }
+        // One node, no partitions, nobody else to tell.
+        WriteOp::DropLogPartitions { .. } => Ok(Outcome::Groomed {
+            jobs: Vec::new(),
+            records: 0,
+        }),
+        WriteOp::Heartbeat { .. } => Ok(Outcome::Count(0)),
+        WriteOp::RequestCancel { .. } => Ok(Outcome::Done),
         WriteOp::DeleteJob { job } => {
             tx.prepare_cached("DELETE FROM results WHERE job_id = ?1")?
                 .execute([job])?;

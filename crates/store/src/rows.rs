@@ -1,0 +1,122 @@
+//! Columns as both databases store them, and their conversion to domain
+//! types, so that each store only maps its own row type.
+
+use joblog_core::{Job, JobId, JobSpec, JobState, LogSummary, Record, Stream, StreamCounts, Timestamp};
+
+use crate::{Result, StoreError};
+
+/// The columns of the jobs table every request reads, in this order.
+pub(crate) const JOB_COLUMNS: &str = "id, name, state, exit_code, spec, node, created_at, \
+     started_at, finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes";
+
+/// A jobs row, as stored.
+pub(crate) struct JobRow {
+    pub id: JobId,
+    pub name: Option<String>,
+    pub state: String,
+    pub exit_code: Option<i32>,
+    pub spec: String,
+    pub node: Option<String>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub log_records: i64,
+    pub log_bytes: i64,
+    pub log_truncated: bool,
+    pub log_streams: String,
+    pub result_bytes: Option<i64>,
+}
+
+impl JobRow {
+    pub fn into_job(self) -> Result<Job> {
+        let id = self.id;
+        let state = JobState::parse(&self.state)
+            .ok_or_else(|| StoreError::Corrupt(format!("job {id} has state {:?}", self.state)))?;
+        let spec: JobSpec = serde_json::from_str(&self.spec)
+            .map_err(|e| StoreError::Corrupt(format!("job {id} spec: {e}")))?;
+        let mut job = Job {
+            id,
+            name: self.name,
+            state,
+            exit_code: self.exit_code,
+            command: spec.command.clone(),
+            node: self.node,
+            created_at: Timestamp(self.created_at),
+            started_at: self.started_at.map(Timestamp),
+            finished_at: self.finished_at.map(Timestamp),
+            duration_ms: None,
+            log: LogSummary {
+                records: self.log_records as u64,
+                bytes: self.log_bytes as u64,
+                truncated: self.log_truncated,
+                streams: streams_from_text(&self.log_streams)?,
+            },
+            result: None,
+            spec,
+        };
+        job.set_result_bytes(self.result_bytes.map(|b| b as u64));
+        Ok(job.with_duration())
+    }
+}
+
+/// A log row, as stored.
+pub(crate) struct RecordRow {
+    pub seq: i64,
+    pub ts: i64,
+    pub stream: i64,
+    pub message: String,
+    pub fields: Option<String>,
+}
+
+impl RecordRow {
+    pub fn into_record(self) -> Result<Record> {
+        let seq = self.seq;
+        let stream = Stream::from_code(self.stream)
+            .ok_or_else(|| StoreError::Corrupt(format!("record {seq} has stream {}", self.stream)))?;
+        let fields = match self.fields {
+            None => None,
+            Some(f) => Some(
+                serde_json::from_str(&f)
+                    .map_err(|e| StoreError::Corrupt(format!("record {seq} fields: {e}")))?,
+            ),
+        };
+        Ok(Record {
+            seq: seq as u64,
+            ts: Timestamp(self.ts),
+            stream,
+            message: self.message,
+            fields,
+        })
+    }
+}
+
+/// The `fields` column of a record: its JSON object as text.
+pub(crate) fn fields_text(r: &Record) -> Option<String> {
+    r.fields
+        .as_ref()
+        .map(|f| serde_json::Value::Object(f.clone()).to_string())
+}
+
+pub(crate) fn streams_to_text(s: &StreamCounts) -> String {
+    let parts: Vec<String> = s.0.iter().map(u64::to_string).collect();
+    parts.join(",")
+}
+
+fn streams_from_text(t: &str) -> Result<StreamCounts> {
+    let mut out = StreamCounts::default();
+    for (i, p) in t.split(',').enumerate().take(7) {
+        out.0[i] = p
+            .parse()
+            .map_err(|_| StoreError::Corrupt(format!("log_streams {t:?}")))?;
+    }
+    Ok(out)
+}
+
+/// Bit mask of the streams asked for; all bits set = no filter. One mask
+/// keeps one statement whatever streams are asked for.
+pub(crate) fn stream_mask(streams: &Option<Vec<Stream>>) -> i64 {
+    match streams {
+        None => 0x7f,
+        Some(streams) => streams.iter().fold(0, |m, s| m | (1 << s.code())),
+    }
+}
