@@ -8,6 +8,8 @@
 
 mod error;
 pub mod sqlite;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use async_trait::async_trait;
 use joblog_core::{Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream};
