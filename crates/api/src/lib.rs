@@ -101,7 +101,16 @@ async fn metrics(State(state): State<AppState>) -> Response {
 /// 503 otherwise, saying why.
 async fn healthz(State(state): State<AppState>) -> Response {
     let engine = &state.engine;
-    let read = engine.store().ping().await;
+    // A database that is away can take a connect timeout to say so;
+    // health must answer sooner.
+    let read = match tokio::time::timeout(std::time::Duration::from_secs(2), engine.store().ping())
+        .await
+    {
+        Ok(r) => r,
+        Err(_) => Err(joblog_store::StoreError::Unavailable(
+            "no answer within 2 s".into(),
+        )),
+    };
     let write = engine.pipeline().health();
     let store = match (&read, &write) {
         (Ok(()), joblog_pipeline::Health::Ok) => "ok".to_string(),

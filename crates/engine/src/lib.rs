@@ -47,6 +47,10 @@ pub struct EngineConfig {
     pub drain_after_exit: Duration,
     /// Largest `JOBLOG_RESULT` file accepted.
     pub max_result_bytes: u64,
+    /// On a shared store: a node silent for this long is taken for dead and
+    /// its running jobs are marked interrupted. Nodes heartbeat three times
+    /// per period.
+    pub heartbeat_timeout: Duration,
 }
 
 impl EngineConfig {
@@ -60,6 +64,7 @@ impl EngineConfig {
             idle_flush: Duration::from_millis(200),
             drain_after_exit: Duration::from_secs(2),
             max_result_bytes: 64 << 20,
+            heartbeat_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -125,15 +130,23 @@ impl Engine {
         config: EngineConfig,
         registry: &mut Registry,
     ) -> Result<Engine, EngineError> {
-        // With the embedded store this node is the only one, so every job
-        // still `running` was left by a previous process of ours.
-        if let Outcome::Count(n) = pipeline
-            .execute(WriteOp::Interrupt {
-                node: None,
-                include_queued: false,
-            })
-            .await?
-        {
+        let shared = store.is_shared();
+        if shared {
+            // Register this node before taking jobs, and end the jobs of
+            // nodes that died while nobody was watching.
+            let n = heartbeat(&pipeline, &config).await?;
+            if n > 0 {
+                tracing::warn!(jobs = n, "jobs of lapsed nodes marked interrupted");
+            }
+        }
+        // Jobs still `running` under this node's name were left by an
+        // earlier process of it; with the embedded store this node is the
+        // only one, so that is every running job.
+        let own = WriteOp::Interrupt {
+            node: shared.then(|| config.node.clone()),
+            include_queued: false,
+        };
+        if let Outcome::Count(n) = pipeline.execute(own).await? {
             if n > 0 {
                 tracing::warn!(
                     jobs = n,
@@ -192,8 +205,52 @@ impl Engine {
                 metrics,
             }),
         };
+        store_listener(&engine);
+        tokio::spawn(engine.clone().watch_commits());
+        if shared {
+            tokio::spawn(engine.clone().heartbeats());
+        }
         tokio::spawn(engine.clone().dispatch());
         Ok(engine)
+    }
+
+    /// Reacts to commits, this node's and (on a shared store) other
+    /// nodes': new jobs wake the dispatcher, cancel requests stop the jobs
+    /// they name if they run here.
+    async fn watch_commits(self) {
+        let mut commits = self.inner.pipeline.subscribe();
+        loop {
+            match commits.recv().await {
+                Ok(c) => {
+                    if c.queued > 0 || c.reset {
+                        self.inner.wake.notify_one();
+                    }
+                    for id in &c.cancel {
+                        self.stop_if_running(*id);
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    self.inner.wake.notify_one();
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// Keeps this node's heartbeat fresh and ends the jobs of lapsed nodes.
+    async fn heartbeats(self) {
+        let period = (self.inner.config.heartbeat_timeout / 3).max(Duration::from_millis(100));
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match heartbeat(&self.inner.pipeline, &self.inner.config).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(jobs = n, "jobs of lapsed nodes marked interrupted"),
+                Err(joblog_pipeline::PipelineError::Closed) => return,
+                Err(e) => tracing::error!(error = %e, "heartbeat failed"),
+            }
+        }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -263,7 +320,16 @@ impl Engine {
             return Err(EngineError::AlreadyFinished(id));
         }
         if job.node.as_deref() != Some(self.node()) {
-            return Err(EngineError::NotHere(id));
+            if !self.inner.store.is_shared() {
+                return Err(EngineError::NotHere(id));
+            }
+            // Running on another node: its engine hears the request
+            // through the store's notifications and stops it.
+            self.inner
+                .pipeline
+                .execute(WriteOp::RequestCancel { job: id })
+                .await?;
+            return Ok(job);
         }
         // Claimed by our dispatcher and not registered yet: it will be
         // stopped the moment it is.
@@ -303,7 +369,26 @@ impl Engine {
     pub async fn groom(&self, policy: GroomPolicy) -> Result<GroomReport, EngineError> {
         const CHUNK: u32 = 5_000;
         let mut report = GroomReport::default();
-        for id in self.inner.store.groom_candidates(policy).await? {
+        let mut candidates = self.inner.store.groom_candidates(policy).await?;
+        if candidates.is_empty() {
+            return Ok(report);
+        }
+        // Whole partitions first (a cheap DROP each, where the store has
+        // them); what remains is deleted row by row.
+        if let Outcome::Groomed { jobs, records } = self
+            .inner
+            .pipeline
+            .execute(WriteOp::DropLogPartitions {
+                candidates: candidates.clone(),
+            })
+            .await?
+        {
+            report.jobs_deleted += jobs.len() as u64;
+            report.records_deleted += records;
+            let dropped: std::collections::HashSet<JobId> = jobs.into_iter().collect();
+            candidates.retain(|id| !dropped.contains(id));
+        }
+        for id in candidates {
             loop {
                 let n = match self
                     .inner
@@ -436,6 +521,30 @@ impl Engine {
             });
         }
     }
+}
+
+/// One heartbeat; returns how many jobs of lapsed nodes it interrupted.
+async fn heartbeat(
+    pipeline: &Pipeline,
+    config: &EngineConfig,
+) -> Result<u64, joblog_pipeline::PipelineError> {
+    let op = WriteOp::Heartbeat {
+        node: config.node.clone(),
+        lapse: config.heartbeat_timeout,
+    };
+    Ok(match pipeline.execute(op).await? {
+        Outcome::Count(n) => n,
+        _ => 0,
+    })
+}
+
+/// Feeds other nodes' commits (a shared store announces them) into the
+/// same broadcast as this node's, so followers see every job alike.
+fn store_listener(engine: &Engine) {
+    engine
+        .inner
+        .store
+        .start_listener(engine.inner.pipeline.commit_sender());
 }
 
 fn state_label(s: JobState) -> Vec<(String, String)> {

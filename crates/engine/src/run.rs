@@ -143,7 +143,12 @@ impl Engine {
                         .observe(s.millis_until(f).max(0.0) / 1000.0);
                 }
             }
-            Ok(_) => {}
+            Ok(_) => tracing::warn!(
+                job = id,
+                state = state.name(),
+                "the job had already been ended elsewhere (this node was taken for lapsed); \
+                 its log is complete but its final state stays"
+            ),
             Err(e) => tracing::error!(job = id, error = %e, "could not record the end of the job"),
         }
         self.inner

@@ -28,9 +28,14 @@ pub struct ServeArgs {
     /// Jobs run at once on this node.
     #[arg(long, env = "JOBLOG_MAX_CONCURRENCY")]
     pub max_concurrency: Option<usize>,
-    /// This node's name; default hostname:port.
+    /// This node's name, stored with the jobs it runs; default
+    /// hostname:port, so that two nodes on one host differ.
     #[arg(long, env = "JOBLOG_NODE")]
     pub node: Option<String>,
+    /// With PostgreSQL: a node silent for this long (e.g. 30s) is taken for
+    /// dead and its running jobs are marked interrupted.
+    #[arg(long, env = "JOBLOG_HEARTBEAT_TIMEOUT")]
+    pub heartbeat_timeout: Option<String>,
     /// Configuration file; default ./joblog.toml when it exists.
     #[arg(long, env = "JOBLOG_CONFIG")]
     pub config: Option<PathBuf>,
@@ -54,6 +59,7 @@ struct FileConfig {
     database: Option<String>,
     max_concurrency: Option<usize>,
     node: Option<String>,
+    heartbeat_timeout: Option<String>,
     token: Option<String>,
     sync: Option<String>,
     grace_period: Option<String>,
@@ -165,6 +171,16 @@ fn resolve(args: ServeArgs, token: Option<String>) -> anyhow::Result<ServeConfig
         .unwrap_or_else(|| format!("{}:{}", hostname(), listen.port()));
     let mut engine = EngineConfig::new(node, data_dir.clone());
     engine.max_concurrency = max_concurrency;
+    engine.heartbeat_timeout = duration(
+        "heartbeat-timeout",
+        &args
+            .heartbeat_timeout
+            .or(file.heartbeat_timeout)
+            .unwrap_or_else(|| "30s".into()),
+    )?;
+    if engine.heartbeat_timeout < Duration::from_secs(1) {
+        bail!("heartbeat-timeout: must be at least 1s");
+    }
     if let Some(k) = file.kill_grace {
         engine.kill_grace = duration("kill_grace", &k)?;
     }
@@ -211,24 +227,46 @@ fn resolve(args: ServeArgs, token: Option<String>) -> anyhow::Result<ServeConfig
     })
 }
 
+/// Opens the store and its writer. A database that is not reachable yet
+/// (starting at the same time as joblog, say) is waited for, for a minute.
+async fn open_store(
+    url: &str,
+    options: &StoreOptions,
+) -> anyhow::Result<(
+    Arc<dyn joblog_store::Store>,
+    Box<dyn joblog_store::StoreWriter>,
+)> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let opened = joblog_store::open(url, options)
+            .and_then(|store| store.open_writer().map(|writer| (store, writer)));
+        match opened {
+            Ok(pair) => return Ok(pair),
+            Err(e) if e.is_transient() && tokio::time::Instant::now() < deadline => {
+                tracing::warn!(error = %e, "database not available yet; retrying in {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 pub async fn run(args: ServeArgs, token: Option<String>) -> anyhow::Result<i32> {
     init_tracing();
     let cfg = resolve(args, token)?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
-    let store = joblog_store::open(
-        &cfg.database,
-        &StoreOptions {
-            sync: cfg.sync,
-            readers: 0,
-        },
-    )?;
+    let options = StoreOptions {
+        sync: cfg.sync,
+        readers: 0,
+        node: cfg.engine.node.clone(),
+    };
+    let (store, store_writer) = open_store(&cfg.database, &options).await?;
     let mut registry = prometheus_client::registry::Registry::default();
-    let (pipeline, writer) = Pipeline::start(
-        store.open_writer()?,
-        PipelineConfig::default(),
-        &mut registry,
-    );
+    let (pipeline, writer) =
+        Pipeline::start(store_writer, PipelineConfig::default(), &mut registry);
     let engine = Engine::start(
         store.clone(),
         pipeline.clone(),

@@ -56,6 +56,7 @@ fn is_transient_pg(e: &tokio_postgres::Error) -> bool {
             || code == "55P03"; // lock not available
     }
     // No SQLSTATE: the client side failed — closed socket, I/O, connect.
-    e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+    e.is_closed()
+        || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
         || e.to_string().contains("connection")
 }

@@ -10,6 +10,8 @@ mod error;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use async_trait::async_trait;
 use joblog_core::{Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream};
@@ -110,12 +112,12 @@ impl Committed {
             }
             (WriteOp::InsertJob { .. }, _) => self.queued += 1,
             (WriteOp::Finish { job, .. }, _) => self.finished.push(*job),
-            (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => {
-                self.finished.push(*job)
-            }
+            (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => self.finished.push(*job),
             (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
             // Jobs of a lapsed or restarted node were ended in bulk.
-            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Count(n)) if *n > 0 => {
+            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Count(n))
+                if *n > 0 =>
+            {
                 self.reset = true
             }
             _ => {}
@@ -226,7 +228,10 @@ pub enum Outcome {
     Claimed(Option<Job>),
     Count(u64),
     /// Jobs deleted with their log partitions, and how many records went.
-    Groomed { jobs: Vec<JobId>, records: u64 },
+    Groomed {
+        jobs: Vec<JobId>,
+        records: u64,
+    },
 }
 
 /// The single writer of a store. Blocking: called from the pipeline's
@@ -250,11 +255,9 @@ pub fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dyn Stor
     }
     let path = match url.split_once("://") {
         Some(("sqlite", path)) => path,
-        Some((scheme, _)) => {
-            return Err(StoreError::Config(format!(
-                "database URL scheme {scheme:?} is not supported (use sqlite://PATH or postgres://…)"
-            )))
-        }
+        Some((scheme, _)) => return Err(StoreError::Config(format!(
+            "database URL scheme {scheme:?} is not supported (use sqlite://PATH or postgres://…)"
+        ))),
         None => url,
     };
     if path.is_empty() {

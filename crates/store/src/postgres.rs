@@ -107,9 +107,8 @@ impl PgStore {
     /// Connects, brings the schema up to date and prepares the read pool.
     /// Works from any thread, inside a tokio runtime or not.
     pub fn open(url: &str, options: &StoreOptions) -> Result<Self> {
-        let mut config = Config::from_str(url).map_err(|e| {
-            StoreError::Config(format!("database URL {}: {e}", redact(url)))
-        })?;
+        let mut config = Config::from_str(url)
+            .map_err(|e| StoreError::Config(format!("database URL {}: {e}", redact(url))))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
@@ -379,7 +378,10 @@ const GROOM_CANDIDATES: &str = "SELECT id FROM (
 #[async_trait]
 impl Store for PgStore {
     fn open_writer(&self) -> Result<Box<dyn StoreWriter>> {
-        Ok(Box::new(PgWriter::new(self.config.clone(), self.node.clone())?))
+        Ok(Box::new(PgWriter::new(
+            self.config.clone(),
+            self.node.clone(),
+        )?))
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
@@ -631,9 +633,7 @@ impl PgWriter {
                 });
                 // The durability promise (SPEC §6) does not depend on the
                 // server's default.
-                client
-                    .batch_execute("SET synchronous_commit TO on")
-                    .await?;
+                client.batch_execute("SET synchronous_commit TO on").await?;
                 Ok::<_, tokio_postgres::Error>(client)
             });
             let client = futures_executor::block_on(task)
@@ -824,7 +824,8 @@ const DELETE_LOG_CHUNK: &str = "DELETE FROM log WHERE job_id = $1 AND seq <= COA
         9223372036854775807)";
 const DELETE_RESULT: &str = "DELETE FROM results WHERE job_id = $1";
 const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = $1 AND state NOT IN ('queued', 'running')";
-const HEARTBEAT: &str = "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
+const HEARTBEAT: &str =
+    "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now()";
 /// Running jobs of nodes silent for longer than `$3` seconds, or of nodes
 /// no longer registered at all.

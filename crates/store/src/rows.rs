@@ -1,7 +1,9 @@
 //! Columns as both databases store them, and their conversion to domain
 //! types, so that each store only maps its own row type.
 
-use joblog_core::{Job, JobId, JobSpec, JobState, LogSummary, Record, Stream, StreamCounts, Timestamp};
+use joblog_core::{
+    Job, JobId, JobSpec, JobState, LogSummary, Record, Stream, StreamCounts, Timestamp,
+};
 
 use crate::{Result, StoreError};
 
@@ -71,8 +73,9 @@ pub(crate) struct RecordRow {
 impl RecordRow {
     pub fn into_record(self) -> Result<Record> {
         let seq = self.seq;
-        let stream = Stream::from_code(self.stream)
-            .ok_or_else(|| StoreError::Corrupt(format!("record {seq} has stream {}", self.stream)))?;
+        let stream = Stream::from_code(self.stream).ok_or_else(|| {
+            StoreError::Corrupt(format!("record {seq} has stream {}", self.stream))
+        })?;
         let fields = match self.fields {
             None => None,
             Some(f) => Some(

@@ -8,9 +8,7 @@ use async_trait::async_trait;
 use joblog_core::{Job, JobId, JobQuery, JobState, LogSummary, Record, Stream, Timestamp};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
-use crate::rows::{
-    fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS,
-};
+use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
 use crate::{
     GroomPolicy, Outcome, Result, Store, StoreError, StoreOptions, StoreWriter, SyncMode, WriteOp,
 };
@@ -417,15 +415,11 @@ fn apply_one(
             summary,
         } => {
             note_summary(summaries, *job, *summary);
-            if let Some(body) = result {
-                tx.prepare_cached("INSERT OR REPLACE INTO results (job_id, body) VALUES (?1, ?2)")?
-                    .execute(params![job, body])?;
-            }
             let result_bytes = result.as_ref().map(|b| b.len() as i64);
             let sql = format!(
                 "UPDATE jobs SET state = ?2, exit_code = ?3, finished_at = ?4, result_bytes = ?5, \
                  log_records = ?6, log_bytes = ?7, log_truncated = ?8, log_streams = ?9 \
-                 WHERE id = ?1 RETURNING {JOB_COLUMNS}"
+                 WHERE id = ?1 AND state IN ('queued', 'running') RETURNING {JOB_COLUMNS}"
             );
             let jobs = query_jobs(
                 tx,
@@ -443,7 +437,16 @@ fn apply_one(
                 ],
             )?;
             match jobs.into_iter().next() {
-                Some(j) => Ok(Outcome::Job(j)),
+                Some(j) => {
+                    if let Some(body) = result {
+                        tx.prepare_cached(
+                            "INSERT OR REPLACE INTO results (job_id, body) VALUES (?1, ?2)",
+                        )?
+                        .execute(params![job, body])?;
+                    }
+                    Ok(Outcome::Job(j))
+                }
+                // Already ended (a job is finished once).
                 None => Ok(Outcome::MaybeJob(None)),
             }
         }

@@ -1,33 +1,75 @@
-//! The SQLite store through its public surface: `WriteOp` batches applied
-//! by its writer, and the async read methods, on real files in a tempdir.
+//! The stores through their public surface: `WriteOp` batches applied by a
+//! store's writer, and the async read methods. One suite for every backend:
+//! each behaviour is an `async fn(TestDatabase)` that `store_tests!` runs
+//! once against a SQLite file (`sqlite::…`) and once against a fresh
+//! PostgreSQL database (`postgres::…`, skipped without
+//! `JOBLOG_TEST_POSTGRES_URL`). What only SQLite has is tested after it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use joblog_core::{Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream, Timestamp};
 use joblog_store::sqlite::SqliteStore;
+use joblog_store::testing::TestDatabase;
 use joblog_store::{GroomPolicy, Outcome, Store, StoreError, StoreOptions, StoreWriter, WriteOp};
 use serde_json::{json, Value};
-use tempfile::TempDir;
 
-/// A store in a fresh temporary directory, with its one writer.
-struct TestStore {
-    store: SqliteStore,
-    writer: Box<dyn StoreWriter>,
-    path: PathBuf,
-    _dir: TempDir,
+/// Instantiates each behaviour test once per backend. The PostgreSQL copy
+/// returns early (and passes) when no test server is configured;
+/// `TestDatabase::postgres` says so on stderr.
+macro_rules! store_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            use joblog_store::testing::TestDatabase;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(TestDatabase::sqlite()).await;
+                }
+            )*
+        }
+
+        mod postgres {
+            use joblog_store::testing::TestDatabase;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(db) = TestDatabase::postgres() else {
+                        return;
+                    };
+                    super::$name(db).await;
+                }
+            )*
+        }
+    };
 }
 
-fn open_store() -> TestStore {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("data").join("joblog.db");
-    let store = SqliteStore::open(&path, &StoreOptions::default()).unwrap();
+store_tests! {
+    reopening_keeps_the_data,
+    claim_next_takes_the_oldest_queued_job,
+    appended_records_are_read_back_in_order_with_paging_and_stream_filter,
+    finish_stores_state_exit_code_times_and_result,
+    cancel_queued_cancels_only_queued_jobs,
+    interrupt_marks_running_jobs_and_leaves_the_others,
+    list_jobs_is_newest_first_with_paging_and_filters,
+    groom_candidates_match_every_criterion_given,
+    delete_log_chunk_and_delete_job_remove_what_they_say,
+    a_failing_batch_applies_nothing,
+}
+
+/// A store on a test database, with its one writer. Fields drop in order:
+/// the store's connections close before the database goes.
+struct TestStore {
+    store: Arc<dyn Store>,
+    writer: Box<dyn StoreWriter>,
+    db: TestDatabase,
+}
+
+/// The store `db` names, opened the way the server opens it (by URL).
+fn open_store(db: TestDatabase) -> TestStore {
+    let store = joblog_store::open(db.url(), &StoreOptions::default()).unwrap();
     let writer = store.open_writer().unwrap();
-    TestStore {
-        store,
-        writer,
-        path,
-        _dir: dir,
-    }
+    TestStore { store, writer, db }
 }
 
 impl TestStore {
@@ -203,95 +245,35 @@ fn seqs(records: &[Record]) -> Vec<u64> {
     records.iter().map(|r| r.seq).collect()
 }
 
-fn user_version(path: &Path) -> i64 {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    conn.pragma_query_value(None, "user_version", |r| r.get(0))
-        .unwrap()
+async fn reopening_keeps_the_data(db: TestDatabase) {
+    let url = db.url().to_owned();
+    write_then_reopen(open_store(db), &url).await;
 }
 
-#[tokio::test]
-async fn migrations_create_the_schema_and_reopening_keeps_the_data() {
-    let mut t = open_store();
-    let version = user_version(&t.path);
-    assert!(version >= 1, "migrations ran (user_version {version})");
-    {
-        let conn = rusqlite::Connection::open(&t.path).unwrap();
-        let mut stmt = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            .unwrap();
-        let tables: Vec<String> = stmt
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        for table in ["jobs", "log", "results"] {
-            assert!(tables.iter().any(|t| t == table), "{table} in {tables:?}");
-        }
-        let journal: String = conn
-            .pragma_query_value(None, "journal_mode", |r| r.get(0))
-            .unwrap();
-        assert_eq!(journal.to_lowercase(), "wal");
-    }
+/// Stores a job with a record, closes the store (writer first, as the server
+/// does) and opens `url` again through `joblog_store::open`, as a restarted
+/// server would: the schema already there must be taken as it is and every
+/// row must still be readable. Returns the database, for further checks.
+async fn write_then_reopen(mut t: TestStore, url: &str) -> TestDatabase {
     let job = t.insert(Some("kept"));
     let recs = [record(1, Stream::Output, "survives a reopen")];
     t.apply(vec![append(job.id, &recs, &recs)]);
-    drop(t.writer);
-    let path = t.path.clone();
-    let dir = t._dir;
+    let TestStore { store, writer, db } = t;
+    drop(writer);
+    drop(store);
 
-    // Reopening an existing, up-to-date file migrates nothing and keeps all.
-    let url = format!("sqlite://{}", path.display());
-    let store = joblog_store::open(&url, &StoreOptions::default()).unwrap();
-    assert_eq!(user_version(&path), version);
+    let store = joblog_store::open(url, &StoreOptions::default()).unwrap();
     let again = store.get_job(job.id).await.unwrap().unwrap();
     assert_eq!(again.name.as_deref(), Some("kept"));
     assert_eq!(again.spec.command, ["sh", "-c", "echo hi"]);
     assert_eq!(again.log.records, 1);
     let log = store.read_log(job.id, 0, 10, None).await.unwrap();
     assert_eq!(log, recs);
-    drop(store);
-    drop(dir);
+    db
 }
 
-#[tokio::test]
-async fn a_database_from_a_newer_joblog_is_refused() {
-    let t = open_store();
-    let path = t.path.clone();
-    let known = user_version(&path);
-    drop(t.writer);
-    drop(t.store);
-    let newer = known + 7;
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .pragma_update(None, "user_version", newer)
-        .unwrap();
-    let err = match SqliteStore::open(&path, &StoreOptions::default()) {
-        Ok(_) => panic!("a schema newer than this build must be refused"),
-        Err(e) => e,
-    };
-    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
-    let msg = err.to_string();
-    assert!(msg.contains(&newer.to_string()), "{msg}");
-    assert!(msg.contains("upgrade joblog"), "{msg}");
-    // Refusing must not have touched the file.
-    assert_eq!(user_version(&path), newer);
-}
-
-#[tokio::test]
-async fn open_rejects_urls_it_cannot_serve() {
-    let err = joblog_store::open("postgres://db/joblog", &StoreOptions::default())
-        .err()
-        .expect("PostgreSQL is not in this build");
-    assert!(err.to_string().contains("sqlite://"), "{err}");
-    let err = joblog_store::open("sqlite://", &StoreOptions::default())
-        .err()
-        .expect("an empty path is refused");
-    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
-}
-
-#[tokio::test]
-async fn claim_next_takes_the_oldest_queued_job() {
-    let mut t = open_store();
+async fn claim_next_takes_the_oldest_queued_job(db: TestDatabase) {
+    let mut t = open_store(db);
     assert_eq!(t.claim("node-a"), None, "empty queue");
 
     let a = t.insert(Some("a"));
@@ -328,9 +310,8 @@ async fn claim_next_takes_the_oldest_queued_job() {
     assert_eq!(t.job(a.id).await.state, JobState::Cancelled);
 }
 
-#[tokio::test]
-async fn appended_records_are_read_back_in_order_with_paging_and_stream_filter() {
-    let mut t = open_store();
+async fn appended_records_are_read_back_in_order_with_paging_and_stream_filter(db: TestDatabase) {
+    let mut t = open_store(db);
     let j1 = t.insert(Some("one")).id;
     let j2 = t.insert(Some("two")).id;
     let log1 = vec![
@@ -410,9 +391,8 @@ async fn appended_records_are_read_back_in_order_with_paging_and_stream_filter()
     assert_eq!(t.job(j2).await.log, summary_of(&log2));
 }
 
-#[tokio::test]
-async fn finish_stores_state_exit_code_times_and_result() {
-    let mut t = open_store();
+async fn finish_stores_state_exit_code_times_and_result(db: TestDatabase) {
+    let mut t = open_store(db);
     let job = t.insert(Some("res"));
     let running = t.claim("node-a").unwrap();
     let recs = vec![
@@ -453,9 +433,8 @@ async fn finish_stores_state_exit_code_times_and_result() {
     assert_eq!(t.store.read_result(other.id).await.unwrap(), None);
 }
 
-#[tokio::test]
-async fn cancel_queued_cancels_only_queued_jobs() {
-    let mut t = open_store();
+async fn cancel_queued_cancels_only_queued_jobs(db: TestDatabase) {
+    let mut t = open_store(db);
     let running = t.insert(Some("r"));
     assert_eq!(t.claim("node-a").unwrap().id, running.id);
     let done = t.finished_job(Some("d"), JobState::Succeeded);
@@ -470,7 +449,7 @@ async fn cancel_queued_cancels_only_queued_jobs() {
     assert!(cancelled.finished_at.is_some());
     assert_eq!(t.job(queued.id).await.state, JobState::Cancelled);
 
-    for id in [running.id, done.id, queued.id, 9999] {
+    for id in [running.id, done.id, queued.id, queued.id + 1000] {
         assert_eq!(
             t.apply_one(WriteOp::CancelQueued { job: id }),
             Outcome::MaybeJob(None),
@@ -481,9 +460,8 @@ async fn cancel_queued_cancels_only_queued_jobs() {
     assert_eq!(t.job(done.id).await.state, JobState::Succeeded);
 }
 
-#[tokio::test]
-async fn interrupt_marks_running_jobs_and_leaves_the_others() {
-    let mut t = open_store();
+async fn interrupt_marks_running_jobs_and_leaves_the_others(db: TestDatabase) {
+    let mut t = open_store(db);
     let done = t.finished_job(Some("done"), JobState::Succeeded);
     let on_a = t.insert(None);
     assert_eq!(t.claim("node-a").unwrap().id, on_a.id);
@@ -522,9 +500,8 @@ async fn interrupt_marks_running_jobs_and_leaves_the_others() {
     assert_eq!(t.job(done.id).await.state, JobState::Succeeded);
 }
 
-#[tokio::test]
-async fn list_jobs_is_newest_first_with_paging_and_filters() {
-    let mut t = open_store();
+async fn list_jobs_is_newest_first_with_paging_and_filters(db: TestDatabase) {
+    let mut t = open_store(db);
     // a1 a2 b1 (finished) a3 (running) b2 u1 (queued)
     let a1 = t.finished_job(Some("a"), JobState::Succeeded).id;
     let a2 = t.finished_job(Some("a"), JobState::Failed).id;
@@ -565,9 +542,8 @@ async fn list_jobs_is_newest_first_with_paging_and_filters() {
     );
 }
 
-#[tokio::test]
-async fn groom_candidates_match_every_criterion_given() {
-    let mut t = open_store();
+async fn groom_candidates_match_every_criterion_given(db: TestDatabase) {
+    let mut t = open_store(db);
     let a1 = t.finished_job(Some("a"), JobState::Succeeded).id;
     let b1 = t.finished_job(Some("b"), JobState::Failed).id;
     let u1 = t.finished_job(None, JobState::Cancelled).id;
@@ -609,9 +585,8 @@ async fn groom_candidates_match_every_criterion_given() {
     );
 }
 
-#[tokio::test]
-async fn delete_log_chunk_and_delete_job_remove_what_they_say() {
-    let mut t = open_store();
+async fn delete_log_chunk_and_delete_job_remove_what_they_say(db: TestDatabase) {
+    let mut t = open_store(db);
     let job = t.insert(Some("old")).id;
     assert_eq!(t.claim("node-a").unwrap().id, job);
     let recs: Vec<Record> = (1..=10)
@@ -661,9 +636,8 @@ async fn delete_log_chunk_and_delete_job_remove_what_they_say() {
     assert_eq!(t.list(None, None, 10).await, [other]);
 }
 
-#[tokio::test]
-async fn a_failing_batch_applies_nothing() {
-    let mut t = open_store();
+async fn a_failing_batch_applies_nothing(db: TestDatabase) {
+    let mut t = open_store(db);
     let job = t.insert(Some("existing")).id;
     let first = [record(1, Stream::Output, "one")];
     t.apply(vec![append(job, &first, &first)]);
@@ -708,4 +682,114 @@ async fn a_failing_batch_applies_nothing() {
     let next = t.insert(Some("after")).id;
     assert!(next > job);
     assert_eq!(t.list(None, None, 10).await, [next, job]);
+}
+
+// ---------------------------------------------------------------------------
+// SQLite only: these look at the file itself (schema, pragmas, the
+// migration version in `user_version`) or at how a sqlite:// URL is read,
+// which have no PostgreSQL counterpart to run the same assertions on.
+
+/// A SQLite store in a directory that does not exist yet (`data/` inside a
+/// test dir), so that opening must create it, with the path of its file.
+fn open_sqlite_in_new_subdir() -> (TestStore, PathBuf) {
+    let db = TestDatabase::sqlite();
+    let path = db.dir().join("data").join("joblog.db");
+    let store = SqliteStore::open(&path, &StoreOptions::default()).unwrap();
+    let writer = store.open_writer().unwrap();
+    let store: Arc<dyn Store> = Arc::new(store);
+    (TestStore { store, writer, db }, path)
+}
+
+fn user_version(path: &Path) -> i64 {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn migrations_create_the_schema_and_reopening_keeps_the_data() {
+    let (t, path) = open_sqlite_in_new_subdir();
+    let version = user_version(&path);
+    assert!(version >= 1, "migrations ran (user_version {version})");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap();
+        let tables: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for table in ["jobs", "log", "results"] {
+            assert!(tables.iter().any(|t| t == table), "{table} in {tables:?}");
+        }
+        let journal: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(journal.to_lowercase(), "wal");
+    }
+
+    // Reopening an existing, up-to-date file migrates nothing and keeps all.
+    let url = format!("sqlite://{}", path.display());
+    let db = write_then_reopen(t, &url).await;
+    assert_eq!(user_version(&path), version);
+    drop(db);
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_joblog_is_refused() {
+    let (t, path) = open_sqlite_in_new_subdir();
+    let known = user_version(&path);
+    drop(t.writer);
+    drop(t.store);
+    let newer = known + 7;
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", newer)
+        .unwrap();
+    let err = match SqliteStore::open(&path, &StoreOptions::default()) {
+        Ok(_) => panic!("a schema newer than this build must be refused"),
+        Err(e) => e,
+    };
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains(&newer.to_string()), "{msg}");
+    assert!(msg.contains("upgrade joblog"), "{msg}");
+    // Refusing must not have touched the file.
+    assert_eq!(user_version(&path), newer);
+}
+
+// Not a backend test: how `open` reads URLs, with no database behind them.
+#[tokio::test]
+async fn open_rejects_urls_it_cannot_serve() {
+    let err = joblog_store::open("mysql://db/joblog", &StoreOptions::default())
+        .err()
+        .expect("an unknown scheme is refused");
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    assert!(err.to_string().contains("postgres://"), "{err}");
+    let err = joblog_store::open("sqlite://", &StoreOptions::default())
+        .err()
+        .expect("an empty path is refused");
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    // A malformed URL is a configuration error that names it, password
+    // removed.
+    let err = joblog_store::open(
+        "postgres://joblog:s3cret@db:notaport/joblog",
+        &StoreOptions::default(),
+    )
+    .err()
+    .expect("a bad port is refused");
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    assert!(err.to_string().contains("joblog@db"), "{err}");
+    assert!(!err.to_string().contains("s3cret"), "{err}");
+    // Nothing listens on port 1: the server is unavailable, not misconfigured.
+    let err = joblog_store::open(
+        "postgres://joblog:s3cret@127.0.0.1:1/joblog",
+        &StoreOptions::default(),
+    )
+    .err()
+    .expect("an unreachable server is reported");
+    assert!(err.is_transient(), "{err:?}");
+    assert!(!err.to_string().contains("s3cret"), "{err}");
 }

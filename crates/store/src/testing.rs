@@ -1,0 +1,429 @@
+//! Throwaway databases for tests, so that one suite runs against every store.
+//!
+//! [`TestDatabase::sqlite`] is a fresh file in a new temp dir;
+//! [`TestDatabase::postgres`] creates a fresh database on the server that
+//! `JOBLOG_TEST_POSTGRES_URL` names and drops it again on `Drop`. Without
+//! that variable PostgreSQL tests are skipped (with one note on stderr), so a
+//! developer without a server still runs the SQLite half; with it, an
+//! unreachable server fails the test, so CI cannot pass by skipping.
+//!
+//! Compiled only with the `testing` feature: other crates take it as
+//! `[dev-dependencies] joblog-store = { path = "../store", features = ["testing"] }`.
+
+use std::fmt;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Once;
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+/// The environment variable naming the PostgreSQL server for tests.
+pub const POSTGRES_URL_VAR: &str = "JOBLOG_TEST_POSTGRES_URL";
+
+/// Which store a [`TestDatabase`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A database that exists for one test: its URL for `joblog_store::open`,
+/// and a temp dir for whatever files the test needs beside it (results dir
+/// etc.), removed on drop. A PostgreSQL database is dropped on drop too.
+pub struct TestDatabase {
+    url: String,
+    backend: Backend,
+    // Dropped after the PostgreSQL database (see `Drop`), and by its own
+    // drop: the directory and the SQLite file in it.
+    dir: TempDir,
+    pg: Option<PgAdmin>,
+}
+
+/// What it takes to drop a test database again: a connection config for
+/// the database the variable names (never the test's own one, which cannot
+/// be dropped while connected to) and the test database's name.
+struct PgAdmin {
+    admin: tokio_postgres::Config,
+    dbname: String,
+}
+
+impl TestDatabase {
+    /// A fresh SQLite file in a new temp dir: url `sqlite:///tmp/…/joblog.db`.
+    pub fn sqlite() -> TestDatabase {
+        let dir = new_dir();
+        let url = format!("sqlite://{}", dir.path().join("joblog.db").display());
+        TestDatabase {
+            url,
+            backend: Backend::Sqlite,
+            dir,
+            pg: None,
+        }
+    }
+
+    /// A fresh PostgreSQL database on the server named by
+    /// `JOBLOG_TEST_POSTGRES_URL` (e.g. `postgres://postgres@127.0.0.1:5432/test`),
+    /// dropped again on drop; its URL is the variable's with the new
+    /// database's name.
+    ///
+    /// `None` when the variable is unset or empty (the test should then
+    /// return early; a note saying so goes to stderr once per process).
+    /// Panics when it is set but the database cannot be created (server
+    /// down, wrong URL, no CREATEDB right): CI must fail, not skip.
+    ///
+    /// Works from any context, also inside a `#[tokio::test]`: the SQL runs
+    /// on a thread of its own with its own runtime.
+    pub fn postgres() -> Option<TestDatabase> {
+        let server_url = match std::env::var(POSTGRES_URL_VAR) {
+            Ok(url) if !url.trim().is_empty() => url,
+            Ok(_) | Err(std::env::VarError::NotPresent) => {
+                note_postgres_skipped();
+                return None;
+            }
+            Err(std::env::VarError::NotUnicode(_)) => {
+                panic!("{POSTGRES_URL_VAR} is not valid UTF-8")
+            }
+        };
+        let mut admin: tokio_postgres::Config = server_url.parse().unwrap_or_else(|e| {
+            // The parse error names the bad part, never the whole URL, which
+            // may hold a password.
+            panic!("{POSTGRES_URL_VAR} is not a PostgreSQL URL: {e}")
+        });
+        if admin.get_connect_timeout().is_none() {
+            // A server that does not answer must fail the test in seconds,
+            // not hang CI until its own timeout.
+            admin.connect_timeout(Duration::from_secs(10));
+        }
+        let dbname = unique_name();
+        let url = with_dbname(&server_url, &dbname);
+        let server = describe(&admin);
+
+        let create = format!("CREATE DATABASE {}", quote_ident(&dbname));
+        if let Err(e) = run_sql(&admin, create) {
+            panic!(
+                "{POSTGRES_URL_VAR} is set, but creating test database {dbname} on {server} failed: {e}\n\
+                 (is the server running and does the user have CREATEDB? unset {POSTGRES_URL_VAR} to skip PostgreSQL tests)"
+            );
+        }
+        Some(TestDatabase {
+            url,
+            backend: Backend::Postgres,
+            dir: new_dir(),
+            pg: Some(PgAdmin { admin, dbname }),
+        })
+    }
+
+    /// A fresh database of `backend`; `None` only for PostgreSQL without
+    /// `JOBLOG_TEST_POSTGRES_URL` (see [`TestDatabase::postgres`]).
+    pub fn new(backend: Backend) -> Option<TestDatabase> {
+        match backend {
+            Backend::Sqlite => Some(TestDatabase::sqlite()),
+            Backend::Postgres => TestDatabase::postgres(),
+        }
+    }
+
+    /// The URL to pass to `joblog_store::open`. May hold a password: don't
+    /// print it.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A temp dir for files beside the database (for SQLite, the database
+    /// file `joblog.db` is in it too).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+}
+
+impl fmt::Debug for TestDatabase {
+    // By hand, so that a password in the URL never ends up in test output.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("TestDatabase");
+        d.field("backend", &self.backend);
+        match &self.pg {
+            Some(pg) => d.field("database", &pg.dbname),
+            None => d.field("url", &self.url),
+        };
+        d.field("dir", &self.dir.path()).finish()
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let Some(pg) = self.pg.take() else { return };
+        // FORCE: a store under test may still hold connections (a leaked
+        // Arc, a listener task); they are cut rather than failing the drop.
+        let drop_sql = format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            quote_ident(&pg.dbname)
+        );
+        if let Err(e) = run_sql(&pg.admin, drop_sql) {
+            // No panic here: this may run while a failed test unwinds, where
+            // a second panic would abort the whole test binary.
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: could not drop test database {} on {}: {e}",
+                pg.dbname,
+                describe(&pg.admin)
+            );
+        }
+    }
+}
+
+fn new_dir() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("joblog-test-")
+        .tempdir()
+        .expect("cannot create a temp dir for a test database")
+}
+
+/// Writes the skip note once per process, straight to stderr: libtest
+/// captures `eprintln!` of passing tests, so a note sent that way would
+/// never be seen and skipped tests would look like passing ones.
+fn note_postgres_skipped() {
+    static NOTE: Once = Once::new();
+    NOTE.call_once(|| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: PostgreSQL tests SKIPPED — set {POSTGRES_URL_VAR}=postgres://postgres@127.0.0.1:5432/test to run them"
+        );
+    });
+}
+
+/// `joblog_t_<pid>_<counter>_<random>`: the pid and counter keep parallel
+/// tests and test binaries apart; the random part keeps a run apart from
+/// leftovers of an earlier one (a killed run cannot drop its databases) that
+/// had the same pid.
+fn unique_name() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    // RandomState is seeded randomly per process (and varies per call), so
+    // this needs no random-number crate.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(n);
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    let random = h.finish() & 0xffff_ffff;
+    format!("joblog_t_{}_{n}_{random:08x}", std::process::id())
+}
+
+/// `url` with its database (the URL path) replaced by `dbname`; user,
+/// password, hosts, ports and `?` parameters stay as they were.
+fn with_dbname(url: &str, dbname: &str) -> String {
+    let (scheme, rest) = url
+        .split_once("://")
+        .unwrap_or_else(|| panic!("{POSTGRES_URL_VAR} must be a postgres://… URL"));
+    // Reserved characters in user or password are percent-encoded in a URL,
+    // so the authority ends at the first '/' or '?'.
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let query = tail.find('?').map_or("", |q| &tail[q..]);
+    format!("{scheme}://{authority}/{dbname}{query}")
+}
+
+/// `user@host:port` of a config, for messages; never the password.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let host = match host {
+                tokio_postgres::config::Host::Tcp(h) => h.clone(),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+            };
+            let port = config
+                .get_ports()
+                .get(i)
+                .or(config.get_ports().first())
+                .copied()
+                .unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect();
+    let user = config.get_user().unwrap_or("(default user)");
+    format!("{user}@{}", hosts.join(","))
+}
+
+/// What went wrong, for a test's failure message: the server's own message
+/// with its SQLSTATE, or the causes of a client-side error, which
+/// tokio-postgres's `Display` leaves out (`error connecting to server`, not
+/// why). Neither holds the password.
+fn pg_error(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
+    }
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Runs one statement on a connection of its own, on a new thread with its
+/// own runtime, so that it works from synchronous code, from `Drop`, and
+/// from inside an async test alike (a runtime cannot be blocked on from
+/// within another one).
+fn run_sql(config: &tokio_postgres::Config, sql: String) -> Result<(), String> {
+    let config = config.clone();
+    let thread = std::thread::Builder::new()
+        .name("joblog-test-db".into())
+        .spawn(move || -> Result<(), String> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot build a runtime: {e}"))?;
+            rt.block_on(async move {
+                let (client, connection) = config
+                    .connect(tokio_postgres::NoTls)
+                    .await
+                    .map_err(|e| format!("cannot connect: {}", pg_error(&e)))?;
+                let conn = tokio::spawn(connection);
+                let result = client.batch_execute(&sql).await.map_err(|e| pg_error(&e));
+                // Closing the client ends the connection task; waiting for
+                // it means the server has seen the session end before the
+                // next statement (a DROP after this CREATE) comes.
+                drop(client);
+                let _ = conn.await;
+                result
+            })
+        })
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
+    thread
+        .join()
+        .unwrap_or_else(|_| Err("the database thread panicked".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_dbname_keeps_everything_but_the_database() {
+        assert_eq!(
+            with_dbname("postgres://postgres@127.0.0.1:5432/test", "x"),
+            "postgres://postgres@127.0.0.1:5432/x"
+        );
+        assert_eq!(
+            with_dbname("postgresql://u:p%2Fw@h1:1,h2:2/db?sslmode=disable", "x"),
+            "postgresql://u:p%2Fw@h1:1,h2:2/x?sslmode=disable"
+        );
+        assert_eq!(with_dbname("postgres://h", "x"), "postgres://h/x");
+        assert_eq!(
+            with_dbname("postgres://h?application_name=a", "x"),
+            "postgres://h/x?application_name=a"
+        );
+        assert_eq!(
+            with_dbname("postgres:///db?host=/run/postgresql", "x"),
+            "postgres:///x?host=/run/postgresql"
+        );
+    }
+
+    #[test]
+    fn names_are_unique_and_valid_identifiers() {
+        let a = unique_name();
+        let b = unique_name();
+        assert_ne!(a, b);
+        for name in [&a, &b] {
+            assert!(name.starts_with("joblog_t_"), "{name}");
+            assert!(
+                name.len() <= 63,
+                "PostgreSQL truncates longer names: {name}"
+            );
+            assert!(
+                name.bytes()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_'),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn sqlite_databases_are_files_in_their_own_dir() {
+        let a = TestDatabase::sqlite();
+        let b = TestDatabase::sqlite();
+        assert_eq!(a.backend(), Backend::Sqlite);
+        assert_eq!(
+            a.url(),
+            format!("sqlite://{}", a.dir().join("joblog.db").display())
+        );
+        assert!(a.url().starts_with("sqlite:///"), "{}", a.url());
+        assert_ne!(a.dir(), b.dir());
+        let dir = a.dir().to_path_buf();
+        assert!(dir.is_dir());
+        drop(a);
+        assert!(!dir.exists(), "the temp dir goes with the database");
+    }
+
+    #[test]
+    fn describe_never_shows_the_password() {
+        let config: tokio_postgres::Config = "postgres://alice:s3cret@db.example:6543/test"
+            .parse()
+            .unwrap();
+        assert_eq!(describe(&config), "alice@db.example:6543");
+    }
+
+    /// Creation and drop against a real server (skipped without one),
+    /// from inside a current-thread runtime as the store tests call them.
+    #[tokio::test]
+    async fn postgres_databases_are_created_and_dropped() {
+        let Some(db) = TestDatabase::postgres() else {
+            return;
+        };
+        assert_eq!(db.backend(), Backend::Postgres);
+        assert!(db.dir().is_dir());
+        let dbname = db.pg.as_ref().unwrap().dbname.clone();
+        assert!(format!("{db:?}").contains(&dbname));
+        assert!(
+            db.url().ends_with(&format!("/{dbname}")) || db.url().contains(&format!("/{dbname}?"))
+        );
+
+        // The URL reaches the new, empty database.
+        let (client, conn) = db
+            .url()
+            .parse::<tokio_postgres::Config>()
+            .unwrap()
+            .connect(tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let conn = tokio::spawn(conn);
+        let row = client
+            .query_one("SELECT current_database()", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), dbname);
+        // Left connected on purpose: the drop must not fail on it.
+
+        let admin = db.pg.as_ref().unwrap().admin.clone();
+        let dir = db.dir().to_path_buf();
+        drop(db);
+        assert!(!dir.exists());
+        let _ = conn.await;
+        drop(client);
+        let (client, conn) = admin.connect(tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM pg_database WHERE datname = $1",
+                &[&dbname],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 0, "{dbname} was dropped");
+    }
+}
