@@ -832,6 +832,7 @@ async fn metrics_healthz_and_openapi() {
         ("/jobs/{id}/cancel", &["post"][..]),
         ("/jobs/{id}/log", &["get"][..]),
         ("/jobs/{id}/log/text", &["get"][..]),
+        ("/jobs/{id}/log/events", &["get"][..]),
         ("/jobs/{id}/result", &["get"][..]),
         ("/groom", &["post"][..]),
         ("/openapi.json", &["get"][..]),
@@ -852,6 +853,11 @@ async fn metrics_healthz_and_openapi() {
             );
         }
     }
+    let events = &paths["/jobs/{id}/log/events"]["get"]["responses"]["200"]["content"];
+    assert!(
+        events.get("text/event-stream").is_some(),
+        "the live tail is documented as an event stream: {events}"
+    );
     t.shutdown().await;
 }
 
