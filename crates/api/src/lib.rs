@@ -8,6 +8,7 @@
 mod error;
 mod extract;
 mod routes;
+mod sse;
 
 use std::sync::Arc;
 
@@ -43,6 +44,7 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/cancel", post(routes::cancel))
         .route("/jobs/{id}/log", get(routes::log_page))
         .route("/jobs/{id}/log/text", get(routes::log_text))
+        .route("/jobs/{id}/log/events", get(sse::log_events))
         .route("/jobs/{id}/result", get(routes::result))
         .route("/groom", post(routes::groom))
         .route("/openapi.json", get(routes::openapi));

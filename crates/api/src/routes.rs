@@ -85,7 +85,7 @@ pub async fn list(
     }))
 }
 
-async fn load_job(state: &AppState, id: JobId) -> Result<Job, ApiError> {
+pub(crate) async fn load_job(state: &AppState, id: JobId) -> Result<Job, ApiError> {
     state
         .engine
         .store()
@@ -125,7 +125,7 @@ struct LogPage {
     next_after_seq: Option<u64>,
 }
 
-fn parse_streams(s: Option<&str>) -> Result<Option<Vec<Stream>>, ApiError> {
+pub(crate) fn parse_streams(s: Option<&str>) -> Result<Option<Vec<Stream>>, ApiError> {
     match s {
         None | Some("") => Ok(None),
         Some(s) => Stream::parse_list(s)

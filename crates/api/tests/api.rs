@@ -452,7 +452,12 @@ async fn the_token_guards_the_api_but_not_healthz() {
         }
         req.body(Body::empty()).unwrap()
     };
-    for uri in ["/api/v1/jobs", "/api/v1/jobs/1", "/metrics"] {
+    for uri in [
+        "/api/v1/jobs",
+        "/api/v1/jobs/1",
+        "/api/v1/jobs/1/log/events",
+        "/metrics",
+    ] {
         for auth in [
             None,
             Some("Bearer wrong"),
@@ -827,6 +832,7 @@ async fn metrics_healthz_and_openapi() {
         ("/jobs/{id}/cancel", &["post"][..]),
         ("/jobs/{id}/log", &["get"][..]),
         ("/jobs/{id}/log/text", &["get"][..]),
+        ("/jobs/{id}/log/events", &["get"][..]),
         ("/jobs/{id}/result", &["get"][..]),
         ("/groom", &["post"][..]),
         ("/openapi.json", &["get"][..]),
@@ -847,5 +853,296 @@ async fn metrics_healthz_and_openapi() {
             );
         }
     }
+    let events = &paths["/jobs/{id}/log/events"]["get"]["responses"]["200"]["content"];
+    assert!(
+        events.get("text/event-stream").is_some(),
+        "the live tail is documented as an event stream: {events}"
+    );
+    t.shutdown().await;
+}
+
+/// Checks that `events` are record events with increasing seqs from
+/// `first_seq` on (`contiguous`: every seq, none skipped), each event's `id`
+/// its record's seq, followed by one `end` event; returns the records and
+/// the job the `end` event carries.
+fn records_then_end(events: &[SseEvent], first_seq: u64, contiguous: bool) -> (Vec<Value>, Value) {
+    let (end, records) = events.split_last().expect("at least the end event");
+    assert_eq!(
+        (end.kind(), end.id.as_deref()),
+        ("end", None),
+        "the last event ends the stream: {end:?}"
+    );
+    let mut previous = first_seq - 1;
+    let records: Vec<Value> = records
+        .iter()
+        .map(|e| {
+            assert_eq!(e.kind(), "message", "a record event has no type: {e:?}");
+            let record = e.json();
+            let seq = record["seq"].as_u64().expect("seq");
+            assert_eq!(
+                e.id.as_deref(),
+                Some(seq.to_string().as_str()),
+                "id is the seq: {e:?}"
+            );
+            if contiguous {
+                assert_eq!(seq, previous + 1, "seq {seq} after {previous}");
+            } else {
+                assert!(seq > previous, "seq {seq} after {previous}");
+            }
+            previous = seq;
+            record
+        })
+        .collect();
+    if contiguous {
+        if let Some(first) = records.first() {
+            assert_eq!(first["seq"], first_seq);
+        }
+    }
+    (records, end.json())
+}
+
+fn events_uri(id: i64, query: &str) -> String {
+    format!("/api/v1/jobs/{id}/log/events{query}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_follows_a_job_live_and_ends_with_the_job() {
+    let t = start_app(2).await;
+    let (go, half) = (t.path("go"), t.path("half"));
+    // Waits for GO, then 2000 lines with pauses; after line 1000 it also
+    // waits for HALF, so the job cannot finish before the test says so.
+    let script = r#"while [ ! -e "$GO" ]; do sleep 0.01; done
+for i in $(seq 1 2000); do
+  echo line $i
+  if [ $((i % 200)) = 0 ]; then sleep 0.05; fi
+  if [ $i = 1000 ]; then while [ ! -e "$HALF" ]; do sleep 0.01; done; fi
+done"#;
+    let job = submit(
+        &t.router,
+        json!({"command": ["sh", "-c", script],
+               "env": {"GO": go.to_str().unwrap(), "HALF": half.to_str().unwrap()}}),
+    )
+    .await;
+    let id = id_of(&job);
+    let mut stream = events(&t.router, &events_uri(id, ""), None).await;
+    std::fs::write(&go, b"").unwrap();
+
+    let first = stream.next().await.expect("a first event");
+    assert_eq!(
+        show(&t.router, id).await["state"],
+        "running",
+        "events come while the job runs, not only once it has finished"
+    );
+    std::fs::write(&half, b"").unwrap();
+    let mut all = vec![first];
+    all.extend(stream.rest().await);
+    assert!(stream.next().await.is_none(), "the body stays ended");
+
+    let (records, end) = records_then_end(&all, 1, true);
+    assert_eq!(records.len(), 2000);
+    let expected: Vec<String> = (1..=2000).map(|i| format!("line {i}")).collect();
+    assert_eq!(messages_of(&records, "output"), expected);
+    assert_eq!(end["state"], "succeeded", "{end}");
+    assert_eq!(end["log"]["records"], records.len());
+    // The same JSON as the other endpoints give.
+    assert_eq!(end, show(&t.router, id).await);
+    assert_eq!(records, whole_log(&t.router, id).await);
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_resumes_after_last_event_id_or_after_seq() {
+    let t = start_app(2).await;
+    let job = run_sh(&t.router, "seq 1 2000").await;
+    let id = id_of(&job);
+    assert_eq!(job["log"]["records"], 2000);
+
+    // From the start: two full pages, then an empty read, then the end.
+    let all = events(&t.router, &events_uri(id, ""), None)
+        .await
+        .rest()
+        .await;
+    let (records, end) = records_then_end(&all, 1, true);
+    assert_eq!(records.len(), 2000);
+    assert_eq!(end, job);
+
+    for (query, last_event_id, first) in [
+        ("", Some("500"), 501),
+        ("?after_seq=1990", None, 1991),
+        // Last-Event-ID wins over after_seq.
+        ("?after_seq=1990", Some("500"), 501),
+        ("?after_seq=3", Some("1999"), 2000),
+        // An empty id is no id.
+        ("?after_seq=1990", Some(""), 1991),
+        // At or past the end: only `end`.
+        ("", Some("2000"), 2001),
+        ("?after_seq=99999", None, 2001),
+    ] {
+        let uri = events_uri(id, query);
+        let all = events(&t.router, &uri, last_event_id).await.rest().await;
+        let (records, end) = records_then_end(&all, first, true);
+        assert_eq!(
+            records.len() as u64,
+            2001 - first,
+            "{uri} after {last_event_id:?}"
+        );
+        if let Some(last) = records.last() {
+            assert_eq!(last["message"], "2000");
+        }
+        assert_eq!(end, job, "{uri}");
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_sends_only_the_streams_asked_for() {
+    let t = start_app(2).await;
+    let go = t.path("go");
+    let script = r#"while [ ! -e "$GO" ]; do sleep 0.01; done
+for i in $(seq 1 300); do
+  echo out $i
+  if [ $((i % 3)) = 0 ]; then echo err $i >&2; fi
+  if [ $((i % 50)) = 0 ]; then sleep 0.02; fi
+done"#;
+    let job = submit(
+        &t.router,
+        json!({"command": ["sh", "-c", script], "env": {"GO": go.to_str().unwrap()}}),
+    )
+    .await;
+    let id = id_of(&job);
+    let mut errors = events(&t.router, &events_uri(id, "?streams=error"), None).await;
+    let mut both = events(&t.router, &events_uri(id, "?streams=output,error"), None).await;
+    std::fs::write(&go, b"").unwrap();
+
+    let (records, end) = records_then_end(&errors.rest().await, 1, false);
+    let expected: Vec<String> = (1..=100).map(|i| format!("err {}", 3 * i)).collect();
+    assert_eq!(messages_of(&records, "error"), expected);
+    assert_eq!(records.len(), 100, "nothing but the error stream");
+    assert_eq!(end["log"]["records"], 400, "the end carries the whole job");
+    let all = whole_log(&t.router, id).await;
+    let stderr: Vec<Value> = all
+        .iter()
+        .filter(|r| r["stream"] == "error")
+        .cloned()
+        .collect();
+    assert_eq!(records, stderr);
+
+    let (records, _) = records_then_end(&both.rest().await, 1, true);
+    assert_eq!(records, all);
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_refuses_bad_requests_before_it_starts() {
+    let t = start_app(2).await;
+    let r = &t.router;
+    let reply = open_events(r, &events_uri(999_999, ""), None)
+        .await
+        .err()
+        .expect("no stream for an unknown job");
+    let message = assert_error(&reply, StatusCode::NOT_FOUND, "job_not_found");
+    assert!(message.contains("999999"), "{message}");
+    let reply = open_events(r, "/api/v1/jobs/abc/log/events", None)
+        .await
+        .err()
+        .expect("no stream for a bad id");
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_job_id");
+
+    let id = id_of(&run_sh(r, "echo hi").await);
+    for (query, param) in [
+        ("?after_seq=abc", "after_seq"),
+        ("?after_seq=-1", "after_seq"),
+        ("?streams=bogus", "streams"),
+        ("?limit=5", "limit"),
+    ] {
+        let reply = open_events(r, &events_uri(id, query), None)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{query} opened a stream"));
+        let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_query");
+        assert!(message.contains(param), "{query}: {message}");
+    }
+    for bad in ["abc", "-1", "1.5", "18446744073709551616"] {
+        let reply = open_events(r, &events_uri(id, ""), Some(bad))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("Last-Event-ID {bad:?} opened a stream"));
+        let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_header");
+        assert!(message.contains("Last-Event-ID"), "{message}");
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_of_a_queued_job_starts_when_it_runs() {
+    let t = start_app(1).await;
+    let r = &t.router;
+    let go = t.path("go");
+    let blocker = submit(
+        r,
+        json!({"command": ["sh", "-c", r#"while [ ! -e "$GO" ]; do sleep 0.02; done"#],
+               "env": {"GO": go.to_str().unwrap()}}),
+    )
+    .await;
+    wait_running(r, id_of(&blocker)).await;
+    let id = id_of(&submit_sh(r, "echo a; echo b >&2; echo c").await);
+    assert_eq!(
+        show(r, id).await["state"],
+        "queued",
+        "the only slot is taken"
+    );
+
+    let mut stream = events(r, &events_uri(id, ""), None).await;
+    let early = tokio::time::timeout(Duration::from_millis(300), stream.next()).await;
+    assert!(
+        early.is_err(),
+        "an event while the job was queued: {early:?}"
+    );
+    assert_eq!(show(r, id).await["state"], "queued");
+
+    std::fs::write(&go, b"").unwrap();
+    let (records, end) = records_then_end(&stream.rest().await, 1, true);
+    // stdout and stderr are separate pipes: their relative order is the
+    // order the job's records were read in, not necessarily this one.
+    assert_eq!(messages_of(&records, "output"), ["a", "c"]);
+    assert_eq!(messages_of(&records, "error"), ["b"]);
+    assert_eq!(records, whole_log(r, id).await);
+    assert_eq!(end["state"], "succeeded", "{end}");
+    assert_eq!(end["log"]["records"], 3);
+    assert!(end["started_at"].is_string(), "{end}");
+    wait_finished(r, id_of(&blocker)).await;
+    t.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_holds_one_subscription_until_it_leaves_or_the_job_ends() {
+    let t = start_app(2).await;
+    let subscribers = || t.pipeline.commit_sender().receiver_count();
+    let before = subscribers();
+    let go = t.path("go");
+    let job = submit(
+        &t.router,
+        json!({"command": ["sh", "-c", r#"echo x; while [ ! -e "$GO" ]; do sleep 0.02; done; echo y"#],
+               "env": {"GO": go.to_str().unwrap()}}),
+    )
+    .await;
+    let id = id_of(&job);
+
+    // A client that goes away mid-stream frees its viewer at once.
+    let mut leaving = events(&t.router, &events_uri(id, ""), None).await;
+    assert_eq!(subscribers(), before + 1);
+    let first = leaving.next().await.expect("the first record");
+    assert_eq!(first.json()["message"], "x");
+    drop(leaving);
+    assert_eq!(subscribers(), before, "the dropped stream still subscribes");
+
+    // One that stays to the end lets go when the stream ends.
+    let mut staying = events(&t.router, &events_uri(id, "?after_seq=1"), None).await;
+    assert_eq!(subscribers(), before + 1);
+    std::fs::write(&go, b"").unwrap();
+    let (records, end) = records_then_end(&staying.rest().await, 2, true);
+    assert_eq!(messages_of(&records, "output"), ["y"]);
+    assert_eq!(end["state"], "succeeded");
+    assert_eq!(subscribers(), before, "the ended stream still subscribes");
     t.shutdown().await;
 }

@@ -342,3 +342,160 @@ pub fn process_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// One Server-Sent Event: its fields, `data` lines joined with `\n`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: String,
+}
+
+impl SseEvent {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.data)
+            .unwrap_or_else(|e| panic!("event data is not JSON ({e}): {self:?}"))
+    }
+
+    /// The event type, `message` when there is no `event:` line.
+    pub fn kind(&self) -> &str {
+        self.event.as_deref().unwrap_or("message")
+    }
+}
+
+/// An open `text/event-stream` response, read frame by frame as the server
+/// sends it.
+pub struct EventStream {
+    body: Body,
+    buf: Vec<u8>,
+    ended: bool,
+}
+
+/// Opens an event stream; any answer but 200 `text/event-stream` comes back
+/// as the (collected) reply.
+pub async fn open_events(
+    router: &Router,
+    uri: &str,
+    last_event_id: Option<&str>,
+) -> Result<EventStream, Reply> {
+    let mut req = Request::get(uri);
+    if let Some(id) = last_event_id {
+        req = req.header("last-event-id", id);
+    }
+    let response = router
+        .clone()
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_owned());
+    if response.status() == StatusCode::OK && content_type.as_deref() == Some("text/event-stream") {
+        return Ok(EventStream {
+            body: response.into_body(),
+            buf: Vec::new(),
+            ended: false,
+        });
+    }
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Err(Reply {
+        status,
+        content_type,
+        body,
+    })
+}
+
+/// [`open_events`], expecting the stream to open.
+pub async fn events(router: &Router, uri: &str, last_event_id: Option<&str>) -> EventStream {
+    match open_events(router, uri, last_event_id).await {
+        Ok(stream) => stream,
+        Err(reply) => panic!(
+            "GET {uri}: {} {:?} {}",
+            reply.status,
+            reply.content_type,
+            String::from_utf8_lossy(&reply.body)
+        ),
+    }
+}
+
+impl EventStream {
+    /// The next event (comments such as keep-alives skipped), or `None` once
+    /// the body has ended. Panics after [`PATIENCE`]. Cancel-safe: dropping
+    /// the future loses nothing.
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(event) = self.parse_one() {
+                return Some(event);
+            }
+            if self.ended {
+                assert!(
+                    self.buf.is_empty(),
+                    "the stream ended inside an event: {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                );
+                return None;
+            }
+            let frame = tokio::time::timeout(PATIENCE, self.body.frame())
+                .await
+                .expect("no event for too long");
+            match frame {
+                None => self.ended = true,
+                Some(frame) => {
+                    if let Ok(data) = frame.expect("body error").into_data() {
+                        self.buf.extend_from_slice(&data);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every event up to the end of the body.
+    pub async fn rest(&mut self) -> Vec<SseEvent> {
+        let mut all = Vec::new();
+        while let Some(event) = self.next().await {
+            all.push(event);
+        }
+        all
+    }
+
+    /// Takes one complete event (ended by a blank line) out of the buffer;
+    /// blocks of comments only are dropped.
+    fn parse_one(&mut self) -> Option<SseEvent> {
+        loop {
+            let end = self.buf.windows(2).position(|w| w == b"\n\n")?;
+            let block: Vec<u8> = self.buf.drain(..end + 2).collect();
+            let text = std::str::from_utf8(&block).expect("events are UTF-8");
+            let (mut id, mut event, mut data, mut fields) = (None, None, Vec::new(), 0);
+            for line in text.lines().filter(|l| !l.is_empty()) {
+                assert!(!line.ends_with('\r'), "stray CR in {text:?}");
+                if line.starts_with(':') {
+                    continue;
+                }
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value).to_owned();
+                fields += 1;
+                match field {
+                    "id" => id = Some(value),
+                    "event" => event = Some(value),
+                    "data" => data.push(value),
+                    other => panic!("unexpected field {other:?} in {text:?}"),
+                }
+            }
+            if fields > 0 {
+                return Some(SseEvent {
+                    id,
+                    event,
+                    data: data.join("\n"),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The live tail `GET /jobs/{id}/log/events`: a job's records as
+//! Server-Sent Events, then an `end` event carrying the final job.
+//!
+//! A viewer costs one broadcast subscription to commits (taken before the
+//! first read, so no commit is missed) and at most one page of records in
+//! memory. It reads the store only when a commit touches its job, plus a
+//! slow safety-net re-read; there is no task per viewer: the response body
+//! is the whole state, so a client that goes away drops it and everything
+//! it held.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use joblog_core::{Job, JobId, Record, Stream};
+use joblog_store::{Committed, Store};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::broadcast::Receiver;
+
+use crate::error::ApiError;
+use crate::extract::{JobIdPath, QueryParams};
+use crate::routes::{load_job, parse_streams, DEFAULT_LOG_LIMIT};
+use crate::AppState;
+
+/// Records per store read; also the most a viewer holds in memory (the
+/// store bounds a page in bytes too).
+const PAGE: u32 = DEFAULT_LOG_LIMIT;
+
+/// A followed job is re-read this often even when no commit woke it up: a
+/// safety net against a missed notification, not the way records arrive.
+const SAFETY_NET: Duration = Duration::from_secs(5);
+
+/// Comment lines this often while nothing else is sent, so that proxies
+/// keep an idle connection (a queued job, a quiet one) open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+const LAST_EVENT_ID: &str = "last-event-id";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsParams {
+    after_seq: Option<u64>,
+    streams: Option<String>,
+}
+
+/// Every record after `Last-Event-ID` (or `after_seq`) once and in order,
+/// each event's `id` its seq, then `event: end` with the final job.
+pub async fn log_events(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+    QueryParams(p): QueryParams<EventsParams>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let streams = parse_streams(p.streams.as_deref())?;
+    // A reconnecting EventSource says where it was; that wins over the URL
+    // it reuses.
+    let after = last_event_id(&headers)?.unwrap_or(p.after_seq.unwrap_or(0));
+    // Subscribe before the first read so that a commit made meanwhile is
+    // not missed.
+    let commits = state.engine.pipeline().subscribe();
+    let job = load_job(&state, id).await?;
+    // Read before any record: if it had finished then, every record it
+    // wrote is committed, and reading to the end is all that is left.
+    let finished = job.state.is_finished().then_some(job);
+    let tail = Tail {
+        store: state.engine.store().clone(),
+        id,
+        streams,
+        commits,
+        page: VecDeque::new(),
+        last: after,
+        step: Step::Read,
+        finished,
+    };
+    let events = futures_util::stream::unfold(tail, |mut tail| async move {
+        let event = tail.next_event().await?;
+        Some((Ok::<_, Infallible>(event), tail))
+    });
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    // Tells nginx not to buffer the stream.
+    response.headers_mut().insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    Ok(response)
+}
+
+/// The seq in `Last-Event-ID`, if the header is there and not empty.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get(LAST_EVENT_ID) else {
+        return Ok(None);
+    };
+    let bad = || {
+        ApiError::bad_request(
+            "invalid_header",
+            format!(
+                "Last-Event-ID: must be the seq of a record (an integer ≥ 0), not {:?}",
+                String::from_utf8_lossy(value.as_bytes())
+            ),
+        )
+    };
+    let text = value.to_str().map_err(|_| bad())?.trim();
+    if text.is_empty() {
+        // An empty id is "no id" in SSE.
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| bad())
+}
+
+/// What a viewer does once the records it holds are sent.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Read the next page.
+    Read,
+    /// Read the job: finished → a last drain, then `end`; else wait.
+    CheckJob,
+    /// Wait for a commit touching the job.
+    Wait,
+    /// Send `end`.
+    End,
+    Done,
+}
+
+struct Tail {
+    store: Arc<dyn Store>,
+    id: JobId,
+    streams: Option<Vec<Stream>>,
+    commits: Receiver<Arc<Committed>>,
+    /// Read but not sent yet: at most one page.
+    page: VecDeque<Record>,
+    /// Seq of the last record read.
+    last: u64,
+    step: Step,
+    /// The job, once it was seen finished (read before the records that
+    /// are still to be sent, so it covers them all).
+    finished: Option<Job>,
+}
+
+impl Tail {
+    /// The next event, or `None` once the stream is over.
+    async fn next_event(&mut self) -> Option<Event> {
+        loop {
+            if let Some(record) = self.page.pop_front() {
+                return Some(match json_event(&record) {
+                    Ok(event) => event.id(record.seq.to_string()),
+                    Err(e) => self.fail(&e),
+                });
+            }
+            match self.step {
+                Step::Read => {
+                    // Whatever was committed before this read is in it.
+                    self.skip_pending_commits();
+                    let read = self
+                        .store
+                        .read_log(self.id, self.last, PAGE, self.streams.clone())
+                        .await;
+                    let records = match read {
+                        Ok(records) => records,
+                        Err(e) => return Some(self.fail(&e.into())),
+                    };
+                    self.step = if joblog_store::page_is_full(&records, PAGE) {
+                        Step::Read
+                    } else if self.finished.is_some() {
+                        Step::End
+                    } else {
+                        Step::CheckJob
+                    };
+                    if let Some(r) = records.last() {
+                        self.last = r.seq;
+                    }
+                    self.page = records.into();
+                }
+                Step::CheckJob => match self.store.get_job(self.id).await {
+                    // Read after the records: some may have been committed
+                    // in between, hence one more read before `end`.
+                    Ok(Some(job)) if job.state.is_finished() => {
+                        self.finished = Some(job);
+                        self.step = Step::Read;
+                    }
+                    Ok(Some(_)) => self.step = Step::Wait,
+                    // Deleted by retention meanwhile.
+                    Ok(None) => return Some(self.fail(&ApiError::job_not_found(self.id))),
+                    Err(e) => return Some(self.fail(&e.into())),
+                },
+                Step::Wait => {
+                    if !self.wait_for_commit().await {
+                        let e = ApiError::new(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "shutting_down",
+                            "the server is shutting down",
+                        );
+                        return Some(self.fail(&e));
+                    }
+                    self.step = Step::Read;
+                }
+                Step::End => {
+                    self.step = Step::Done;
+                    let job = self.finished.take()?;
+                    return Some(match json_event(&job) {
+                        Ok(event) => event.event("end"),
+                        Err(e) => self.fail(&e),
+                    });
+                }
+                Step::Done => return None,
+            }
+        }
+    }
+
+    /// Drops notifications that are already waiting: the read about to
+    /// start covers their commits.
+    fn skip_pending_commits(&mut self) {
+        loop {
+            match self.commits.try_recv() {
+                Ok(_) | Err(TryRecvError::Lagged(_)) => {}
+                Err(TryRecvError::Empty | TryRecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// Waits until a commit touches the job, some were missed, or the
+    /// safety net's time is up (true: read again); false when no commit
+    /// can come any more.
+    async fn wait_for_commit(&mut self) -> bool {
+        let id = self.id;
+        let commits = &mut self.commits;
+        let touched = async {
+            loop {
+                match commits.recv().await {
+                    Ok(c) if c.touches(id) => return true,
+                    Ok(_) => {}
+                    // Missed some: re-read rather than guess.
+                    Err(RecvError::Lagged(_)) => return true,
+                    Err(RecvError::Closed) => return false,
+                }
+            }
+        };
+        tokio::time::timeout(SAFETY_NET, touched)
+            .await
+            .unwrap_or(true)
+    }
+
+    /// Ends the stream with `event: error` and a clean `{"code",
+    /// "message"}` (the cause was logged where the `ApiError` was made).
+    fn fail(&mut self, e: &ApiError) -> Event {
+        tracing::warn!(job = self.id, code = e.code, "live log tail stopped");
+        self.step = Step::Done;
+        self.page.clear();
+        let body = serde_json::json!({"code": e.code, "message": e.message});
+        Event::default().event("error").data(body.to_string())
+    }
+}
+
+/// `data:` is the value exactly as the JSON endpoints serialise it.
+fn json_event<T: Serialize>(value: &T) -> Result<Event, ApiError> {
+    match serde_json::to_string(value) {
+        Ok(json) => Ok(Event::default().data(json)),
+        Err(e) => {
+            tracing::error!(error = %e, "encoding a live log event");
+            Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "encoding an event failed; see the server's error log",
+            ))
+        }
+    }
+}
