@@ -95,6 +95,10 @@ struct Inner {
     running: Mutex<Running>,
     /// Secrets of queued jobs: held in memory only, never stored.
     secrets: Mutex<HashMap<JobId, BTreeMap<String, String>>>,
+    /// Held (shared) by each submission with secrets from before its insert
+    /// until its secrets are in `secrets`: a job claimed in between waits
+    /// for it (exclusive) instead of starting without them.
+    submitting: tokio::sync::RwLock<()>,
     idle: Notify,
     metrics: Metrics,
 }
@@ -201,6 +205,7 @@ impl Engine {
                 shutdown: watch::channel(false).0,
                 running: Mutex::new(Running::default()),
                 secrets: Mutex::new(HashMap::new()),
+                submitting: tokio::sync::RwLock::new(()),
                 idle: Notify::new(),
                 metrics,
             }),
@@ -284,6 +289,11 @@ impl Engine {
             spec,
             secrets,
         } = request.validate()?;
+        let submitting = if secrets.is_empty() {
+            None
+        } else {
+            Some(self.inner.submitting.read().await)
+        };
         let job = match self
             .inner
             .pipeline
@@ -296,6 +306,7 @@ impl Engine {
         if !secrets.is_empty() {
             self.lock_secrets().insert(job.id, secrets);
         }
+        drop(submitting);
         self.inner.wake.notify_one();
         Ok(job)
     }

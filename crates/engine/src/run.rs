@@ -33,7 +33,14 @@ impl Engine {
                 .queue_wait
                 .observe(created.millis_until(s).max(0.0) / 1000.0);
         }
-        let secrets = self.lock_secrets().remove(&id).unwrap_or_default();
+        let mut secrets = self.lock_secrets().remove(&id);
+        if secrets.is_none() && !job.spec.secret_names.is_empty() {
+            // Claimed before its submission here stored the secrets:
+            // wait for submissions in flight, then look again.
+            drop(self.inner.submitting.write().await);
+            secrets = self.lock_secrets().remove(&id);
+        }
+        let secrets = secrets.unwrap_or_default();
         let mut log = JobLog::new(cfg.log_limits.clone(), secrets.values().cloned());
         let mut out = Vec::new();
         let result_path = cfg.data_dir.join("results").join(format!("{id}.json"));

@@ -255,9 +255,11 @@ pub fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dyn Stor
     }
     let path = match url.split_once("://") {
         Some(("sqlite", path)) => path,
-        Some((scheme, _)) => return Err(StoreError::Config(format!(
+        Some((scheme, _)) => {
+            return Err(StoreError::Config(format!(
             "database URL scheme {scheme:?} is not supported (use sqlite://PATH or postgres://…)"
-        ))),
+        )))
+        }
         None => url,
     };
     if path.is_empty() {

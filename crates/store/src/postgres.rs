@@ -58,6 +58,8 @@ CREATE TABLE jobs (
     spec          text NOT NULL,
     node          text,
     created_by    text,
+    -- A job with secrets runs only on the node that holds them in memory.
+    pinned_node   text,
     created_at    bigint NOT NULL,
     started_at    bigint,
     finished_at   bigint,
@@ -798,11 +800,12 @@ async fn rederive(
     Ok(out)
 }
 
-const INSERT_JOB: &str = "INSERT INTO jobs (name, state, spec, created_at, created_by) \
-     VALUES ($1, 'queued', $2, $3, $4) RETURNING id, name, state, exit_code, spec, node, \
+const INSERT_JOB: &str = "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node) \
+     VALUES ($1, 'queued', $2, $3, $4, $5) RETURNING id, name, state, exit_code, spec, node, \
      created_at, started_at, finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes";
 const CLAIM_NEXT: &str = "UPDATE jobs SET state = 'running', started_at = $1, node = $2 \
-     WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+     WHERE id = (SELECT id FROM jobs WHERE state = 'queued' \
+        AND (pinned_node IS NULL OR pinned_node = $2) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
      RETURNING id, name, state, exit_code, spec, node, created_at, started_at, finished_at, \
      log_records, log_bytes, log_truncated, log_streams, result_bytes";
 const FINISH: &str = "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
@@ -828,10 +831,13 @@ const HEARTBEAT: &str =
     "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now()";
 /// Running jobs of nodes silent for longer than `$3` seconds, or of nodes
-/// no longer registered at all.
+/// no longer registered at all; and queued jobs whose secrets died with
+/// such a node.
 const INTERRUPT_LAPSED: &str = "UPDATE jobs SET state = 'interrupted', finished_at = $2 \
-     WHERE state = 'running' AND node <> $1 AND node NOT IN (
-        SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $3))";
+     WHERE ((state = 'running' AND node <> $1 AND node NOT IN (
+                SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $3)))
+         OR (state = 'queued' AND pinned_node <> $1 AND pinned_node NOT IN (
+                SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $3))))";
 const FORGET_LAPSED: &str = "DELETE FROM nodes WHERE name <> $1 \
      AND heartbeat_at < now() - make_interval(secs => $2)";
 const MARK_BATCH: &str = "INSERT INTO nodes (name, heartbeat_at, started_at, last_batch) \
@@ -866,8 +872,11 @@ async fn apply_batch(
             WriteOp::InsertJob { name, spec } => {
                 let spec_json = serde_json::to_string(spec)
                     .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
+                let pinned = (!spec.secret_names.is_empty()).then_some(node);
                 let st = prepared(statements, &tx, INSERT_JOB).await?;
-                let rows = tx.query(&st, &[name, &spec_json, &now, &node]).await?;
+                let rows = tx
+                    .query(&st, &[name, &spec_json, &now, &node, &pinned])
+                    .await?;
                 match jobs_from_rows(&rows)?.pop() {
                     Some(job) => Outcome::Job(job),
                     None => return Err(StoreError::Database("insert returned no row".into())),
