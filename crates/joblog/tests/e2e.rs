@@ -1,5 +1,9 @@
 //! End-to-end tests of the real `joblog` binary: a server process on a
-//! real SQLite file, real jobs, real signals.
+//! real SQLite file (or PostgreSQL, for several nodes), real jobs, real
+//! signals.
+
+#[path = "e2e/nodes.rs"]
+mod nodes;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -34,12 +34,29 @@ impl From<rusqlite::Error> for StoreError {
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
+        let text = pg_message(&e);
         if is_transient_pg(&e) {
-            StoreError::Unavailable(e.to_string())
+            StoreError::Unavailable(text)
         } else {
-            StoreError::Database(e.to_string())
+            StoreError::Database(text)
         }
     }
+}
+
+/// tokio-postgres says only "db error" or "error connecting to server";
+/// the server's message and the I/O cause are in the source chain.
+pub(crate) fn pg_message(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} {}: {}", db.severity(), db.code().code(), db.message());
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 /// Whether retrying later can help: the connection is gone or the server

@@ -24,6 +24,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row, Statement, Transaction};
 
+use crate::error::pg_message;
 use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
 use crate::{
     Committed, GroomPolicy, Outcome, Result, Store, StoreError, StoreOptions, StoreWriter, WriteOp,
@@ -124,7 +125,11 @@ impl PgStore {
         let cfg = config.clone();
         on_own_runtime(move || async move {
             let (mut client, conn) = cfg.connect(NoTls).await.map_err(|e| {
-                StoreError::Unavailable(format!("cannot connect to {}: {e}", describe(&cfg)))
+                StoreError::Unavailable(format!(
+                    "cannot connect to {}: {}",
+                    describe(&cfg),
+                    pg_message(&e)
+                ))
             })?;
             let driver = tokio::spawn(conn);
             let out = migrate(&mut client).await;
@@ -284,7 +289,11 @@ impl Pool {
             }
         }
         let (client, conn) = self.config.connect(NoTls).await.map_err(|e| {
-            StoreError::Unavailable(format!("cannot connect to {}: {e}", describe(&self.config)))
+            StoreError::Unavailable(format!(
+                "cannot connect to {}: {}",
+                describe(&self.config),
+                pg_message(&e)
+            ))
         })?;
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -528,7 +537,7 @@ async fn listen(config: Config, node: String, sink: broadcast::Sender<Arc<Commit
                             }
                             Ok(_) => {}
                             Err(e) => {
-                                tracing::warn!(error = %e, "listener connection failed");
+                                tracing::warn!(error = %pg_message(&e), "listener connection failed");
                                 return;
                             }
                         }
@@ -548,14 +557,14 @@ async fn listen(config: Config, node: String, sink: broadcast::Sender<Arc<Commit
                         let _ = driver.await;
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "LISTEN failed");
+                        tracing::warn!(error = %pg_message(&e), "LISTEN failed");
                         driver.abort();
                     }
                 }
             }
             Err(e) => {
                 if !failing {
-                    tracing::error!(error = %e, "listener cannot connect; retrying with backoff");
+                    tracing::error!(error = %pg_message(&e), "listener cannot connect; retrying with backoff");
                     failing = true;
                 }
             }
@@ -630,7 +639,7 @@ impl PgWriter {
                 let (client, conn) = config.connect(NoTls).await?;
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {
-                        tracing::warn!(error = %e, "writer connection closed");
+                        tracing::warn!(error = %pg_message(&e), "writer connection closed");
                     }
                 });
                 // The durability promise (SPEC §6) does not depend on the
@@ -642,8 +651,9 @@ impl PgWriter {
                 .map_err(|e| StoreError::Database(format!("writer connect task: {e}")))?
                 .map_err(|e| {
                     StoreError::Unavailable(format!(
-                        "cannot connect to {}: {e}",
-                        describe(&self.config)
+                        "cannot connect to {}: {}",
+                        describe(&self.config),
+                        pg_message(&e)
                     ))
                 })?;
             self.conn = Some(WriterConn {

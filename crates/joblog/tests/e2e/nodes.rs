@@ -1,0 +1,476 @@
+//! Several `joblog serve` processes on one PostgreSQL database: exactly-once
+//! claims, live tail across nodes, a node killed, the database restarted.
+//! Skipped (with a note) unless JOBLOG_TEST_POSTGRES_URL is set.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use joblog_store::testing::TestDatabase;
+use serde_json::{json, Value};
+
+use super::Server;
+
+impl Server {
+    /// A node named `name` on the PostgreSQL database `url`, with its own
+    /// data directory under `dir`.
+    async fn node(dir: &Path, url: &str, name: &str, extra: &[&str]) -> Server {
+        let data = dir.join(name);
+        std::fs::create_dir_all(&data).unwrap();
+        let mut args = vec!["--database", url, "--node", name];
+        args.extend_from_slice(extra);
+        Server::start(&data, &args).await
+    }
+
+    /// The whole stored log of a job, through the API.
+    async fn whole_log(&self, id: i64) -> Vec<Value> {
+        let mut out: Vec<Value> = Vec::new();
+        loop {
+            let after = out.last().map(|r| r["seq"].as_u64().unwrap()).unwrap_or(0);
+            let page = self.log_page(id, after, 10_000).await;
+            if page.is_empty() {
+                return out;
+            }
+            out.extend(page);
+        }
+    }
+
+    async fn get_status(&self, path: &str) -> (u16, String) {
+        match self.http.get(format!("{}{path}", self.url)).send().await {
+            Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+            Err(e) => (0, e.to_string()),
+        }
+    }
+}
+
+/// Checks that `records` are `line 1` … `line n` with seq 1 … n.
+fn assert_lines(id: i64, records: &[Value], n: usize) {
+    assert_eq!(records.len(), n, "job {id}: record count");
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r["seq"].as_u64(), Some(i as u64 + 1), "job {id}: seq");
+        assert_eq!(
+            r["message"].as_str(),
+            Some(format!("line {}", i + 1).as_str()),
+            "job {id}: message at seq {}",
+            i + 1
+        );
+    }
+}
+
+/// A script printing `line 1` … `line n`, pausing 50 ms every `every` lines.
+fn paced_lines(n: u32, every: u32) -> String {
+    format!(
+        "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo \"line $i\"; \
+         if [ $((i % {every})) = 0 ]; then sleep 0.05; fi; done"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_run_each_of_200_jobs_exactly_once() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = Server::node(dir.path(), db.url(), "a", &["--max-concurrency", "4"]).await;
+    let b = Server::node(dir.path(), db.url(), "b", &["--max-concurrency", "4"]).await;
+    let runs = dir.path().join("runs");
+    let script = format!(
+        "echo \"ran $JOBLOG_JOB_ID\" | tee -a {}; sleep 0.02",
+        runs.display()
+    );
+    // Half the submissions to each node, interleaved, so both queue and
+    // both claim from the one shared queue at the same time.
+    let mut ids = Vec::new();
+    for i in 0..200 {
+        let node = if i % 2 == 0 { &a } else { &b };
+        ids.push(node.submit(json!({"name": "once", "script": script})).await);
+    }
+    let mut by_node: HashMap<String, usize> = HashMap::new();
+    for id in &ids {
+        let job = a.wait_finished(*id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        let node = job["node"].as_str().expect("node recorded").to_string();
+        *by_node.entry(node).or_default() += 1;
+        let log = b.whole_log(*id).await;
+        assert_eq!(log.len(), 1, "job {id}: {log:?}");
+        assert_eq!(log[0]["message"], format!("ran {id}"));
+    }
+    // Every job ran once: one line per job in the shared file, no repeats.
+    let text = std::fs::read_to_string(&runs).unwrap();
+    let mut counts: BTreeMap<i64, u32> = BTreeMap::new();
+    for line in text.lines() {
+        let id: i64 = line.strip_prefix("ran ").unwrap().parse().unwrap();
+        *counts.entry(id).or_default() += 1;
+    }
+    assert_eq!(counts.len(), 200, "jobs that ran");
+    assert!(
+        counts.values().all(|&c| c == 1),
+        "a job ran twice: {counts:?}"
+    );
+    assert!(ids.iter().all(|id| counts.contains_key(id)));
+    eprintln!("jobs per node: {by_node:?}");
+    assert_eq!(by_node.keys().len(), 2, "both nodes ran jobs: {by_node:?}");
+    assert_eq!(by_node.values().sum::<usize>(), 200);
+}
+
+/// Server-Sent Events as they arrive on a streamed HTTP response.
+struct Events {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+struct Event {
+    id: Option<String>,
+    event: Option<String>,
+    data: String,
+}
+
+impl Events {
+    async fn open(server: &Server, id: i64) -> Events {
+        let resp = server
+            .http
+            .get(format!("{}/api/v1/jobs/{id}/log/events", server.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        Events {
+            resp,
+            buf: String::new(),
+        }
+    }
+
+    /// The next event, or None when the stream ends.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let mut ev = Event {
+                    id: None,
+                    event: None,
+                    data: String::new(),
+                };
+                let mut any = false;
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        ev.id = Some(v.trim_start().to_string());
+                        any = true;
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        ev.event = Some(v.trim_start().to_string());
+                        any = true;
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        ev.data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                        any = true;
+                    }
+                }
+                if any {
+                    return Some(ev);
+                }
+                continue; // a keep-alive comment
+            }
+            match tokio::time::timeout(Duration::from_secs(120), self.resp.chunk()).await {
+                Ok(Ok(Some(bytes))) => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+                Ok(Ok(None)) => return None,
+                Ok(Err(e)) => panic!("event stream failed: {e}"),
+                Err(_) => panic!("no event for 120 s"),
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_viewer_on_node_b_follows_a_job_running_on_node_a() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = Server::node(dir.path(), db.url(), "a", &[]).await;
+    let b = Server::node(dir.path(), db.url(), "b", &[]).await;
+    let gate = dir.path().join("gate");
+    // A job with a secret runs on the node that holds the secret: a. It
+    // prints 500 lines, waits for the gate, then prints 500 more.
+    let script = format!(
+        "{}; while [ ! -e {} ]; do sleep 0.05; done; \
+         i=500; while [ $i -lt 1000 ]; do i=$((i+1)); echo \"line $i\"; done",
+        paced_lines(500, 100),
+        gate.display()
+    );
+    let id = a
+        .submit(json!({"script": script, "secrets": {"TOKEN": "s3cret-value"}}))
+        .await;
+    let mut events = Events::open(&b, id).await;
+    let mut seqs = Vec::new();
+    let mut end = None;
+    while let Some(ev) = events.next().await {
+        if ev.event.as_deref() == Some("end") {
+            end = Some(serde_json::from_str::<Value>(&ev.data).unwrap());
+            break;
+        }
+        assert_eq!(ev.event, None, "unexpected event: {}", ev.data);
+        let record: Value = serde_json::from_str(&ev.data).unwrap();
+        let seq = record["seq"].as_u64().unwrap();
+        assert_eq!(ev.id.as_deref(), Some(seq.to_string().as_str()));
+        assert_eq!(record["message"], format!("line {}", seqs.len() + 1));
+        seqs.push(seq);
+        if seq == 500 {
+            // Everything so far reached b while the job on a was still
+            // running (it waits for this gate): the tail is live.
+            let job = b.job(id).await;
+            assert_eq!(job["state"], "running", "{job}");
+            assert_eq!(job["node"], "a", "{job}");
+            std::fs::write(&gate, "go").unwrap();
+        }
+    }
+    let end = end.expect("an end event");
+    assert_eq!(end["state"], "succeeded", "{end}");
+    assert_eq!(end["node"], "a");
+    assert_eq!(
+        seqs,
+        (1..=1000).collect::<Vec<u64>>(),
+        "every record once, in order"
+    );
+    assert!(events.next().await.is_none(), "the stream closes after end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_a_node_interrupts_its_jobs_and_the_other_node_carries_on() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let timeout = Duration::from_secs(3);
+    let hb = ["--heartbeat-timeout", "3s"];
+    let mut a = Server::node(dir.path(), db.url(), "a", &hb).await;
+    let b = Server::node(dir.path(), db.url(), "b", &hb).await;
+    // Secrets pin each job to the node it is submitted to.
+    let endless = "i=0; while :; do i=$((i+1)); echo \"line $i\"; sleep 0.01; done";
+    let mut on_a = Vec::new();
+    for _ in 0..2 {
+        on_a.push(
+            a.submit(json!({"script": endless, "secrets": {"K": "v-a"}}))
+                .await,
+        );
+    }
+    let mut on_b = Vec::new();
+    for _ in 0..2 {
+        let script = paced_lines(20_000, 500);
+        on_b.push(
+            b.submit(json!({"script": script, "secrets": {"K": "v-b"}}))
+                .await,
+        );
+    }
+    for id in &on_a {
+        a.wait_until(*id, "records", |j| {
+            j["state"] == "running" && j["log"]["records"].as_u64().unwrap_or(0) > 10
+        })
+        .await;
+    }
+    a.signal("KILL");
+    a.wait_exit();
+    let killed = Instant::now();
+    for id in &on_a {
+        let job = b
+            .wait_until(*id, "interrupted", |j| j["state"] == "interrupted")
+            .await;
+        assert_eq!(job["node"], "a");
+        // What a wrote before it died is a gap-free prefix.
+        let log = b.whole_log(*id).await;
+        let n = log.len();
+        assert!(n > 10, "job {id}: {n} records");
+        assert_lines(*id, &log, n);
+    }
+    let waited = killed.elapsed();
+    eprintln!("a's jobs interrupted {waited:?} after kill -9 (heartbeat timeout {timeout:?})");
+    // Lapse detection runs with each heartbeat (every timeout/3): within
+    // timeout + one period, plus slack for a loaded machine.
+    assert!(
+        waited < timeout * 4,
+        "interrupted only after {waited:?} (timeout {timeout:?})"
+    );
+    // b carried on: its jobs end normally with every line, and it takes
+    // new jobs.
+    for id in &on_b {
+        let job = b.wait_finished(*id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        assert_eq!(job["node"], "b");
+        assert_lines(*id, &b.whole_log(*id).await, 20_000);
+    }
+    let id = b.submit(json!({"script": "echo line 1"})).await;
+    let job = b.wait_finished(id).await;
+    assert_eq!(job["state"], "succeeded");
+    assert_eq!(job["node"], "b");
+}
+
+/// A PostgreSQL server of the test's own, in a temp dir, that the test
+/// may stop and start without disturbing anything else.
+struct PrivateCluster {
+    bin: PathBuf,
+    data: PathBuf,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl PrivateCluster {
+    fn bin_dir() -> PathBuf {
+        let out = Command::new("pg_config").arg("--bindir").output();
+        if let Ok(out) = out {
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            if p.join("initdb").exists() {
+                return p;
+            }
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.path().join("bin"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        found.pop().filter(|p| p.join("initdb").exists()).expect(
+            "PostgreSQL's initdb and pg_ctl (Debian: postgresql-15) for a private test cluster",
+        )
+    }
+
+    /// As root, the server must run as the `postgres` user.
+    fn command(&self, program: &str) -> Command {
+        let path = self.bin.join(program);
+        if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(path);
+            c
+        } else {
+            Command::new(path)
+        }
+    }
+
+    fn start_new() -> PrivateCluster {
+        let dir = tempfile::tempdir().unwrap();
+        if is_root() {
+            let ok = Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(dir.path())
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "chown of the cluster directory");
+        }
+        let cluster = PrivateCluster {
+            bin: Self::bin_dir(),
+            data: dir.path().join("pgdata"),
+            port: super::free_port(),
+            _dir: dir,
+        };
+        let out = cluster
+            .command("initdb")
+            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-D"])
+            .arg(&cluster.data)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "initdb: {out:?}");
+        cluster.pg_ctl("start");
+        cluster
+    }
+
+    fn pg_ctl(&self, action: &str) {
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.data.display()
+        );
+        let log = self.data.join("server.log");
+        let out = self
+            .command("pg_ctl")
+            .args(["-w", "-m", "fast", "-D"])
+            .arg(&self.data)
+            .arg("-o")
+            .arg(opts)
+            .arg("-l")
+            .arg(&log)
+            .arg(action)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "pg_ctl {action}: {out:?}");
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = self
+            .command("pg_ctl")
+            .args(["-m", "immediate", "-D"])
+            .arg(&self.data)
+            .arg("stop")
+            .output();
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_and_restarted_mid_ingest_loses_no_record() {
+    // Needs PostgreSQL's server binaries, which the variable vouches for.
+    if TestDatabase::postgres().is_none() {
+        return;
+    }
+    let cluster = PrivateCluster::start_new();
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::node(dir.path(), &cluster.url(), "a", &[]).await;
+    const LINES: u32 = 40_000;
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        ids.push(
+            server
+                .submit(json!({"script": paced_lines(LINES, 1000)}))
+                .await,
+        );
+    }
+    // Mid-ingest: every job running and writing.
+    for id in &ids {
+        server
+            .wait_until(*id, "records", |j| {
+                j["log"]["records"].as_u64().unwrap_or(0) > 2000
+            })
+            .await;
+    }
+    cluster.pg_ctl("stop");
+    // While the database is away the server runs and says so.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = server.get_status("/healthz").await;
+        if status == 503 {
+            assert!(body.contains("unavailable"), "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "healthz never said unavailable");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, metrics) = server.get_status("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("joblog_store_healthy 0"),
+        "metrics do not show the outage"
+    );
+    // Jobs go on printing into backpressure for a while.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.pg_ctl("start");
+    for id in &ids {
+        let job = server.wait_finished(*id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        assert_eq!(job["log"]["records"], LINES, "{job}");
+        assert_lines(*id, &server.whole_log(*id).await, LINES as usize);
+    }
+    let (status, body) = server.get_status("/healthz").await;
+    assert_eq!(status, 200, "{body}");
+}
