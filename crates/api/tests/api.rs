@@ -1,5 +1,8 @@
-//! The HTTP API end to end: the router over a real engine, real SQLite
-//! files in a tempdir and real `sh` jobs, requests sent without a socket.
+//! The HTTP API end to end: the router over a real engine, a real store and
+//! real `sh` jobs, requests sent without a socket. One suite for every
+//! store: each behaviour is an `async fn(TestDatabase)` that `api_tests!`
+//! runs once on a SQLite file (`sqlite::…`) and once on a fresh PostgreSQL
+//! database (`postgres::…`, skipped without `JOBLOG_TEST_POSTGRES_URL`).
 
 mod common;
 
@@ -9,7 +12,61 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::*;
+use joblog_store::testing::TestDatabase;
 use serde_json::{json, Value};
+
+/// Instantiates each behaviour test once per backend, on a multi-threaded
+/// runtime (jobs, pipeline and requests run side by side). The PostgreSQL
+/// copy returns early (and passes) when no test server is configured;
+/// `TestDatabase::postgres` says so on stderr.
+macro_rules! api_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            use joblog_store::testing::TestDatabase;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(TestDatabase::sqlite()).await;
+                }
+            )*
+        }
+
+        mod postgres {
+            use joblog_store::testing::TestDatabase;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = TestDatabase::postgres() else {
+                        return;
+                    };
+                    super::$name(db).await;
+                }
+            )*
+        }
+    };
+}
+
+api_tests! {
+    concurrent_jobs_keep_every_line_in_order_within_the_pool,
+    workflow_commands_and_masking_through_a_real_job,
+    results_from_the_result_file_and_invalid_results,
+    bad_input_gets_a_clear_error,
+    invalid_utf8_and_nul_bytes_are_stored_and_served_as_json,
+    the_token_guards_the_api_but_not_healthz,
+    a_timeout_stops_the_job_and_its_whole_process_group,
+    cancel_of_running_queued_and_finished_jobs,
+    exit_codes_and_commands_that_cannot_start,
+    a_long_poll_returns_when_new_records_come,
+    log_pages_of_long_lines_stop_at_about_a_mebibyte,
+    groom_keeps_the_newest_jobs_of_each_name,
+    metrics_healthz_and_openapi,
+    the_event_stream_follows_a_job_live_and_ends_with_the_job,
+    the_event_stream_resumes_after_last_event_id_or_after_seq,
+    the_event_stream_sends_only_the_streams_asked_for,
+    the_event_stream_refuses_bad_requests_before_it_starts,
+    the_event_stream_of_a_queued_job_starts_when_it_runs,
+    a_viewer_holds_one_subscription_until_it_leaves_or_the_job_ends,
+}
 
 /// `(stream, message, fields)` of a record as JSON, fields `null` when absent.
 fn view(record: &Value) -> Value {
@@ -34,12 +91,11 @@ fn error_messages(records: &[Value]) -> String {
     messages_of(records, "error").join("\n")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_jobs_keep_every_line_in_order_within_the_pool() {
+async fn concurrent_jobs_keep_every_line_in_order_within_the_pool(db: TestDatabase) {
     const JOBS: usize = 20;
     const LINES: usize = 1000;
     const POOL: usize = 4;
-    let t = start_app(POOL).await;
+    let t = start_app(db, POOL).await;
 
     // Every 10th line goes to stderr.
     let script = |j: usize| {
@@ -123,10 +179,9 @@ done"#
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workflow_commands_and_masking_through_a_real_job() {
+async fn workflow_commands_and_masking_through_a_real_job(db: TestDatabase) {
     const SECRET: &str = "s3cr3t-value-XYZ";
-    let t = start_app(2).await;
+    let t = start_app(db, 2).await;
     let script = r#"
 echo '::error file=app.py,line=3::bad thing'
 echo '::warning::careful'
@@ -256,9 +311,8 @@ echo 'plain stderr' >&2
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn results_from_the_result_file_and_invalid_results() {
-    let t = start_app(4).await;
+async fn results_from_the_result_file_and_invalid_results(db: TestDatabase) {
+    let t = start_app(db, 4).await;
     let document = json!({"rows": [1, 2, 3], "name": "big", "nested": {"ok": true}});
     let good = submit_sh(
         &t.router,
@@ -301,9 +355,8 @@ async fn results_from_the_result_file_and_invalid_results() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_gets_a_clear_error() {
-    let t = start_app(2).await;
+async fn bad_input_gets_a_clear_error(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let r = &t.router;
 
     // Submissions.
@@ -413,9 +466,8 @@ async fn bad_input_gets_a_clear_error() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn invalid_utf8_and_nul_bytes_are_stored_and_served_as_json() {
-    let t = start_app(2).await;
+async fn invalid_utf8_and_nul_bytes_are_stored_and_served_as_json(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let job = run_sh(
         &t.router,
         r"printf 'a\377b\000c\n'; printf 'tab\there\033[31mred\n'",
@@ -442,9 +494,8 @@ async fn invalid_utf8_and_nul_bytes_are_stored_and_served_as_json() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_token_guards_the_api_but_not_healthz() {
-    let t = start_app_with_token(2, Some("s3cret")).await;
+async fn the_token_guards_the_api_but_not_healthz(db: TestDatabase) {
+    let t = start_app_with_token(db, 2, Some("s3cret")).await;
     let with = |uri: &str, auth: Option<&str>| {
         let mut req = Request::get(uri);
         if let Some(auth) = auth {
@@ -487,9 +538,8 @@ async fn the_token_guards_the_api_but_not_healthz() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timeout_stops_the_job_and_its_whole_process_group() {
-    let t = start_app(2).await;
+async fn a_timeout_stops_the_job_and_its_whole_process_group(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let pidfile = t.path("child.pid");
     let sleeper = submit(
         &t.router,
@@ -531,9 +581,8 @@ async fn a_timeout_stops_the_job_and_its_whole_process_group() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancel_of_running_queued_and_finished_jobs() {
-    let t = start_app(1).await;
+async fn cancel_of_running_queued_and_finished_jobs(db: TestDatabase) {
+    let t = start_app(db, 1).await;
     let r = &t.router;
     let long = id_of(&submit_sh(r, "echo started; sleep 30; echo never").await);
     wait_running(r, long).await;
@@ -581,9 +630,8 @@ async fn cancel_of_running_queued_and_finished_jobs() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exit_codes_and_commands_that_cannot_start() {
-    let t = start_app(3).await;
+async fn exit_codes_and_commands_that_cannot_start(db: TestDatabase) {
+    let t = start_app(db, 3).await;
     let ok = submit_sh(&t.router, "echo out; echo err >&2").await;
     let three = submit_sh(&t.router, "echo before; exit 3").await;
     let missing = submit(
@@ -616,9 +664,8 @@ async fn exit_codes_and_commands_that_cannot_start() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_long_poll_returns_when_new_records_come() {
-    let t = start_app(2).await;
+async fn a_long_poll_returns_when_new_records_come(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let go = t.path("go");
     let job = submit(
         &t.router,
@@ -679,9 +726,8 @@ async fn a_long_poll_returns_when_new_records_come() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn log_pages_of_long_lines_stop_at_about_a_mebibyte() {
-    let app = start_app(2).await;
+async fn log_pages_of_long_lines_stop_at_about_a_mebibyte(db: TestDatabase) {
+    let app = start_app(db, 2).await;
     // 2,000,000 bytes without a newline: 31 records of up to 64 KiB.
     let job = run_sh(&app.router, "head -c 2000000 /dev/zero | tr '\\0' y").await;
     assert_eq!(job["log"]["records"], 31);
@@ -702,9 +748,8 @@ async fn log_pages_of_long_lines_stop_at_about_a_mebibyte() {
     app.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn groom_keeps_the_newest_jobs_of_each_name() {
-    let t = start_app(4).await;
+async fn groom_keeps_the_newest_jobs_of_each_name(db: TestDatabase) {
+    let t = start_app(db, 4).await;
     let r = &t.router;
     // Job k writes k lines; submitted one after another, so ids follow this order.
     let plan = [
@@ -783,9 +828,8 @@ async fn groom_keeps_the_newest_jobs_of_each_name() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_healthz_and_openapi() {
-    let t = start_app(2).await;
+async fn metrics_healthz_and_openapi(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let job = run_sh(&t.router, "echo one; echo two; echo three").await;
     assert_eq!(job["log"]["records"], 3);
 
@@ -905,9 +949,8 @@ fn events_uri(id: i64, query: &str) -> String {
     format!("/api/v1/jobs/{id}/log/events{query}")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_event_stream_follows_a_job_live_and_ends_with_the_job() {
-    let t = start_app(2).await;
+async fn the_event_stream_follows_a_job_live_and_ends_with_the_job(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let (go, half) = (t.path("go"), t.path("half"));
     // Waits for GO, then 2000 lines with pauses; after line 1000 it also
     // waits for HALF, so the job cannot finish before the test says so.
@@ -950,9 +993,8 @@ done"#;
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_event_stream_resumes_after_last_event_id_or_after_seq() {
-    let t = start_app(2).await;
+async fn the_event_stream_resumes_after_last_event_id_or_after_seq(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let job = run_sh(&t.router, "seq 1 2000").await;
     let id = id_of(&job);
     assert_eq!(job["log"]["records"], 2000);
@@ -994,9 +1036,8 @@ async fn the_event_stream_resumes_after_last_event_id_or_after_seq() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_event_stream_sends_only_the_streams_asked_for() {
-    let t = start_app(2).await;
+async fn the_event_stream_sends_only_the_streams_asked_for(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let go = t.path("go");
     let script = r#"while [ ! -e "$GO" ]; do sleep 0.01; done
 for i in $(seq 1 300); do
@@ -1032,9 +1073,8 @@ done"#;
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_event_stream_refuses_bad_requests_before_it_starts() {
-    let t = start_app(2).await;
+async fn the_event_stream_refuses_bad_requests_before_it_starts(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let r = &t.router;
     let reply = open_events(r, &events_uri(999_999, ""), None)
         .await
@@ -1073,9 +1113,8 @@ async fn the_event_stream_refuses_bad_requests_before_it_starts() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_event_stream_of_a_queued_job_starts_when_it_runs() {
-    let t = start_app(1).await;
+async fn the_event_stream_of_a_queued_job_starts_when_it_runs(db: TestDatabase) {
+    let t = start_app(db, 1).await;
     let r = &t.router;
     let go = t.path("go");
     let blocker = submit(
@@ -1114,10 +1153,20 @@ async fn the_event_stream_of_a_queued_job_starts_when_it_runs() {
     t.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_viewer_holds_one_subscription_until_it_leaves_or_the_job_ends() {
-    let t = start_app(2).await;
+async fn a_viewer_holds_one_subscription_until_it_leaves_or_the_job_ends(db: TestDatabase) {
+    let t = start_app(db, 2).await;
     let subscribers = || t.pipeline.commit_sender().receiver_count();
+    // The engine subscribes too, from a task of its own that need not have
+    // run yet when `start_app` returns (seen under load): count the viewers
+    // from the settled number, not from whatever it was at start.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while subscribers() == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the engine never subscribed to the commits"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let before = subscribers();
     let go = t.path("go");
     let job = submit(

@@ -1,4 +1,4 @@
-//! The harness of the API tests: a whole node (SQLite store in a tempdir,
+//! The harness of the API tests: a whole node (store on a [`TestDatabase`],
 //! pipeline, engine, router) driven through `tower::ServiceExt::oneshot`.
 
 use std::path::PathBuf;
@@ -12,38 +12,48 @@ use http_body_util::BodyExt;
 use joblog_api::{app, AppState};
 use joblog_engine::{Engine, EngineConfig};
 use joblog_pipeline::{Pipeline, PipelineConfig, WriterThread};
+use joblog_store::testing::TestDatabase;
 use joblog_store::StoreOptions;
 use serde_json::Value;
-use tempfile::TempDir;
 use tower::ServiceExt;
 
 /// How long a test waits for a condition before it gives up.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// A running node. Fields drop in declaration order: `db` goes last, after
+/// everything that may still hold a connection to it (its drop removes the
+/// temp dir and, on PostgreSQL, the database).
 pub struct TestApp {
     pub router: Router,
     pub engine: Engine,
     pub pipeline: Pipeline,
     pub writer: Option<WriterThread>,
-    pub dir: TempDir,
+    pub db: TestDatabase,
 }
 
-pub async fn start_app(max_concurrency: usize) -> TestApp {
-    start_app_with_token(max_concurrency, None).await
+pub async fn start_app(db: TestDatabase, max_concurrency: usize) -> TestApp {
+    start_app_with_token(db, max_concurrency, None).await
 }
 
-/// Builds a node the way `joblog serve` does, without a socket.
-pub async fn start_app_with_token(max_concurrency: usize, token: Option<&str>) -> TestApp {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("joblog.db").display());
-    let store = joblog_store::open(&url, &StoreOptions::default()).unwrap();
+/// Builds a node the way `joblog serve` does, without a socket: the store
+/// opened by the URL of `db`, the results files in its temp dir.
+pub async fn start_app_with_token(
+    db: TestDatabase,
+    max_concurrency: usize,
+    token: Option<&str>,
+) -> TestApp {
+    let options = StoreOptions {
+        node: "test-node".into(),
+        ..Default::default()
+    };
+    let store = joblog_store::open(db.url(), &options).unwrap();
     let mut registry = prometheus_client::registry::Registry::default();
     let (pipeline, writer) = Pipeline::start(
         store.open_writer().unwrap(),
         PipelineConfig::default(),
         &mut registry,
     );
-    let mut config = EngineConfig::new("test-node".into(), dir.path().to_path_buf());
+    let mut config = EngineConfig::new("test-node".into(), db.dir().to_path_buf());
     config.max_concurrency = max_concurrency;
     let engine = Engine::start(store, pipeline.clone(), config, &mut registry)
         .await
@@ -58,13 +68,13 @@ pub async fn start_app_with_token(max_concurrency: usize, token: Option<&str>) -
         engine,
         pipeline,
         writer: Some(writer),
-        dir,
+        db,
     }
 }
 
 impl TestApp {
     pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.db.dir().join(name)
     }
 
     /// Stops the node in order: jobs, then the pipeline, then waits for the
