@@ -1,5 +1,7 @@
 //! `joblog bench`: the benchmark scenarios of SPEC §9, printing Markdown tables.
 
+mod ingest;
+
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,9 @@ pub enum Scenario {
     /// PowerShell Universal's job-log test: batches of concurrent jobs
     /// writing 1000 lines each; execution and retrieval as the log grows.
     Psu,
+    /// Records per second through the pipeline into the store, beside the
+    /// raw write limit of the same database (plain INSERT / COPY).
+    Ingest,
 }
 
 #[derive(Args, Debug)]
@@ -59,6 +64,13 @@ pub struct BenchArgs {
     /// Stop after this long even if checkpoints remain (table so far is printed).
     #[arg(long, value_name = "DUR", default_value = "2h", value_parser = parse_positive_duration)]
     pub time_limit: Duration,
+    /// ingest: records written per run (suffixes K and M).
+    #[arg(long, value_name = "N", default_value = "500K", value_parser = parse_count)]
+    pub records: u64,
+    /// ingest: runs; the table shows medians.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
     /// Give up when a job has not finished after this long.
     #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_positive_duration)]
     pub job_timeout: Duration,
@@ -201,6 +213,7 @@ fn fmt_ms(v: Option<f64>) -> String {
 pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
     match args.scenario {
         Scenario::Psu => run_psu(args, global).await,
+        Scenario::Ingest => ingest::run(args).await,
     }
 }
 

@@ -857,7 +857,7 @@ const SAVE_SUMMARIES: &str = "UPDATE jobs SET log_records = u.records, log_bytes
      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::boolean[], $5::text[]) \
         AS u(id, records, bytes, truncated, streams) \
      WHERE jobs.id = u.id";
-const COPY_LOG: &str =
+pub(crate) const COPY_LOG: &str =
     "COPY log (job_id, seq, ts, stream, message, fields) FROM STDIN (FORMAT binary)";
 const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
@@ -1011,14 +1011,8 @@ async fn apply_batch(
     needed.sort_unstable();
     needed.dedup();
     if !needed.is_empty() {
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PARTITION_LOCK])
-            .await?;
         for p in needed {
-            let (lo, hi) = (p * PARTITION_JOBS, (p + 1) * PARTITION_JOBS);
-            tx.batch_execute(&format!(
-                "CREATE TABLE IF NOT EXISTS log_p{p} PARTITION OF log FOR VALUES FROM ({lo}) TO ({hi})"
-            ))
-            .await?;
+            create_partition(&tx, p).await?;
             created.push(p);
         }
     }
@@ -1076,6 +1070,18 @@ async fn apply_batch(
     Ok(outcomes)
 }
 
+/// Creates log partition `p` unless it exists; serialised across nodes.
+pub(crate) async fn create_partition(tx: &Transaction<'_>, p: i64) -> Result<()> {
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PARTITION_LOCK])
+        .await?;
+    let (lo, hi) = (p * PARTITION_JOBS, (p + 1) * PARTITION_JOBS);
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS log_p{p} PARTITION OF log FOR VALUES FROM ({lo}) TO ({hi})"
+    ))
+    .await?;
+    Ok(())
+}
+
 fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
     match summaries.iter_mut().find(|(j, _)| *j == job) {
         Some(slot) => slot.1 = s,
@@ -1103,7 +1109,7 @@ async fn load_partitions(client: &Client) -> Result<HashSet<i64>> {
 
 /// All records of the batch in one binary COPY: the fastest way into
 /// PostgreSQL measured (docs/benchmarks.md).
-async fn copy_records<'a>(
+pub(crate) async fn copy_records<'a>(
     tx: &Transaction<'_>,
     appends: impl Iterator<Item = (JobId, &'a Vec<Record>)>,
 ) -> Result<()> {

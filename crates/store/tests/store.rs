@@ -55,6 +55,7 @@ store_tests! {
     groom_candidates_match_every_criterion_given,
     delete_log_chunk_and_delete_job_remove_what_they_say,
     a_failing_batch_applies_nothing,
+    a_job_is_finished_once,
 }
 
 /// A store on a test database, with its one writer. Fields drop in order:
@@ -70,6 +71,17 @@ fn open_store(db: TestDatabase) -> TestStore {
     let store = joblog_store::open(db.url(), &StoreOptions::default()).unwrap();
     let writer = store.open_writer().unwrap();
     TestStore { store, writer, db }
+}
+
+/// Another node's view of the same database: its own store and writer.
+fn open_node(url: &str, node: &str) -> (Arc<dyn Store>, Box<dyn StoreWriter>) {
+    let options = StoreOptions {
+        node: node.into(),
+        ..StoreOptions::default()
+    };
+    let store = joblog_store::open(url, &options).unwrap();
+    let writer = store.open_writer().unwrap();
+    (store, writer)
 }
 
 impl TestStore {
@@ -792,4 +804,270 @@ async fn open_rejects_urls_it_cannot_serve() {
     .expect("an unreachable server is reported");
     assert!(err.is_transient(), "{err:?}");
     assert!(!err.to_string().contains("s3cret"), "{err}");
+}
+
+/// A job reaches one final state: a Finish after it ended elsewhere (its
+/// node was taken for lapsed) changes nothing but reports so.
+async fn a_job_is_finished_once(db: TestDatabase) {
+    let mut t = open_store(db);
+    let job = t.insert(Some("once"));
+    t.claim("node-a").unwrap();
+    assert_eq!(
+        t.count(WriteOp::Interrupt {
+            node: Some("node-a".into()),
+            include_queued: false
+        }),
+        1
+    );
+    let outcome = t.apply_one(WriteOp::Finish {
+        job: job.id,
+        state: JobState::Succeeded,
+        exit_code: Some(0),
+        result: Some(b"{}".to_vec()),
+        summary: LogSummary::default(),
+    });
+    assert_eq!(outcome, Outcome::MaybeJob(None));
+    let stored = t.job(job.id).await;
+    assert_eq!(stored.state, JobState::Interrupted);
+    assert_eq!(stored.exit_code, None);
+    assert_eq!(t.store.read_result(job.id).await.unwrap(), None);
+}
+
+// PostgreSQL only: several nodes on one database, partitions, notices.
+
+#[tokio::test]
+async fn postgres_claims_by_concurrent_nodes_never_overlap() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let (_s1, mut w1) = open_node(db.url(), "n1");
+    let (_s2, w2) = open_node(db.url(), "n2");
+    let inserts: Vec<WriteOp> = (0..300).map(|_| insert_op(Some("claimed"))).collect();
+    w1.apply(&inserts).unwrap();
+    // Each node claims in batches of 5 as fast as it can, at the same time.
+    let claim = |mut w: Box<dyn StoreWriter>, node: &'static str| {
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            loop {
+                let ops: Vec<WriteOp> = (0..5)
+                    .map(|_| WriteOp::ClaimNext { node: node.into() })
+                    .collect();
+                let claimed: Vec<JobId> = w
+                    .apply(&ops)
+                    .unwrap()
+                    .into_iter()
+                    .filter_map(|o| match o {
+                        Outcome::Claimed(Some(j)) => Some(j.id),
+                        _ => None,
+                    })
+                    .collect();
+                if claimed.is_empty() {
+                    return got;
+                }
+                got.extend(claimed);
+            }
+        })
+    };
+    let a = claim(w1, "n1");
+    let b = claim(w2, "n2");
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    let mut all: Vec<JobId> = a.iter().chain(&b).copied().collect();
+    all.sort_unstable();
+    let before = all.len();
+    all.dedup();
+    assert_eq!(before, all.len(), "a job was claimed twice");
+    assert_eq!(all.len(), 300, "every job claimed once");
+    assert!(
+        !a.is_empty() && !b.is_empty(),
+        "n1 {} n2 {}",
+        a.len(),
+        b.len()
+    );
+}
+
+#[tokio::test]
+async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let (store, mut dead) = open_node(db.url(), "dead");
+    let (_s, mut alive) = open_node(db.url(), "alive");
+    let lapse = std::time::Duration::from_millis(500);
+    let heartbeat = |w: &mut Box<dyn StoreWriter>, node: &str| match w
+        .apply(&[WriteOp::Heartbeat {
+            node: node.into(),
+            lapse,
+        }])
+        .unwrap()
+        .pop()
+    {
+        Some(Outcome::Count(n)) => n,
+        other => panic!("heartbeat gave {other:?}"),
+    };
+    heartbeat(&mut dead, "dead");
+    heartbeat(&mut alive, "alive");
+    // `dead` runs one job and holds the secrets of a queued one; `alive`
+    // runs one job.
+    let running = dead.apply(&[insert_op(None)]).unwrap();
+    let Outcome::Job(running) = &running[0] else {
+        panic!()
+    };
+    dead.apply(&[WriteOp::ClaimNext {
+        node: "dead".into(),
+    }])
+    .unwrap();
+    let pinned = dead
+        .apply(&[WriteOp::InsertJob {
+            name: None,
+            spec: JobSpec {
+                secret_names: vec!["K".into()],
+                ..spec(&["true"])
+            },
+        }])
+        .unwrap();
+    let Outcome::Job(pinned) = &pinned[0] else {
+        panic!()
+    };
+    // Not claimable by `alive`: its secrets are in `dead`'s memory.
+    let ours = alive
+        .apply(&[
+            insert_op(None),
+            WriteOp::ClaimNext {
+                node: "alive".into(),
+            },
+        ])
+        .unwrap();
+    let Outcome::Claimed(Some(ours)) = &ours[1] else {
+        panic!("{ours:?}")
+    };
+    assert_ne!(ours.id, pinned.id);
+    // Within the lapse nothing happens.
+    assert_eq!(heartbeat(&mut alive, "alive"), 0);
+    std::thread::sleep(lapse * 2);
+    assert_eq!(
+        heartbeat(&mut alive, "alive"),
+        2,
+        "dead's running and pinned jobs"
+    );
+    let state = |id| {
+        let store = store.clone();
+        async move { store.get_job(id).await.unwrap().unwrap().state }
+    };
+    assert_eq!(state(running.id).await, JobState::Interrupted);
+    assert_eq!(state(pinned.id).await, JobState::Interrupted);
+    assert_eq!(state(ours.id).await, JobState::Running);
+    // A second heartbeat finds nothing more to do.
+    assert_eq!(heartbeat(&mut alive, "alive"), 0);
+}
+
+#[tokio::test]
+async fn postgres_retention_drops_whole_partitions_only_when_all_their_jobs_go() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let mut t = open_store(db);
+    let mut done = Vec::new();
+    for _ in 0..3 {
+        let job = t.insert(Some("old"));
+        t.claim("n").unwrap();
+        let recs: Vec<Record> = (1..=50).map(|i| record(i, Stream::Output, "x")).collect();
+        t.apply_one(append(job.id, &recs, &recs));
+        t.finish_with(
+            job.id,
+            JobState::Succeeded,
+            Some(0),
+            None,
+            summary_of(&recs),
+        );
+        done.push(job.id);
+    }
+    let partitions = |url: String| async move {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let rows = client
+            .query(
+                "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+                 WHERE i.inhparent = 'log'::regclass ORDER BY 1",
+                &[],
+            )
+            .await
+            .unwrap();
+        let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        (client, names)
+    };
+    let (client, names) = partitions(t.db.url().to_string()).await;
+    assert_eq!(names, vec!["log_p0".to_string()]);
+    let drop = |t: &mut TestStore, candidates: Vec<JobId>| match t
+        .apply_one(WriteOp::DropLogPartitions { candidates })
+    {
+        Outcome::Groomed { jobs, records } => (jobs, records),
+        other => panic!("DropLogPartitions gave {other:?}"),
+    };
+    // Job ids have not moved past the partition: new jobs may still land
+    // in it, so it stays.
+    assert_eq!(drop(&mut t, done.clone()), (vec![], 0));
+    client
+        .execute(
+            "SELECT setval(pg_get_serial_sequence('jobs', 'id'), 25000)",
+            &[],
+        )
+        .await
+        .unwrap();
+    // Not every job of the range is to go: it stays.
+    assert_eq!(drop(&mut t, done[..2].to_vec()), (vec![], 0));
+    assert_eq!(t.log(done[0], 0, 100, None).await.len(), 50);
+    // All of them: dropped in one go, with the jobs.
+    assert_eq!(drop(&mut t, done.clone()), (done.clone(), 150));
+    let (_client, names) = partitions(t.db.url().to_string()).await;
+    assert!(names.is_empty(), "{names:?}");
+    for id in &done {
+        assert!(t.store.get_job(*id).await.unwrap().is_none());
+    }
+    // A job in a new range gets its partition made by the writer.
+    let job = t.insert(Some("new"));
+    assert!(job.id > 25000);
+    let recs = vec![record(1, Stream::Output, "later")];
+    t.apply_one(append(job.id, &recs, &recs));
+    assert_eq!(t.log(job.id, 0, 10, None).await, recs);
+}
+
+#[tokio::test]
+async fn postgres_other_nodes_hear_of_commits_and_a_node_not_of_its_own() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let (listening, mut own) = open_node(db.url(), "b");
+    let (_a, mut other) = open_node(db.url(), "a");
+    let (tx, mut rx) = tokio::sync::broadcast::channel(64);
+    listening.start_listener(tx);
+    // After connecting, the listener says anything may have changed.
+    assert!(next_notice(&mut rx).await.reset);
+    // This node's own commits are not echoed back.
+    own.apply(&[insert_op(None)]).unwrap();
+    let out = other
+        .apply(&[insert_op(None), WriteOp::ClaimNext { node: "a".into() }])
+        .unwrap();
+    let Outcome::Claimed(Some(job)) = &out[1] else {
+        panic!("{out:?}")
+    };
+    let notice = next_notice(&mut rx).await;
+    assert_eq!(notice.queued, 1, "{notice:?}");
+    let recs: Vec<Record> = (1..=3).map(|i| record(i, Stream::Output, "x")).collect();
+    other.apply(&[append(job.id, &recs, &recs)]).unwrap();
+    assert_eq!(next_notice(&mut rx).await.appended, vec![(job.id, 3)]);
+    other
+        .apply(&[WriteOp::RequestCancel { job: job.id }])
+        .unwrap();
+    assert_eq!(next_notice(&mut rx).await.cancel, vec![job.id]);
+}
+
+async fn next_notice(
+    rx: &mut tokio::sync::broadcast::Receiver<Arc<joblog_store::Committed>>,
+) -> Arc<joblog_store::Committed> {
+    tokio::time::timeout(std::time::Duration::from_secs(30), rx.recv())
+        .await
+        .expect("a notice within 30 s")
+        .unwrap()
 }

@@ -1,0 +1,247 @@
+//! `joblog bench ingest`: sustained records per second through the
+//! pipeline into the store, beside the raw write limit of the same database
+//! measured in the same run by plain client code (SPEC §9: ≥ 70 %).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context};
+use joblog_core::{JobId, JobSpec, LogSummary, Record, Stream, Timestamp};
+use joblog_pipeline::{Pipeline, PipelineConfig};
+use joblog_store::baseline::{self, Batch, Method};
+use joblog_store::{Outcome, StoreOptions, WriteOp};
+
+use super::{format_count, median, redact_args, BenchArgs};
+
+/// Records a job hands over at a time (a pipe read of short lines).
+const APPEND_RECORDS: usize = 100;
+
+pub async fn run(args: BenchArgs) -> anyhow::Result<i32> {
+    let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let tmp = std::env::temp_dir().join(format!("joblog-bench-ingest-{}", std::process::id()));
+    let url = match &args.database {
+        Some(url) => url.clone(),
+        None => format!("sqlite://{}", tmp.join("joblog.db").display()),
+    };
+    let outcome = measure(&args, &url, &date).await;
+    let _ = std::fs::remove_dir_all(&tmp);
+    outcome
+}
+
+async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<i32> {
+    let url = url.to_string();
+    let options = StoreOptions {
+        node: "bench-ingest".into(),
+        ..StoreOptions::default()
+    };
+    let store = joblog_store::open(&url, &options)?;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let config = PipelineConfig::default();
+    let max_batch = config.max_batch_records;
+    let (pipeline, writer) = Pipeline::start(store.open_writer()?, config, &mut registry);
+    let jobs = args.batch_jobs as usize;
+    let total = args.records.max(jobs as u64) as usize;
+    let per_job = total / jobs;
+    let methods = baseline::methods(&url);
+    eprintln!(
+        "bench: ingest into {}: {} runs of {} records from {jobs} jobs",
+        store.describe(),
+        args.runs,
+        format_count(total as u64)
+    );
+
+    let mut piped = Vec::new();
+    let mut raw: Vec<Vec<f64>> = vec![Vec::new(); methods.len()];
+    for run in 1..=args.runs {
+        let ids = new_jobs(&pipeline, jobs).await?;
+        let work: Vec<(JobId, Vec<Vec<Record>>)> = ids
+            .iter()
+            .map(|id| {
+                (
+                    *id,
+                    records(*id, per_job)
+                        .chunks(APPEND_RECORDS)
+                        .map(<[Record]>::to_vec)
+                        .collect(),
+                )
+            })
+            .collect();
+        let took = through_pipeline(&pipeline, work, ids[0]).await?;
+        let rate = (per_job * jobs) as f64 / took.as_secs_f64();
+        eprintln!("bench: run {run}: pipeline {rate:.0} records/s");
+        piped.push(rate);
+
+        for (m, method) in methods.iter().enumerate() {
+            // A prepared INSERT per record into PostgreSQL is slow enough
+            // that a tenth of the records tells its rate.
+            let n = if *method == Method::Insert && methods.len() > 1 {
+                (per_job / 10).max(1)
+            } else {
+                per_job
+            };
+            let ids = new_jobs(&pipeline, jobs).await?;
+            let batches = interleave(&ids, n, max_batch);
+            let url = url.clone();
+            let method = *method;
+            let took = tokio::task::spawn_blocking(move || baseline::write(&url, method, &batches))
+                .await
+                .context("baseline task")??;
+            let rate = (n * jobs) as f64 / took.as_secs_f64();
+            eprintln!("bench: run {run}: {} {rate:.0} records/s", method.name());
+            raw[m].push(rate);
+        }
+    }
+    pipeline.close();
+    tokio::task::spawn_blocking(move || writer.join()).await?;
+
+    let pipeline_median = median(&piped).unwrap_or(0.0);
+    let (best_method, best) = methods
+        .iter()
+        .zip(&raw)
+        .map(|(m, r)| (*m, median(r).unwrap_or(0.0)))
+        .fold(
+            (Method::Insert, 0.0),
+            |acc, x| if x.1 > acc.1 { x } else { acc },
+        );
+    let mut out = String::new();
+    let cmd: Vec<String> = std::env::args().collect();
+    let _ = writeln!(out, "### `joblog bench ingest` — {date}\n");
+    let _ = writeln!(out, "Command: `{}`  ", redact_args(&cmd).join(" "));
+    let _ = writeln!(
+        out,
+        "Store: {} · {} records per run from {jobs} concurrent jobs ({APPEND_RECORDS} records per hand-over) · {} runs · medians\n",
+        store.describe(),
+        format_count((per_job * jobs) as u64),
+        args.runs
+    );
+    let _ = writeln!(out, "| Writer | Records/s (median) | Runs (records/s) |");
+    let _ = writeln!(out, "|---|---:|---|");
+    let runs = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "| joblog pipeline (group commit) | {pipeline_median:.0} | {} |",
+        runs(&piped)
+    );
+    for (m, r) in methods.iter().zip(&raw) {
+        let _ = writeln!(
+            out,
+            "| raw: {} | {:.0} | {} |",
+            m.name(),
+            median(r).unwrap_or(0.0),
+            runs(r)
+        );
+    }
+    let share = if best > 0.0 {
+        100.0 * pipeline_median / best
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        out,
+        "\nPipeline / raw limit ({}): **{share:.0} %** (budget ≥ 70 %).",
+        best_method.name()
+    );
+    println!("{out}");
+    Ok(0)
+}
+
+async fn new_jobs(pipeline: &Pipeline, n: usize) -> anyhow::Result<Vec<JobId>> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        let op = WriteOp::InsertJob {
+            name: Some("bench-ingest".into()),
+            spec: JobSpec {
+                command: vec!["true".into()],
+                ..JobSpec::default()
+            },
+        };
+        match pipeline.execute(op).await? {
+            Outcome::Job(job) => ids.push(job.id),
+            other => bail!("inserting a job gave {other:?}"),
+        }
+    }
+    Ok(ids)
+}
+
+/// The records job `id` "prints": short lines, as most jobs write.
+fn records(id: JobId, n: usize) -> Vec<Record> {
+    let ts = Timestamp::now().micros();
+    (1..=n as u64)
+        .map(|seq| Record {
+            seq,
+            ts: Timestamp(ts + seq as i64),
+            stream: Stream::Output,
+            message: format!(
+                "message {seq} of job {id}: the quick brown fox jumps over the lazy dog"
+            ),
+            fields: None,
+        })
+        .collect()
+}
+
+/// Hands every job's records to the pipeline from a task per job, as the
+/// engine does, and returns the time until the last one is committed.
+async fn through_pipeline(
+    pipeline: &Pipeline,
+    work: Vec<(JobId, Vec<Vec<Record>>)>,
+    any_job: JobId,
+) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (id, chunks) in work {
+        let pipeline = pipeline.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut summary = LogSummary::default();
+            for chunk in chunks {
+                for r in &chunk {
+                    summary.records += 1;
+                    summary.bytes += r.message.len() as u64;
+                    summary.streams.add(r.stream, 1);
+                }
+                pipeline.append(id, chunk, summary).await?;
+            }
+            Ok::<_, joblog_pipeline::PipelineError>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    // Ops are applied in order: once this one is committed, so is every
+    // record handed over before it.
+    pipeline
+        .execute(WriteOp::DeleteLogChunk {
+            job: any_job,
+            max: 0,
+        })
+        .await?;
+    Ok(started.elapsed())
+}
+
+/// The jobs' records in transactions of up to `max_batch`, the jobs'
+/// hand-overs interleaved as the pipeline sees them.
+fn interleave(ids: &[JobId], per_job: usize, max_batch: usize) -> Vec<Batch> {
+    let all: Vec<Vec<Record>> = ids.iter().map(|id| records(*id, per_job)).collect();
+    let mut batches = Vec::new();
+    let mut batch: Batch = Vec::new();
+    let mut in_batch = 0;
+    for start in (0..per_job).step_by(APPEND_RECORDS) {
+        for (id, recs) in ids.iter().zip(&all) {
+            let end = (start + APPEND_RECORDS).min(per_job);
+            batch.push((*id, recs[start..end].to_vec()));
+            in_batch += end - start;
+            if in_batch >= max_batch {
+                batches.push(std::mem::take(&mut batch));
+                in_batch = 0;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        batches.push(batch);
+    }
+    batches
+}
