@@ -102,7 +102,11 @@ fn write_sqlite(url: &str, batches: &[Batch]) -> Result<Duration> {
 fn write_postgres(url: &str, method: Method, batches: &[Batch]) -> Result<Duration> {
     let config = tokio_postgres::Config::from_str(url)
         .map_err(|e| StoreError::Config(format!("database URL: {e}")))?;
-    let rt = tokio::runtime::Builder::new_current_thread()
+    // Like the writer: the connection is driven by a worker thread while
+    // this thread encodes, so the baseline is not handicapped by doing
+    // both on one thread.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| StoreError::Database(format!("starting a runtime: {e}")))?;
