@@ -146,8 +146,11 @@ impl PgStore {
             pool: Arc::new(Pool {
                 config: config.clone(),
                 idle: Mutex::new(Vec::new()),
+                // A connection costs the server a process, and opening one
+                // takes milliseconds: keep enough for a busy node's
+                // concurrent requests rather than reconnect per request.
                 max_idle: if options.readers == 0 {
-                    4
+                    16
                 } else {
                     options.readers
                 },
