@@ -211,7 +211,9 @@ impl Engine {
             }),
         };
         store_listener(&engine);
-        tokio::spawn(engine.clone().watch_commits());
+        // Subscribed here, not in the task, so no commit after start is missed.
+        let commits = engine.inner.pipeline.subscribe();
+        tokio::spawn(engine.clone().watch_commits(commits));
         if shared {
             tokio::spawn(engine.clone().heartbeats());
         }
@@ -222,8 +224,10 @@ impl Engine {
     /// Reacts to commits, this node's and (on a shared store) other
     /// nodes': new jobs wake the dispatcher, cancel requests stop the jobs
     /// they name if they run here.
-    async fn watch_commits(self) {
-        let mut commits = self.inner.pipeline.subscribe();
+    async fn watch_commits(
+        self,
+        mut commits: tokio::sync::broadcast::Receiver<std::sync::Arc<joblog_pipeline::Committed>>,
+    ) {
         loop {
             match commits.recv().await {
                 Ok(c) => {

@@ -265,7 +265,20 @@ async fn kill_9_mid_write_leaves_gapless_prefixes_and_interrupted_jobs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stores_every_line_printed_before_the_stop() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Server::start(dir.path(), &["--grace-period", "5s"]).await;
+    // The endless jobs print a few hundred thousand lines a second: lift
+    // the per-job cap so that what is checked is the stop, not the cap.
+    let config = dir.path().join("joblog.toml");
+    std::fs::write(
+        &config,
+        "[log]\nmax_records = 100000000\nmax_bytes = 4294967296\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let mut server = Server::start(
+        dir.path(),
+        &["--grace-period", "5s", "--config", config.as_str()],
+    )
+    .await;
     // One job that ends within the grace period, two that must be stopped.
     let short = server
         .submit(json!({"name": "short", "script": "for i in $(seq 1 30); do echo \"line $i\"; sleep 0.05; done"}))
