@@ -253,22 +253,9 @@ fn describe(config: &tokio_postgres::Config) -> String {
     format!("{user}@{}", hosts.join(","))
 }
 
-/// What went wrong, for a test's failure message: the server's own message
-/// with its SQLSTATE, or the causes of a client-side error, which
-/// tokio-postgres's `Display` leaves out (`error connecting to server`, not
-/// why). Neither holds the password.
+/// What went wrong, for a test's failure message (never the password).
 fn pg_error(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
-    }
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
+    crate::error::pg_message(e)
 }
 
 fn quote_ident(name: &str) -> String {
