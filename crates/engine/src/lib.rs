@@ -136,12 +136,9 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let shared = store.is_shared();
         if shared {
-            // Register this node before taking jobs, and end the jobs of
-            // nodes that died while nobody was watching.
-            let n = heartbeat(&pipeline, &config).await?;
-            if n > 0 {
-                tracing::warn!(jobs = n, "jobs of lapsed nodes marked interrupted");
-            }
+            // Register this node before taking jobs. Judging the others
+            // waits for the heartbeat loop (see `heartbeats`).
+            heartbeat(&pipeline, &config, false).await?;
         }
         // Jobs still `running` under this node's name were left by an
         // earlier process of it; with the embedded store this node is the
@@ -247,17 +244,39 @@ impl Engine {
     }
 
     /// Keeps this node's heartbeat fresh and ends the jobs of lapsed nodes.
+    ///
+    /// Judging others needs a fair view: after this node could not
+    /// heartbeat for a while (the database was away, or the writer was
+    /// held up), the other nodes were probably held up the same way, so it
+    /// only judges once it has heartbeated without a gap for a whole
+    /// `heartbeat_timeout` (every live node has written a fresh heartbeat
+    /// by then). Otherwise the first node back after an outage longer than
+    /// the timeout would interrupt every other node's jobs.
     async fn heartbeats(self) {
-        let period = (self.inner.config.heartbeat_timeout / 3).max(Duration::from_millis(100));
+        let timeout = self.inner.config.heartbeat_timeout;
+        let period = (timeout / 3).max(Duration::from_millis(100));
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Starting counts as a gap: we do not know what came before.
+        let mut healthy_since = tokio::time::Instant::now();
         loop {
             tick.tick().await;
-            match heartbeat(&self.inner.pipeline, &self.inner.config).await {
+            let started = tokio::time::Instant::now();
+            let judge = started.duration_since(healthy_since) >= timeout;
+            match heartbeat(&self.inner.pipeline, &self.inner.config, judge).await {
                 Ok(0) => {}
                 Ok(n) => tracing::warn!(jobs = n, "jobs of lapsed nodes marked interrupted"),
                 Err(joblog_pipeline::PipelineError::Closed) => return,
                 Err(e) => tracing::error!(error = %e, "heartbeat failed"),
+            }
+            if started.elapsed() > period {
+                if judge {
+                    tracing::warn!(
+                        took = ?started.elapsed(),
+                        "heartbeat was held up; not judging other nodes for {timeout:?}"
+                    );
+                }
+                healthy_since = tokio::time::Instant::now();
             }
         }
     }
@@ -542,10 +561,11 @@ impl Engine {
 async fn heartbeat(
     pipeline: &Pipeline,
     config: &EngineConfig,
+    judge: bool,
 ) -> Result<u64, joblog_pipeline::PipelineError> {
     let op = WriteOp::Heartbeat {
         node: config.node.clone(),
-        lapse: config.heartbeat_timeout,
+        lapse: judge.then_some(config.heartbeat_timeout),
     };
     Ok(match pipeline.execute(op).await? {
         Outcome::Count(n) => n,

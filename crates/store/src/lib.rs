@@ -199,12 +199,14 @@ pub enum WriteOp {
     /// with those jobs and their results. → [`Outcome::Groomed`] (empty for
     /// a store without partitions)
     DropLogPartitions { candidates: Vec<JobId> },
-    /// Records that `node` is alive and marks the running jobs of nodes
-    /// silent for longer than `lapse` interrupted. → [`Outcome::Count`] of
-    /// jobs interrupted
+    /// Records that `node` is alive and, with `lapse`, marks the running
+    /// jobs of nodes silent for longer than that interrupted (`None`: the
+    /// caller cannot tell yet whether the others had a fair chance to
+    /// heartbeat, e.g. just after an outage). → [`Outcome::Count`] of jobs
+    /// interrupted
     Heartbeat {
         node: String,
-        lapse: std::time::Duration,
+        lapse: Option<std::time::Duration>,
     },
     /// Asks the node running `job` to stop it (carried to other nodes by
     /// the store's notifications). → [`Outcome::Done`]

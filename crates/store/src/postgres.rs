@@ -996,14 +996,19 @@ async fn apply_batch(
                 drop_partitions(&tx, candidates).await?
             }
             WriteOp::Heartbeat { node, lapse } => {
-                let secs = lapse.as_secs_f64();
                 let st = prepared(statements, &tx, HEARTBEAT).await?;
                 tx.execute(&st, &[node]).await?;
-                let st = prepared(statements, &tx, INTERRUPT_LAPSED).await?;
-                let n = tx.execute(&st, &[node, &now, &secs]).await?;
-                let st = prepared(statements, &tx, FORGET_LAPSED).await?;
-                tx.execute(&st, &[node, &secs]).await?;
-                Outcome::Count(n)
+                match lapse {
+                    Some(lapse) => {
+                        let secs = lapse.as_secs_f64();
+                        let st = prepared(statements, &tx, INTERRUPT_LAPSED).await?;
+                        let n = tx.execute(&st, &[node, &now, &secs]).await?;
+                        let st = prepared(statements, &tx, FORGET_LAPSED).await?;
+                        tx.execute(&st, &[node, &secs]).await?;
+                        Outcome::Count(n)
+                    }
+                    None => Outcome::Count(0),
+                }
             }
             WriteOp::RequestCancel { .. } => Outcome::Done,
         };

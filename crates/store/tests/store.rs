@@ -896,7 +896,7 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
     let heartbeat = |w: &mut Box<dyn StoreWriter>, node: &str| match w
         .apply(&[WriteOp::Heartbeat {
             node: node.into(),
-            lapse,
+            lapse: Some(lapse),
         }])
         .unwrap()
         .pop()
@@ -944,6 +944,19 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
     // Within the lapse nothing happens.
     assert_eq!(heartbeat(&mut alive, "alive"), 0);
     std::thread::sleep(lapse * 2);
+    // A heartbeat that does not judge (just after an outage, say) only
+    // records that its node lives.
+    let only_alive = alive
+        .apply(&[WriteOp::Heartbeat {
+            node: "alive".into(),
+            lapse: None,
+        }])
+        .unwrap();
+    assert_eq!(only_alive, vec![Outcome::Count(0)]);
+    assert_eq!(
+        store.get_job(running.id).await.unwrap().unwrap().state,
+        JobState::Running
+    );
     assert_eq!(
         heartbeat(&mut alive, "alive"),
         2,

@@ -418,6 +418,10 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// Two nodes; the database goes away for longer than the heartbeat
+/// timeout while both write. Nothing acknowledged is lost, and neither
+/// node takes the other for dead once the database is back: every node's
+/// heartbeat was stale for the same reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_stopped_and_restarted_mid_ingest_loses_no_record() {
     // Needs PostgreSQL's server binaries, which the variable vouches for.
@@ -426,18 +430,20 @@ async fn postgres_stopped_and_restarted_mid_ingest_loses_no_record() {
     }
     let cluster = PrivateCluster::start_new();
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::node(dir.path(), &cluster.url(), "a", &[]).await;
+    let hb = ["--heartbeat-timeout", "2s"];
+    let a = Server::node(dir.path(), &cluster.url(), "a", &hb).await;
+    let b = Server::node(dir.path(), &cluster.url(), "b", &hb).await;
     const LINES: u32 = 40_000;
-    let mut ids = Vec::new();
-    for _ in 0..4 {
-        ids.push(
-            server
-                .submit(json!({"script": paced_lines(LINES, 1000)}))
-                .await,
-        );
+    // Secrets pin each job to the node it is submitted to.
+    let mut jobs = Vec::new();
+    for server in [&a, &b] {
+        for _ in 0..2 {
+            let body = json!({"script": paced_lines(LINES, 1000), "secrets": {"K": "v"}});
+            jobs.push((server, server.submit(body).await));
+        }
     }
     // Mid-ingest: every job running and writing.
-    for id in &ids {
+    for (server, id) in &jobs {
         server
             .wait_until(*id, "records", |j| {
                 j["log"]["records"].as_u64().unwrap_or(0) > 2000
@@ -445,32 +451,36 @@ async fn postgres_stopped_and_restarted_mid_ingest_loses_no_record() {
             .await;
     }
     cluster.pg_ctl("stop");
-    // While the database is away the server runs and says so.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (status, body) = server.get_status("/healthz").await;
-        if status == 503 {
-            assert!(body.contains("unavailable"), "{body}");
-            break;
+    // While the database is away the servers run and say so.
+    for server in [&a, &b] {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (status, body) = server.get_status("/healthz").await;
+            if status == 503 {
+                assert!(body.contains("unavailable"), "{body}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "healthz never said unavailable");
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert!(Instant::now() < deadline, "healthz never said unavailable");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (status, metrics) = server.get_status("/metrics").await;
+    let (status, metrics) = a.get_status("/metrics").await;
     assert_eq!(status, 200);
     assert!(
         metrics.contains("joblog_store_healthy 0"),
         "metrics do not show the outage"
     );
-    // Jobs go on printing into backpressure for a while.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Longer than the heartbeat timeout; jobs print into backpressure.
+    tokio::time::sleep(Duration::from_secs(4)).await;
     cluster.pg_ctl("start");
-    for id in &ids {
+    for (server, id) in &jobs {
         let job = server.wait_finished(*id).await;
         assert_eq!(job["state"], "succeeded", "{job}");
         assert_eq!(job["log"]["records"], LINES, "{job}");
         assert_lines(*id, &server.whole_log(*id).await, LINES as usize);
     }
-    let (status, body) = server.get_status("/healthz").await;
-    assert_eq!(status, 200, "{body}");
+    for server in [&a, &b] {
+        let (status, body) = server.get_status("/healthz").await;
+        assert_eq!(status, 200, "{body}");
+    }
 }
