@@ -154,6 +154,7 @@ impl PgStore {
                 } else {
                     options.readers
                 },
+                in_use: Arc::new(tokio::sync::Semaphore::new(MAX_READS_IN_FLIGHT)),
             }),
             config,
             description,
@@ -165,6 +166,12 @@ impl PgStore {
         &self,
         f: impl for<'c> FnOnce(&'c mut PooledConn) -> futures_util::future::BoxFuture<'c, Result<T>>,
     ) -> Result<T> {
+        let _permit = self
+            .pool
+            .in_use
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Unavailable("read pool closed".into()))?;
         let mut conn = self.pool.get().await?;
         let out = f(&mut conn).await;
         self.pool.put(conn);
@@ -254,7 +261,13 @@ struct Pool {
     config: Config,
     idle: Mutex<Vec<PooledConn>>,
     max_idle: usize,
+    /// Reads in flight at once, at most: a burst of requests waits here
+    /// instead of opening connections until the server refuses them.
+    in_use: Arc<tokio::sync::Semaphore>,
 }
+
+/// Reads in flight on one node at once.
+const MAX_READS_IN_FLIGHT: usize = 32;
 
 struct PooledConn {
     client: Client,
@@ -1380,5 +1393,50 @@ mod tests {
                 assert!(!plan.contains("Sort"), "{q}\n{plan}");
             }
         });
+    }
+
+    /// A burst of slow reads waits for the pool: no more than
+    /// MAX_READS_IN_FLIGHT connections are busy at once, and every read
+    /// succeeds rather than the server refusing connections.
+    #[test]
+    fn reads_in_flight_are_bounded() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let Some(db) = TestDatabase::postgres() else {
+            return;
+        };
+        let store = Arc::new(PgStore::open(db.url(), &StoreOptions::default()).unwrap());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let now = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        rt.block_on(async {
+            let reads: Vec<_> = (0..MAX_READS_IN_FLIGHT + 16)
+                .map(|_| {
+                    let (store, now, peak) = (store.clone(), now.clone(), peak.clone());
+                    tokio::spawn(async move {
+                        store
+                            .read(move |c| {
+                                Box::pin(async move {
+                                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                                    peak.fetch_max(n, Ordering::SeqCst);
+                                    c.client.simple_query("SELECT pg_sleep(0.2)").await?;
+                                    now.fetch_sub(1, Ordering::SeqCst);
+                                    Ok(())
+                                })
+                            })
+                            .await
+                    })
+                })
+                .collect();
+            for r in reads {
+                r.await.unwrap().unwrap();
+            }
+        });
+        let peak = peak.load(Ordering::SeqCst);
+        assert!(peak <= MAX_READS_IN_FLIGHT, "{peak} reads at once");
+        assert!(peak > 1, "reads ran one at a time: {peak}");
     }
 }
