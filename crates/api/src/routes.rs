@@ -168,7 +168,7 @@ pub async fn log_page(
         let waiting = records.is_empty() && !finished;
         if waiting {
             if let Some(rx) = commits.as_mut() {
-                if wait_for_job(rx, id, deadline).await {
+                if wait_for_job(rx, id, after, deadline).await {
                     continue;
                 }
             }
@@ -190,17 +190,19 @@ pub async fn log_page(
     }
 }
 
-/// Waits until a commit touches `id` (true) or the deadline passes (false).
+/// Waits until a commit brings records of `id` past `after` or ends it
+/// (true), or the deadline passes (false).
 async fn wait_for_job(
     rx: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<joblog_pipeline::Committed>>,
     id: JobId,
+    after: u64,
     deadline: tokio::time::Instant,
 ) -> bool {
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Err(_) => return false,
             Ok(Ok(c)) => {
-                if c.touches(id) {
+                if c.touches_after(id, after) {
                     return true;
                 }
             }

@@ -229,12 +229,12 @@ impl Tail {
     /// safety net's time is up (true: read again); false when no commit
     /// can come any more.
     async fn wait_for_commit(&mut self) -> bool {
-        let id = self.id;
+        let (id, last) = (self.id, self.last);
         let commits = &mut self.commits;
         let touched = async {
             loop {
                 match commits.recv().await {
-                    Ok(c) if c.touches(id) => return true,
+                    Ok(c) if c.touches_after(id, last) => return true,
                     Ok(_) => {}
                     // Missed some: re-read rather than guess.
                     Err(RecvError::Lagged(_)) => return true,

@@ -500,33 +500,51 @@ impl Engine {
     async fn dispatch(self) {
         let mut shutdown = self.inner.shutdown.subscribe();
         loop {
-            let permit = tokio::select! {
+            let first = tokio::select! {
                 p = self.inner.pool.clone().acquire_owned() => match p {
                     Ok(p) => p,
                     Err(_) => return,
                 },
                 _ = shutdown.wait_for(|s| *s) => return,
             };
-            let job = loop {
+            // Every free slot claims at once: the claims travel in one
+            // batch, so a burst of jobs costs one commit instead of one
+            // commit per job (which is milliseconds on PostgreSQL).
+            let mut permits = vec![first];
+            while permits.len() < MAX_CLAIMS_AT_ONCE {
+                match self.inner.pool.clone().try_acquire_owned() {
+                    Ok(p) => permits.push(p),
+                    Err(_) => break,
+                }
+            }
+            let jobs = loop {
                 if !self.is_accepting() {
                     return;
                 }
                 let notified = self.inner.wake.notified();
-                match self
-                    .inner
-                    .pipeline
-                    .execute(WriteOp::ClaimNext {
+                let claims = permits.iter().map(|_| {
+                    self.inner.pipeline.execute(WriteOp::ClaimNext {
                         node: self.inner.config.node.clone(),
                     })
-                    .await
-                {
-                    Ok(Outcome::Claimed(Some(job))) => break job,
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::error!(error = %e, "claiming a job failed");
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                        continue;
+                });
+                let mut jobs = Vec::new();
+                let mut failed = false;
+                for claimed in futures_util::future::join_all(claims).await {
+                    match claimed {
+                        Ok(Outcome::Claimed(Some(job))) => jobs.push(job),
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::error!(error = %e, "claiming a job failed");
+                            failed = true;
+                        }
                     }
+                }
+                if !jobs.is_empty() {
+                    break jobs;
+                }
+                if failed {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
                 }
                 tokio::select! {
                     _ = notified => {}
@@ -535,27 +553,38 @@ impl Engine {
                     _ = tokio::time::sleep(Duration::from_secs(5)) => {}
                 }
             };
-            let (stop_tx, stop_rx) = watch::channel(None);
-            {
-                let mut running = self.lock_running();
-                if running.cancel_on_start.remove(&job.id) {
-                    let _ = stop_tx.send(Some(StopReason::Cancel));
-                }
-                running.jobs.insert(job.id, stop_tx);
+            // Slots without a job are given back as `permits` drops.
+            for (job, permit) in jobs.into_iter().zip(permits.drain(..)) {
+                self.launch(job, permit);
             }
-            self.inner.metrics.in_use.set(self.in_use() as i64);
-            let engine = self.clone();
-            tokio::spawn(async move {
-                let id = job.id;
-                engine.run_job(job, stop_rx).await;
-                drop(permit);
-                engine.lock_running().jobs.remove(&id);
-                engine.inner.metrics.in_use.set(engine.in_use() as i64);
-                engine.inner.idle.notify_waiters();
-            });
         }
     }
+
+    /// Runs a claimed job on the slot `permit` holds.
+    fn launch(&self, job: Job, permit: tokio::sync::OwnedSemaphorePermit) {
+        let (stop_tx, stop_rx) = watch::channel(None);
+        {
+            let mut running = self.lock_running();
+            if running.cancel_on_start.remove(&job.id) {
+                let _ = stop_tx.send(Some(StopReason::Cancel));
+            }
+            running.jobs.insert(job.id, stop_tx);
+        }
+        self.inner.metrics.in_use.set(self.in_use() as i64);
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let id = job.id;
+            engine.run_job(job, stop_rx).await;
+            drop(permit);
+            engine.lock_running().jobs.remove(&id);
+            engine.inner.metrics.in_use.set(engine.in_use() as i64);
+            engine.inner.idle.notify_waiters();
+        });
+    }
 }
+
+/// Claims sent together by the dispatcher, at most.
+const MAX_CLAIMS_AT_ONCE: usize = 64;
 
 /// One heartbeat; returns how many jobs of lapsed nodes it interrupted.
 async fn heartbeat(

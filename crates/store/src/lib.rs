@@ -127,7 +127,17 @@ impl Committed {
 
     /// Whether a follower of `job` should look again.
     pub fn touches(&self, job: JobId) -> bool {
-        self.reset || self.finished.contains(&job) || self.appended.iter().any(|(j, _)| *j == job)
+        self.touches_after(job, 0)
+    }
+
+    /// Whether a follower of `job` that has read up to seq `after` should
+    /// look again: the job ended, or records past `after` came. (A client
+    /// waiting only for the end passes a seq beyond any log and is not
+    /// woken by every commit of the job.)
+    pub fn touches_after(&self, job: JobId, after: u64) -> bool {
+        self.reset
+            || self.finished.contains(&job)
+            || self.appended.iter().any(|(j, s)| *j == job && *s > after)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -302,4 +312,28 @@ pub struct StoreOptions {
     /// The node this store is opened by (PostgreSQL records it with the
     /// jobs it submits and the batches it commits).
     pub node: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_touches_followers_behind_it_or_of_an_ended_job() {
+        let c = Committed {
+            appended: vec![(7, 120)],
+            finished: vec![9],
+            ..Committed::default()
+        };
+        assert!(c.touches(7));
+        assert!(c.touches_after(7, 119));
+        assert!(!c.touches_after(7, 120), "nothing past what was read");
+        assert!(!c.touches_after(8, 0), "another job");
+        assert!(c.touches_after(9, u64::MAX), "the job ended");
+        let reset = Committed {
+            reset: true,
+            ..Committed::default()
+        };
+        assert!(reset.touches_after(1, u64::MAX));
+    }
 }
