@@ -302,6 +302,39 @@ async fn kill_9_of_a_node_interrupts_its_jobs_and_the_other_node_carries_on() {
     assert_eq!(job["node"], "b");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_sent_to_node_b_stops_a_job_running_on_node_a() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = Server::node(dir.path(), db.url(), "a", &[]).await;
+    let b = Server::node(dir.path(), db.url(), "b", &[]).await;
+    let endless = "i=0; while :; do i=$((i+1)); echo \"line $i\"; sleep 0.01; done";
+    let id = a
+        .submit(json!({"script": endless, "secrets": {"K": "pins it to a"}}))
+        .await;
+    a.wait_until(id, "running", |j| j["state"] == "running")
+        .await;
+    let r = b
+        .http
+        .post(format!("{}/api/v1/jobs/{id}/cancel", b.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let job = b.wait_finished(id).await;
+    assert_eq!(job["state"], "cancelled", "{job}");
+    assert_eq!(job["node"], "a");
+    // Stopped by a, which says so in the log.
+    let log = b.whole_log(id).await;
+    assert!(
+        log.iter()
+            .any(|r| r["message"].as_str().unwrap_or("").contains("cancelled")),
+        "{log:?}"
+    );
+}
+
 /// A PostgreSQL server of the test's own, in a temp dir, that the test
 /// may stop and start without disturbing anything else.
 struct PrivateCluster {
