@@ -116,11 +116,20 @@ impl Reply {
 
 pub async fn send(router: &Router, request: Request<Body>) -> Reply {
     let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let content_type = response
+    let content_type = content_type_of(&response);
+    into_reply(response, content_type).await
+}
+
+fn content_type_of(response: &axum::response::Response) -> Option<String> {
+    response
         .headers()
         .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned());
+        .map(|v| v.to_str().unwrap().to_owned())
+}
+
+/// Reads a whole response.
+async fn into_reply(response: axum::response::Response, content_type: Option<String>) -> Reply {
+    let status = response.status();
     let body = response
         .into_body()
         .collect()
@@ -397,10 +406,7 @@ pub async fn open_events(
         .oneshot(req.body(Body::empty()).unwrap())
         .await
         .unwrap();
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned());
+    let content_type = content_type_of(&response);
     if response.status() == StatusCode::OK && content_type.as_deref() == Some("text/event-stream") {
         return Ok(EventStream {
             body: response.into_body(),
@@ -408,19 +414,7 @@ pub async fn open_events(
             ended: false,
         });
     }
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    Err(Reply {
-        status,
-        content_type,
-        body,
-    })
+    Err(into_reply(response, content_type).await)
 }
 
 /// [`open_events`], expecting the stream to open.
