@@ -25,7 +25,9 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row, Statement, Transaction};
 
 use crate::error::pg_message;
-use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
+use crate::rows::{
+    fields_text, job_columns, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS,
+};
 use crate::{
     Committed, GroomPolicy, Outcome, Result, Store, StoreError, StoreOptions, StoreWriter, WriteOp,
 };
@@ -243,17 +245,35 @@ fn redact(url: &str) -> String {
 }
 
 fn describe(config: &Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(h)) => h.clone(),
-        Some(Host::Unix(p)) => p.display().to_string(),
-        None => "localhost".into(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
     format!(
-        "postgres://{}@{host}:{port}/{}",
-        config.get_user().unwrap_or(""),
+        "postgres://{}/{}",
+        server(config),
         config.get_dbname().unwrap_or("")
     )
+}
+
+/// `user@host:port[,host:port…]` of a connection config, never the password.
+pub(crate) fn server(config: &Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let host = match host {
+                Host::Tcp(h) => h.clone(),
+                Host::Unix(p) => p.display().to_string(),
+            };
+            let port = config
+                .get_ports()
+                .get(i)
+                .or(config.get_ports().first())
+                .copied()
+                .unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect();
+    let user = config.get_user().unwrap_or("(default user)");
+    format!("{user}@{}", hosts.join(","))
 }
 
 /// Read connections, each with the statements it has prepared.
@@ -372,20 +392,30 @@ fn record_from_row(row: &Row) -> Result<Record> {
     .into_record()
 }
 
-const SELECT_JOB: &str = "SELECT id, name, state, exit_code, spec, node, created_at, started_at, \
-     finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes FROM jobs WHERE id = $1";
-const LIST_ALL: &str = "SELECT id, name, state, exit_code, spec, node, created_at, started_at, \
-     finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes FROM jobs \
-     WHERE id < $1 ORDER BY id DESC LIMIT $2";
-const LIST_STATE: &str = "SELECT id, name, state, exit_code, spec, node, created_at, started_at, \
-     finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes FROM jobs \
-     WHERE state = $3 AND id < $1 ORDER BY id DESC LIMIT $2";
-const LIST_NAME: &str = "SELECT id, name, state, exit_code, spec, node, created_at, started_at, \
-     finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes FROM jobs \
-     WHERE name = $3 AND id < $1 ORDER BY id DESC LIMIT $2";
-const LIST_NAME_STATE: &str = "SELECT id, name, state, exit_code, spec, node, created_at, \
-     started_at, finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes \
-     FROM jobs WHERE name = $3 AND state = $4 AND id < $1 ORDER BY id DESC LIMIT $2";
+const SELECT_JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1");
+const LIST_ALL: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs \
+     WHERE id < $1 ORDER BY id DESC LIMIT $2"
+);
+const LIST_STATE: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs \
+     WHERE state = $3 AND id < $1 ORDER BY id DESC LIMIT $2"
+);
+const LIST_NAME: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs \
+     WHERE name = $3 AND id < $1 ORDER BY id DESC LIMIT $2"
+);
+const LIST_NAME_STATE: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs WHERE name = $3 AND state = $4 AND id < $1 ORDER BY id DESC LIMIT $2"
+);
 /// A page of a job's log, cut after the record that crosses `$5` bytes of
 /// message text (so a page of long lines stays bounded, as on SQLite).
 const READ_LOG: &str = "SELECT seq, ts, stream, message, fields FROM (
@@ -835,24 +865,31 @@ async fn rederive(
     Ok(out)
 }
 
-const INSERT_JOB: &str = "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node) \
-     VALUES ($1, 'queued', $2, $3, $4, $5) RETURNING id, name, state, exit_code, spec, node, \
-     created_at, started_at, finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes";
-const CLAIM_NEXT: &str = "UPDATE jobs SET state = 'running', started_at = $1, node = $2 \
+const INSERT_JOB: &str = concat!(
+    "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node) \
+     VALUES ($1, 'queued', $2, $3, $4, $5) RETURNING ",
+    job_columns!()
+);
+const CLAIM_NEXT: &str = concat!(
+    "UPDATE jobs SET state = 'running', started_at = $1, node = $2 \
      WHERE id = (SELECT id FROM jobs WHERE state = 'queued' \
         AND (pinned_node IS NULL OR pinned_node = $2) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-     RETURNING id, name, state, exit_code, spec, node, created_at, started_at, finished_at, \
-     log_records, log_bytes, log_truncated, log_streams, result_bytes";
-const FINISH: &str = "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
+     RETURNING ",
+    job_columns!()
+);
+const FINISH: &str = concat!(
+    "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
      result_bytes = $5, log_records = $6, log_bytes = $7, log_truncated = $8, log_streams = $9 \
-     WHERE id = $1 AND state IN ('queued', 'running') RETURNING id, name, state, exit_code, spec, \
-     node, created_at, started_at, finished_at, log_records, log_bytes, log_truncated, log_streams, \
-     result_bytes";
+     WHERE id = $1 AND state IN ('queued', 'running') RETURNING ",
+    job_columns!()
+);
 const SAVE_RESULT: &str = "INSERT INTO results (job_id, body) VALUES ($1, $2) \
      ON CONFLICT (job_id) DO UPDATE SET body = EXCLUDED.body";
-const CANCEL_QUEUED: &str = "UPDATE jobs SET state = 'cancelled', finished_at = $2 \
-     WHERE id = $1 AND state = 'queued' RETURNING id, name, state, exit_code, spec, node, \
-     created_at, started_at, finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes";
+const CANCEL_QUEUED: &str = concat!(
+    "UPDATE jobs SET state = 'cancelled', finished_at = $2 \
+     WHERE id = $1 AND state = 'queued' RETURNING ",
+    job_columns!()
+);
 const INTERRUPT_NODE: &str = "UPDATE jobs SET state = 'interrupted', finished_at = $1 \
      WHERE state = 'running' AND node = $2";
 const INTERRUPT_ALL: &str = "UPDATE jobs SET state = 'interrupted', finished_at = $1 \

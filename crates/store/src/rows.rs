@@ -7,9 +7,18 @@ use joblog_core::{
 
 use crate::{Result, StoreError};
 
-/// The columns of the jobs table every request reads, in this order.
-pub(crate) const JOB_COLUMNS: &str = "id, name, state, exit_code, spec, node, created_at, \
-     started_at, finished_at, log_records, log_bytes, log_truncated, log_streams, result_bytes";
+/// The columns of the jobs table every request reads, in this order, as a
+/// literal so that constant SQL can be built with `concat!`.
+macro_rules! job_columns {
+    () => {
+        "id, name, state, exit_code, spec, node, created_at, started_at, finished_at, \
+         log_records, log_bytes, log_truncated, log_streams, result_bytes"
+    };
+}
+pub(crate) use job_columns;
+
+/// [`job_columns!`] as a constant, for SQL built at run time.
+pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// A jobs row, as stored.
 pub(crate) struct JobRow {

@@ -230,27 +230,7 @@ fn with_dbname(url: &str, dbname: &str) -> String {
 
 /// `user@host:port` of a config, for messages; never the password.
 fn describe(config: &tokio_postgres::Config) -> String {
-    let hosts: Vec<String> = config
-        .get_hosts()
-        .iter()
-        .enumerate()
-        .map(|(i, host)| {
-            let host = match host {
-                tokio_postgres::config::Host::Tcp(h) => h.clone(),
-                #[cfg(unix)]
-                tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-            };
-            let port = config
-                .get_ports()
-                .get(i)
-                .or(config.get_ports().first())
-                .copied()
-                .unwrap_or(5432);
-            format!("{host}:{port}")
-        })
-        .collect();
-    let user = config.get_user().unwrap_or("(default user)");
-    format!("{user}@{}", hosts.join(","))
+    crate::postgres::server(config)
 }
 
 /// What went wrong, for a test's failure message (never the password).
