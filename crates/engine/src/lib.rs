@@ -207,7 +207,12 @@ impl Engine {
                 metrics,
             }),
         };
-        store_listener(&engine);
+        // Other nodes' commits (a shared store announces them) go into the
+        // same broadcast as this node's, so followers see every job alike.
+        engine
+            .inner
+            .store
+            .start_listener(engine.inner.pipeline.commit_sender());
         // Subscribed here, not in the task, so no commit after start is missed.
         let commits = engine.inner.pipeline.subscribe();
         tokio::spawn(engine.clone().watch_commits(commits));
@@ -600,15 +605,6 @@ async fn heartbeat(
         Outcome::Count(n) => n,
         _ => 0,
     })
-}
-
-/// Feeds other nodes' commits (a shared store announces them) into the
-/// same broadcast as this node's, so followers see every job alike.
-fn store_listener(engine: &Engine) {
-    engine
-        .inner
-        .store
-        .start_listener(engine.inner.pipeline.commit_sender());
 }
 
 fn state_label(s: JobState) -> Vec<(String, String)> {
