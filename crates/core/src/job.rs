@@ -1,7 +1,6 @@
 //! Jobs: what a client submits, what the store keeps, what the API shows.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -264,12 +263,6 @@ pub struct JobQuery {
     pub before_id: Option<JobId>,
 }
 
-/// Parses `30d`, `12h`, `90s`, `1h30m`, `500ms` (humantime's syntax).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| format!("invalid duration {s:?}: {e} (examples: 30s, 15m, 12h, 30d)"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,14 +318,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("bogus"), "{e}");
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(
-            parse_duration("30d").unwrap(),
-            Duration::from_secs(30 * 86400)
-        );
-        assert!(parse_duration("thirty").unwrap_err().contains("thirty"));
     }
 }

@@ -3,13 +3,15 @@
 //! Every other crate speaks in these types; this crate knows nothing about
 //! SQL, HTTP, processes or files.
 
+mod duration;
 mod job;
 mod record;
 mod time;
 
+pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use job::{
-    parse_duration, Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo,
-    ValidJob, ValidationError, MAX_LIST_LIMIT,
+    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
+    ValidationError, MAX_LIST_LIMIT,
 };
 pub use record::{Record, Stream, StreamCounts};
 pub use time::Timestamp;

@@ -62,7 +62,7 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "external")]
     pub keep: bool,
     /// Stop after this long even if checkpoints remain (table so far is printed).
-    #[arg(long, value_name = "DUR", default_value = "2h", value_parser = parse_positive_duration)]
+    #[arg(long, value_name = "DUR", default_value = "2h", value_parser = joblog_core::parse_positive_duration)]
     pub time_limit: Duration,
     /// ingest: records written per run (suffixes K and M).
     #[arg(long, value_name = "N", default_value = "500K", value_parser = parse_count)]
@@ -72,20 +72,12 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// Give up when a job has not finished after this long.
-    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_positive_duration)]
+    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = joblog_core::parse_positive_duration)]
     pub job_timeout: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoints(pub Vec<u64>);
-
-fn parse_positive_duration(s: &str) -> Result<Duration, String> {
-    let d = joblog_core::parse_duration(s)?;
-    if d.is_zero() {
-        return Err(format!("{s:?}: must be more than 0"));
-    }
-    Ok(d)
-}
 
 /// `500K`, `0.5M`, `2.5m`, `20000`: a message count.
 fn parse_count(s: &str) -> Result<u64, String> {

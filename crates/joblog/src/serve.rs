@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use joblog_api::AppState;
+use joblog_core::Backoff;
 use joblog_engine::{Engine, EngineConfig};
 use joblog_pipeline::{LogLimits, Pipeline, PipelineConfig};
 use joblog_store::{GroomPolicy, StoreOptions, SyncMode};
@@ -237,16 +238,16 @@ async fn open_store(
     Box<dyn joblog_store::StoreWriter>,
 )> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let mut backoff = Duration::from_millis(200);
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
     loop {
         let opened = joblog_store::open(url, options)
             .and_then(|store| store.open_writer().map(|writer| (store, writer)));
         match opened {
             Ok(pair) => return Ok(pair),
             Err(e) if e.is_transient() && tokio::time::Instant::now() < deadline => {
-                tracing::warn!(error = %e, "database not available yet; retrying in {backoff:?}");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                let delay = backoff.next_delay();
+                tracing::warn!(error = %e, "database not available yet; retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
             }
             Err(e) => return Err(e.into()),
         }

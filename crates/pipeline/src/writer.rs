@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use joblog_core::{JobId, LogSummary, Record};
+use joblog_core::{Backoff, JobId, LogSummary, Record};
 use joblog_store::{Committed, Outcome, StoreError, StoreWriter, WriteOp};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -330,7 +330,7 @@ fn commit_batch(
         .drain(..)
         .map(|m| (m.op, (m.reply, m.permits)))
         .unzip();
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = store_backoff();
     let outcomes = loop {
         let started = Instant::now();
         match writer.apply(&ops) {
@@ -349,9 +349,9 @@ fn commit_batch(
                 // through the budget, the producers) and try again.
                 metrics.errors.inc();
                 mark_failing(shared, metrics, &e);
-                tracing::error!(error = %e, ops = ops.len(), "store write failed; retrying in {backoff:?}");
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                let delay = backoff.next_delay();
+                tracing::error!(error = %e, ops = ops.len(), "store write failed; retrying in {delay:?}");
+                std::thread::sleep(delay);
             }
             Err(e) => {
                 // Not transient: find the op at fault by applying them one
@@ -410,7 +410,7 @@ fn apply_one_by_one(
 ) -> Vec<Result<Outcome, PipelineError>> {
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = store_backoff();
         let r = loop {
             match writer.apply(std::slice::from_ref(op)) {
                 Ok(mut o) => {
@@ -421,8 +421,7 @@ fn apply_one_by_one(
                 }
                 Err(e) if e.is_transient() => {
                     mark_failing(shared, metrics, &e);
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    std::thread::sleep(backoff.next_delay());
                 }
                 Err(e) => {
                     tracing::error!(error = %e, op = ?op_kind(op), "write op rejected by the store");
@@ -449,6 +448,11 @@ fn op_kind(op: &WriteOp) -> &'static str {
         WriteOp::Heartbeat { .. } => "heartbeat",
         WriteOp::RequestCancel { .. } => "request_cancel",
     }
+}
+
+/// How the writer waits between attempts at a transient store failure.
+fn store_backoff() -> Backoff {
+    Backoff::new(Duration::from_millis(50), Duration::from_secs(5))
 }
 
 fn mark_healthy(shared: &Shared, metrics: &Metrics) {

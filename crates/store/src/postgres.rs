@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use joblog_core::{Job, JobId, JobQuery, JobState, LogSummary, Record, Stream, Timestamp};
+use joblog_core::{Backoff, Job, JobId, JobQuery, JobState, LogSummary, Record, Stream, Timestamp};
 use tokio::sync::broadcast;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::config::Host;
@@ -559,7 +559,7 @@ struct Note {
 /// runs, and announces a `reset` after each (re)connection, since whatever
 /// was notified meanwhile is lost.
 async fn listen(config: Config, node: String, sink: broadcast::Sender<Arc<Committed>>) {
-    let mut backoff = Duration::from_millis(100);
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut failing = false;
     loop {
         match config.connect(NoTls).await {
@@ -595,7 +595,7 @@ async fn listen(config: Config, node: String, sink: broadcast::Sender<Arc<Commit
                             tracing::info!("listening for other nodes' commits again");
                             failing = false;
                         }
-                        backoff = Duration::from_millis(100);
+                        backoff.reset();
                         let _ = sink.send(Arc::new(Committed {
                             reset: true,
                             ..Committed::default()
@@ -615,8 +615,7 @@ async fn listen(config: Config, node: String, sink: broadcast::Sender<Arc<Commit
                 }
             }
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
+        tokio::time::sleep(backoff.next_delay()).await;
     }
 }
 
