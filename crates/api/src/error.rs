@@ -76,6 +76,7 @@ impl From<PipelineError> for ApiError {
                 "the server is shutting down",
             ),
             PipelineError::Store(e) => e.into(),
+            e @ PipelineError::Mismatch { .. } => ApiError::internal("store error", &e),
         }
     }
 }
@@ -102,9 +103,7 @@ impl From<EngineError> for ApiError {
             ),
             EngineError::Pipeline(e) => e.into(),
             EngineError::Store(e) => e.into(),
-            e @ (EngineError::Io(_) | EngineError::Unexpected(_)) => {
-                ApiError::internal("engine error", &e)
-            }
+            e @ EngineError::Io(_) => ApiError::internal("engine error", &e),
         }
     }
 }

@@ -830,6 +830,23 @@ async fn groom_keeps_the_newest_jobs_of_each_name(db: TestDatabase) {
 
 async fn metrics_healthz_and_openapi(db: TestDatabase) {
     let t = start_app(db, 2).await;
+    // Running jobs only: the dispatcher holds the free slots while it
+    // waits for work, and an idle node once read as 2 of 2 here.
+    let in_use = healthz_pool_in_use(&t.router).await;
+    assert_eq!(in_use, 0, "an idle node runs no job");
+    let sleeper = id_of(&submit_sh(&t.router, "sleep 30").await);
+    wait_pool_in_use(&t.router, 1).await;
+    let text = get(&t.router, "/metrics").await.text();
+    assert!(text.lines().any(|l| l == "joblog_pool_in_use 1"), "{text}");
+    post(
+        &t.router,
+        &format!("/api/v1/jobs/{sleeper}/cancel"),
+        &json!({}),
+    )
+    .await;
+    wait_finished(&t.router, sleeper).await;
+    wait_pool_in_use(&t.router, 0).await;
+
     let job = run_sh(&t.router, "echo one; echo two; echo three").await;
     assert_eq!(job["log"]["records"], 3);
 
@@ -1185,4 +1202,28 @@ async fn a_viewer_holds_one_subscription_until_it_leaves_or_the_job_ends(db: Tes
     assert_eq!(end["state"], "succeeded");
     assert_eq!(subscribers(), before, "the ended stream still subscribes");
     t.shutdown().await;
+}
+
+async fn healthz_pool_in_use(router: &axum::Router) -> u64 {
+    let health = get(router, "/healthz").await.json();
+    health["pool_in_use"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no pool_in_use in {health}"))
+}
+
+/// Polls `/healthz` until `pool_in_use` is `n` (a job is counted from the
+/// moment its task starts to the moment it ends, a little after its state).
+async fn wait_pool_in_use(router: &axum::Router, n: u64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let in_use = healthz_pool_in_use(router).await;
+        if in_use == n {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pool_in_use stayed {in_use}, expected {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

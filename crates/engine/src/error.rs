@@ -20,6 +20,4 @@ pub enum EngineError {
     Store(#[from] joblog_store::StoreError),
     #[error("{0}")]
     Io(String),
-    #[error("unexpected: {0}")]
-    Unexpected(String),
 }

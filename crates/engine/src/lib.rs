@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use joblog_core::{Job, JobId, JobState, NewJobRequest};
 use joblog_pipeline::{LogLimits, Pipeline};
-use joblog_store::{GroomPolicy, Outcome, Store, WriteOp};
+use joblog_store::{GroomPolicy, Store};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -143,17 +143,13 @@ impl Engine {
         // Jobs still `running` under this node's name were left by an
         // earlier process of it; with the embedded store this node is the
         // only one, so that is every running job.
-        let own = WriteOp::Interrupt {
-            node: shared.then(|| config.node.clone()),
-            include_queued: false,
-        };
-        if let Outcome::Count(n) = pipeline.execute(own).await? {
-            if n > 0 {
-                tracing::warn!(
-                    jobs = n,
-                    "jobs left running by an earlier process marked interrupted"
-                );
-            }
+        let own = shared.then(|| config.node.clone());
+        let n = pipeline.interrupt(own, false).await?;
+        if n > 0 {
+            tracing::warn!(
+                jobs = n,
+                "jobs left running by an earlier process marked interrupted"
+            );
         }
         std::fs::create_dir_all(config.data_dir.join("results")).map_err(|e| {
             EngineError::Io(format!(
@@ -184,7 +180,7 @@ impl Engine {
         );
         registry.register(
             "joblog_pool_in_use",
-            "Worker slots in use",
+            "Jobs running on this node (worker slots in use)",
             metrics.in_use.clone(),
         );
         let pool_max = Gauge::<i64>::default();
@@ -298,9 +294,11 @@ impl Engine {
         &self.inner.config.node
     }
 
-    /// Worker slots in use right now.
+    /// Jobs running on this node right now. Not the pool's taken permits:
+    /// the dispatcher holds every free slot while it waits for work, so
+    /// those would count an idle node as full.
     pub fn in_use(&self) -> usize {
-        self.inner.config.max_concurrency - self.inner.pool.available_permits()
+        self.lock_running().jobs.len()
     }
 
     pub fn is_accepting(&self) -> bool {
@@ -322,15 +320,7 @@ impl Engine {
         } else {
             Some(self.inner.submitting.read().await)
         };
-        let job = match self
-            .inner
-            .pipeline
-            .execute(WriteOp::InsertJob { name, spec })
-            .await?
-        {
-            Outcome::Job(job) => job,
-            other => return Err(EngineError::Unexpected(format!("insert gave {other:?}"))),
-        };
+        let job = self.inner.pipeline.insert_job(name, spec).await?;
         if !secrets.is_empty() {
             self.lock_secrets().insert(job.id, secrets);
         }
@@ -345,12 +335,7 @@ impl Engine {
         if self.stop_if_running(id) {
             return self.get(id).await;
         }
-        if let Outcome::MaybeJob(Some(job)) = self
-            .inner
-            .pipeline
-            .execute(WriteOp::CancelQueued { job: id })
-            .await?
-        {
+        if let Some(job) = self.inner.pipeline.cancel_queued(id).await? {
             self.lock_secrets().remove(&id);
             return Ok(job);
         }
@@ -364,10 +349,7 @@ impl Engine {
             }
             // Running on another node: its engine hears the request
             // through the store's notifications and stops it.
-            self.inner
-                .pipeline
-                .execute(WriteOp::RequestCancel { job: id })
-                .await?;
+            self.inner.pipeline.request_cancel(id).await?;
             return Ok(job);
         }
         // Claimed by our dispatcher and not registered yet: it will be
@@ -414,46 +396,21 @@ impl Engine {
         }
         // Whole partitions first (a cheap DROP each, where the store has
         // them); what remains is deleted row by row.
-        if let Outcome::Groomed { jobs, records } = self
-            .inner
-            .pipeline
-            .execute(WriteOp::DropLogPartitions {
-                candidates: candidates.clone(),
-            })
-            .await?
-        {
-            report.jobs_deleted += jobs.len() as u64;
-            report.records_deleted += records;
-            let dropped: std::collections::HashSet<JobId> = jobs.into_iter().collect();
-            candidates.retain(|id| !dropped.contains(id));
-        }
+        let pipeline = &self.inner.pipeline;
+        let dropped = pipeline.drop_log_partitions(candidates.clone()).await?;
+        report.jobs_deleted += dropped.jobs.len() as u64;
+        report.records_deleted += dropped.records;
+        let dropped: std::collections::HashSet<JobId> = dropped.jobs.into_iter().collect();
+        candidates.retain(|id| !dropped.contains(id));
         for id in candidates {
             loop {
-                let n = match self
-                    .inner
-                    .pipeline
-                    .execute(WriteOp::DeleteLogChunk {
-                        job: id,
-                        max: CHUNK,
-                    })
-                    .await?
-                {
-                    Outcome::Count(n) => n,
-                    _ => 0,
-                };
+                let n = pipeline.delete_log_chunk(id, CHUNK).await?;
                 report.records_deleted += n;
                 if n < u64::from(CHUNK) {
                     break;
                 }
             }
-            if let Outcome::Count(n) = self
-                .inner
-                .pipeline
-                .execute(WriteOp::DeleteJob { job: id })
-                .await?
-            {
-                report.jobs_deleted += n;
-            }
+            report.jobs_deleted += pipeline.delete_job(id).await?;
         }
         Ok(report)
     }
@@ -528,16 +485,16 @@ impl Engine {
                 }
                 let notified = self.inner.wake.notified();
                 let claims = permits.iter().map(|_| {
-                    self.inner.pipeline.execute(WriteOp::ClaimNext {
-                        node: self.inner.config.node.clone(),
-                    })
+                    self.inner
+                        .pipeline
+                        .claim_next(self.inner.config.node.clone())
                 });
                 let mut jobs = Vec::new();
                 let mut failed = false;
                 for claimed in futures_util::future::join_all(claims).await {
                     match claimed {
-                        Ok(Outcome::Claimed(Some(job))) => jobs.push(job),
-                        Ok(_) => {}
+                        Ok(Some(job)) => jobs.push(job),
+                        Ok(None) => {}
                         Err(e) => {
                             tracing::error!(error = %e, "claiming a job failed");
                             failed = true;
@@ -597,14 +554,8 @@ async fn heartbeat(
     config: &EngineConfig,
     judge: bool,
 ) -> Result<u64, joblog_pipeline::PipelineError> {
-    let op = WriteOp::Heartbeat {
-        node: config.node.clone(),
-        lapse: judge.then_some(config.heartbeat_timeout),
-    };
-    Ok(match pipeline.execute(op).await? {
-        Outcome::Count(n) => n,
-        _ => 0,
-    })
+    let lapse = judge.then_some(config.heartbeat_timeout);
+    pipeline.heartbeat(config.node.clone(), lapse).await
 }
 
 fn state_label(s: JobState) -> Vec<(String, String)> {

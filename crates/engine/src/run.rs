@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use joblog_core::{Job, JobState, Stream, Timestamp};
+use joblog_pipeline::Finish;
 use joblog_pipeline::{JobLog, ResultText, Source};
-use joblog_store::WriteOp;
 use nix::sys::signal::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
@@ -130,19 +130,14 @@ impl Engine {
         if let Err(e) = self.inner.pipeline.append(id, out, summary).await {
             tracing::error!(job = id, error = %e, "could not hand the last records over");
         }
-        match self
-            .inner
-            .pipeline
-            .execute(WriteOp::Finish {
-                job: id,
-                state,
-                exit_code,
-                result,
-                summary,
-            })
-            .await
-        {
-            Ok(joblog_store::Outcome::Job(done)) => {
+        let ending = Finish {
+            state,
+            exit_code,
+            result,
+            summary,
+        };
+        match self.inner.pipeline.finish(id, ending).await {
+            Ok(Some(done)) => {
                 if let (Some(s), Some(f)) = (done.started_at, done.finished_at) {
                     self.inner
                         .metrics
@@ -150,7 +145,7 @@ impl Engine {
                         .observe(s.millis_until(f).max(0.0) / 1000.0);
                 }
             }
-            Ok(_) => tracing::warn!(
+            Ok(None) => tracing::warn!(
                 job = id,
                 state = state.name(),
                 "the job had already been ended elsewhere (this node was taken for lapsed); \

@@ -6,10 +6,12 @@
 //! reach the store in seq order, so a crash leaves a gap-free prefix.
 
 pub mod joblog;
+mod requests;
 mod writer;
 
 pub use joblog::{JobLog, LogLimits, ResultText, Source};
 pub use joblog_store::Committed;
+pub use requests::{Dropped, Finish};
 pub use writer::{Health, Pipeline, PipelineConfig, WriterThread};
 
 /// Why the pipeline could not take or apply an op.
@@ -19,4 +21,8 @@ pub enum PipelineError {
     Closed,
     #[error(transparent)]
     Store(#[from] joblog_store::StoreError),
+    /// The store answered an op with an outcome of another kind: a bug in
+    /// a store, reported rather than read as a default.
+    #[error("the store answered {op} with {outcome}")]
+    Mismatch { op: &'static str, outcome: String },
 }

@@ -224,8 +224,8 @@ impl Pipeline {
     }
 
     /// Applies one op in the next batch and returns its outcome once
-    /// committed.
-    pub async fn execute(&self, op: WriteOp) -> Result<Outcome, PipelineError> {
+    /// committed. Callers use the typed calls of `requests.rs`.
+    pub(crate) async fn execute(&self, op: WriteOp) -> Result<Outcome, PipelineError> {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Envelope::Op(Msg {

@@ -114,14 +114,22 @@ impl Committed {
             (WriteOp::InsertJob { .. }, _) => self.queued += 1,
             (WriteOp::Finish { job, .. }, _) => self.finished.push(*job),
             (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => self.finished.push(*job),
+            (WriteOp::CancelQueued { .. }, _) => {}
             (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
             // Jobs of a lapsed or restarted node were ended in bulk.
-            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Count(n))
-                if *n > 0 =>
-            {
-                self.reset = true
+            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Count(n)) => {
+                self.reset |= *n > 0
             }
-            _ => {}
+            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, _) => {}
+            // Nobody follows a claim (the job's own records tell it runs)
+            // or deletions (only finished jobs are deleted).
+            (
+                WriteOp::ClaimNext { .. }
+                | WriteOp::DeleteLogChunk { .. }
+                | WriteOp::DeleteJob { .. }
+                | WriteOp::DropLogPartitions { .. },
+                _,
+            ) => {}
         }
     }
 
@@ -182,7 +190,8 @@ pub enum WriteOp {
         summary: LogSummary,
     },
     /// Ends a job; `finished_at` is the commit time of this op, so it comes
-    /// after every record appended before it. → [`Outcome::Job`]
+    /// after every record appended before it. → [`Outcome::MaybeJob`]
+    /// (`None` when the job had already ended: a job is finished once)
     Finish {
         job: JobId,
         state: JobState,

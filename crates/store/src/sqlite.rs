@@ -444,7 +444,7 @@ fn apply_one(
                         )?
                         .execute(params![job, body])?;
                     }
-                    Ok(Outcome::Job(j))
+                    Ok(Outcome::MaybeJob(Some(j)))
                 }
                 // Already ended (a job is finished once).
                 None => Ok(Outcome::MaybeJob(None)),

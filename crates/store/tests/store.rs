@@ -129,7 +129,7 @@ impl TestStore {
             result,
             summary,
         }) {
-            Outcome::Job(job) => job,
+            Outcome::MaybeJob(Some(job)) => job,
             other => panic!("Finish gave {other:?}"),
         }
     }

@@ -5,11 +5,11 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use joblog_core::{JobId, JobSpec, LogSummary, Record, Stream, Timestamp};
 use joblog_pipeline::{Pipeline, PipelineConfig};
 use joblog_store::baseline::{self, Batch, Method};
-use joblog_store::{Outcome, StoreOptions, WriteOp};
+use joblog_store::StoreOptions;
 
 use super::{format_count, median, redact_args, BenchArgs};
 
@@ -153,17 +153,14 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<i32>
 async fn new_jobs(pipeline: &Pipeline, n: usize) -> anyhow::Result<Vec<JobId>> {
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
-        let op = WriteOp::InsertJob {
-            name: Some("bench-ingest".into()),
-            spec: JobSpec {
-                command: vec!["true".into()],
-                ..JobSpec::default()
-            },
+        let spec = JobSpec {
+            command: vec!["true".into()],
+            ..JobSpec::default()
         };
-        match pipeline.execute(op).await? {
-            Outcome::Job(job) => ids.push(job.id),
-            other => bail!("inserting a job gave {other:?}"),
-        }
+        let job = pipeline
+            .insert_job(Some("bench-ingest".into()), spec)
+            .await?;
+        ids.push(job.id);
     }
     Ok(ids)
 }
@@ -213,12 +210,7 @@ async fn through_pipeline(
     }
     // Ops are applied in order: once this one is committed, so is every
     // record handed over before it.
-    pipeline
-        .execute(WriteOp::DeleteLogChunk {
-            job: any_job,
-            max: 0,
-        })
-        .await?;
+    pipeline.delete_log_chunk(any_job, 0).await?;
     Ok(started.elapsed())
 }
 

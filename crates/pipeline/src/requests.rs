@@ -1,0 +1,254 @@
+//! The typed calls the engine and the API make of the writer: one method per
+//! kind of write, each returning its own outcome.
+//!
+//! The writer speaks in [`WriteOp`] and [`Outcome`] because it commits ops
+//! of every kind together; callers should not have to match outcomes. Each
+//! call here says which outcome its op produces, and any other is an error
+//! ([`PipelineError::Mismatch`]), never a silent default.
+
+use std::time::Duration;
+
+use joblog_core::{Job, JobId, JobSpec, JobState, LogSummary};
+use joblog_store::{Outcome, WriteOp};
+
+use crate::{Pipeline, PipelineError};
+
+/// What dropping whole log partitions deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Jobs deleted with their partitions (their rows and results too).
+    pub jobs: Vec<JobId>,
+    /// Log records that went with them.
+    pub records: u64,
+}
+
+/// How a job ends, for [`Pipeline::finish`].
+#[derive(Debug)]
+pub struct Finish {
+    pub state: JobState,
+    pub exit_code: Option<i32>,
+    pub result: Option<Vec<u8>>,
+    pub summary: LogSummary,
+}
+
+impl Pipeline {
+    /// Queues a job and returns it with its id.
+    pub async fn insert_job(
+        &self,
+        name: Option<String>,
+        spec: JobSpec,
+    ) -> Result<Job, PipelineError> {
+        match self.execute(WriteOp::InsertJob { name, spec }).await? {
+            Outcome::Job(job) => Ok(job),
+            other => Err(mismatch("insert_job", other)),
+        }
+    }
+
+    /// Takes the oldest queued job for `node`; `None` when none is queued.
+    pub async fn claim_next(&self, node: String) -> Result<Option<Job>, PipelineError> {
+        match self.execute(WriteOp::ClaimNext { node }).await? {
+            Outcome::Claimed(job) => Ok(job),
+            other => Err(mismatch("claim_next", other)),
+        }
+    }
+
+    /// Ends a job after every record handed over before; `None` when it had
+    /// already been ended (e.g. by another node that took this one for
+    /// lapsed).
+    pub async fn finish(&self, job: JobId, ending: Finish) -> Result<Option<Job>, PipelineError> {
+        let Finish {
+            state,
+            exit_code,
+            result,
+            summary,
+        } = ending;
+        let op = WriteOp::Finish {
+            job,
+            state,
+            exit_code,
+            result,
+            summary,
+        };
+        match self.execute(op).await? {
+            Outcome::MaybeJob(job) => Ok(job),
+            other => Err(mismatch("finish", other)),
+        }
+    }
+
+    /// Cancels the job if it is still queued; `None` when it was not.
+    pub async fn cancel_queued(&self, job: JobId) -> Result<Option<Job>, PipelineError> {
+        match self.execute(WriteOp::CancelQueued { job }).await? {
+            Outcome::MaybeJob(job) => Ok(job),
+            other => Err(mismatch("cancel_queued", other)),
+        }
+    }
+
+    /// Marks `running` jobs of `node` (every node's with `None`)
+    /// interrupted, and queued ones too with `include_queued`; returns how
+    /// many.
+    pub async fn interrupt(
+        &self,
+        node: Option<String>,
+        include_queued: bool,
+    ) -> Result<u64, PipelineError> {
+        let op = WriteOp::Interrupt {
+            node,
+            include_queued,
+        };
+        count("interrupt", self.execute(op).await?)
+    }
+
+    /// Deletes up to `max` of the job's records, lowest seq first; returns
+    /// how many went.
+    pub async fn delete_log_chunk(&self, job: JobId, max: u32) -> Result<u64, PipelineError> {
+        let outcome = self.execute(WriteOp::DeleteLogChunk { job, max }).await?;
+        count("delete_log_chunk", outcome)
+    }
+
+    /// Deletes a job whose log is gone; returns 1, or 0 if it was not there.
+    pub async fn delete_job(&self, job: JobId) -> Result<u64, PipelineError> {
+        count(
+            "delete_job",
+            self.execute(WriteOp::DeleteJob { job }).await?,
+        )
+    }
+
+    /// Drops every log partition all of whose jobs are `candidates` (a store
+    /// without partitions drops nothing).
+    pub async fn drop_log_partitions(
+        &self,
+        candidates: Vec<JobId>,
+    ) -> Result<Dropped, PipelineError> {
+        match self
+            .execute(WriteOp::DropLogPartitions { candidates })
+            .await?
+        {
+            Outcome::Groomed { jobs, records } => Ok(Dropped { jobs, records }),
+            other => Err(mismatch("drop_log_partitions", other)),
+        }
+    }
+
+    /// Records that `node` is alive and, with `lapse`, interrupts the
+    /// running jobs of nodes silent for longer; returns how many.
+    pub async fn heartbeat(
+        &self,
+        node: String,
+        lapse: Option<Duration>,
+    ) -> Result<u64, PipelineError> {
+        count(
+            "heartbeat",
+            self.execute(WriteOp::Heartbeat { node, lapse }).await?,
+        )
+    }
+
+    /// Asks the node running `job` to stop it.
+    pub async fn request_cancel(&self, job: JobId) -> Result<(), PipelineError> {
+        match self.execute(WriteOp::RequestCancel { job }).await? {
+            Outcome::Done => Ok(()),
+            other => Err(mismatch("request_cancel", other)),
+        }
+    }
+}
+
+fn count(op: &'static str, outcome: Outcome) -> Result<u64, PipelineError> {
+    match outcome {
+        Outcome::Count(n) => Ok(n),
+        other => Err(mismatch(op, other)),
+    }
+}
+
+fn mismatch(op: &'static str, outcome: Outcome) -> PipelineError {
+    PipelineError::Mismatch {
+        op,
+        outcome: format!("{outcome:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use joblog_store::{StoreWriter, WriteOp};
+    use prometheus_client::registry::Registry;
+
+    use super::*;
+
+    /// A store that answers every op with the same outcome, right or not.
+    struct Answers(Outcome);
+
+    impl StoreWriter for Answers {
+        fn apply(&mut self, ops: &[WriteOp]) -> joblog_store::Result<Vec<Outcome>> {
+            Ok(ops.iter().map(|_| self.0.clone()).collect())
+        }
+    }
+
+    fn pipeline(answer: Outcome) -> Pipeline {
+        let (pipeline, _writer) = Pipeline::start(
+            Box::new(Answers(answer)),
+            crate::PipelineConfig::default(),
+            &mut Registry::default(),
+        );
+        pipeline
+    }
+
+    #[tokio::test]
+    async fn a_mismatched_outcome_is_an_error_naming_the_op() {
+        let p = pipeline(Outcome::Done);
+        let e = p.delete_log_chunk(1, 10).await.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PipelineError::Mismatch {
+                    op: "delete_log_chunk",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "the store answered delete_log_chunk with Done"
+        );
+        let e = p.claim_next("n".into()).await.unwrap_err();
+        assert!(matches!(
+            e,
+            PipelineError::Mismatch {
+                op: "claim_next",
+                ..
+            }
+        ));
+        let p = pipeline(Outcome::Count(3));
+        assert!(p.request_cancel(1).await.is_err());
+        assert!(p.insert_job(None, JobSpec::default()).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn each_call_returns_its_own_outcome() {
+        assert_eq!(
+            pipeline(Outcome::Count(3))
+                .heartbeat("n".into(), None)
+                .await
+                .unwrap(),
+            3
+        );
+        assert_eq!(
+            pipeline(Outcome::Claimed(None))
+                .claim_next("n".into())
+                .await
+                .unwrap(),
+            None
+        );
+        let dropped = pipeline(Outcome::Groomed {
+            jobs: vec![4, 5],
+            records: 9,
+        })
+        .drop_log_partitions(vec![4, 5, 6])
+        .await
+        .unwrap();
+        assert_eq!(
+            dropped,
+            Dropped {
+                jobs: vec![4, 5],
+                records: 9
+            }
+        );
+    }
+}
