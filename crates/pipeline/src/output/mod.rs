@@ -102,7 +102,7 @@ struct LineBuf {
 
 /// The log of one job, fed with pipe bytes, producing sequenced records.
 #[derive(Debug)]
-pub struct JobLog {
+pub struct OutputParser {
     limits: LogLimits,
     line_max: usize,
     masker: Masker,
@@ -123,7 +123,7 @@ pub struct JobLog {
     dropped_bytes: u64,
 }
 
-impl JobLog {
+impl OutputParser {
     pub fn new(limits: LogLimits, secrets: impl IntoIterator<Item = String>) -> Self {
         let mut masker = Masker::default();
         for secret in secrets {
@@ -136,7 +136,7 @@ impl JobLog {
         limits.tail_bytes = limits
             .tail_bytes
             .min(usize::try_from(limits.max_bytes).unwrap_or(usize::MAX));
-        JobLog {
+        OutputParser {
             head_records: limits.max_records - limits.tail_records as u64,
             head_bytes: limits.max_bytes - limits.tail_bytes as u64,
             line_max: limits.line_max.max(1),
@@ -665,25 +665,25 @@ mod tests {
         Timestamp(n)
     }
 
-    fn joblog(secrets: &[&str]) -> JobLog {
-        JobLog::new(LogLimits::default(), secrets.iter().map(|s| s.to_string()))
+    fn parser(secrets: &[&str]) -> OutputParser {
+        OutputParser::new(LogLimits::default(), secrets.iter().map(|s| s.to_string()))
     }
 
-    fn push(log: &mut JobLog, src: Source, data: impl AsRef<[u8]>) -> Vec<Record> {
+    fn push(log: &mut OutputParser, src: Source, data: impl AsRef<[u8]>) -> Vec<Record> {
         let mut out = Vec::new();
         log.push(src, data.as_ref(), t(1), &mut out);
         out
     }
 
     /// Feeds stdout then finishes.
-    fn run(log: &mut JobLog, data: impl AsRef<[u8]>) -> Vec<Record> {
+    fn run(log: &mut OutputParser, data: impl AsRef<[u8]>) -> Vec<Record> {
         let mut out = push(log, Source::Stdout, data);
         log.finish(t(2), &mut out);
         out
     }
 
     fn run_stdout(data: impl AsRef<[u8]>) -> Vec<Record> {
-        run(&mut joblog(&[]), data)
+        run(&mut parser(&[]), data)
     }
 
     /// (stream, message, fields) of each record, the parts most tests compare.
@@ -725,7 +725,7 @@ mod tests {
 
     #[test]
     fn lines_become_records_of_their_stream_in_order() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let mut out = Vec::new();
         log.push(Source::Stdout, b"one\ntw", t(1), &mut out);
         log.push(Source::Stderr, b"oops\n", t(2), &mut out);
@@ -786,7 +786,7 @@ mod tests {
 
     #[test]
     fn commands_work_on_stderr_too() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let mut out = push(&mut log, Source::Stderr, "::warning::careful\nplain\n");
         log.finish(t(2), &mut out);
         assert_eq!(
@@ -872,7 +872,7 @@ mod tests {
 
     #[test]
     fn set_result_valid_is_taken_not_stored() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let out = run(&mut log, "::set-result:: {\"ok\": [1, 2]} \nafter\n");
         assert_eq!(messages(&out), ["after"]);
         assert_eq!(
@@ -884,7 +884,7 @@ mod tests {
 
     #[test]
     fn set_result_invalid_is_an_error_record_without_the_value() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let out = run(&mut log, "::set-result::{\"token\": s3cr3tvalue}\n");
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].stream, Stream::Error);
@@ -903,7 +903,7 @@ mod tests {
 
     #[test]
     fn last_set_result_wins_and_unterminated_one_counts_at_finish() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let out = run(&mut log, "::set-result::1\n::set-result::[2]");
         assert!(out.is_empty(), "{out:?}");
         assert_eq!(log.take_result(), Some(ResultText::Valid("[2]".into())));
@@ -911,7 +911,7 @@ mod tests {
 
     #[test]
     fn secrets_are_masked_in_messages_and_fields() {
-        let mut log = joblog(&["hunter2", "", "  spaced  "]);
+        let mut log = parser(&["hunter2", "", "  spaced  "]);
         let out = run(
             &mut log,
             "pw=hunter2!\n::warning file=hunter2.txt,hunter2=1,n=12::x hunter2\nspaced\n",
@@ -932,14 +932,14 @@ mod tests {
 
     #[test]
     fn masked_number_param_stays_masked() {
-        let out = run(&mut joblog(&["12345"]), "::warning line=12345::x\n");
+        let out = run(&mut parser(&["12345"]), "::warning line=12345::x\n");
         assert_eq!(out[0].fields, json!({"line": "***"}).as_object().cloned());
     }
 
     #[test]
     fn base64_forms_of_secrets_are_masked() {
         let secret = "s3cr3t-Pa55word";
-        let mut log = joblog(&[secret]);
+        let mut log = parser(&[secret]);
         let mut lines = vec![
             STANDARD.encode(secret),
             STANDARD.encode(secret).trim_end_matches('=').to_string(),
@@ -969,7 +969,7 @@ mod tests {
 
     #[test]
     fn add_mask_applies_to_later_records_only_and_is_not_stored() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let out = run(
             &mut log,
             "before tok3n\n::add-mask::  tok3n \r\nafter tok3n\n::add-mask::\n::add-mask::   \n",
@@ -1004,7 +1004,7 @@ mod tests {
     #[test]
     fn multi_line_secret_is_masked_line_by_line() {
         let out = run(
-            &mut joblog(&["-----BEGIN KEY-----\nAAAAsecretbody\n-----END KEY-----\n"]),
+            &mut parser(&["-----BEGIN KEY-----\nAAAAsecretbody\n-----END KEY-----\n"]),
             "AAAAsecretbody\n",
         );
         assert_eq!(messages(&out), ["***"]);
@@ -1044,7 +1044,7 @@ mod tests {
 
     #[test]
     fn stop_commands_suspends_interpretation() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let out = run(
             &mut log,
             "::stop-commands::tok\n::warning::not a warning\n::add-mask::visible\n::set-result::{}\n::tok:: \n::tok::\n::warning::real\nvisible\n",
@@ -1069,7 +1069,7 @@ mod tests {
 
     #[test]
     fn partial_line_is_flushed_and_continued() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let mut out = push(&mut log, Source::Stdout, "working...");
         assert!(out.is_empty());
         assert!(log.has_partial(Source::Stdout));
@@ -1093,7 +1093,7 @@ mod tests {
 
     #[test]
     fn flush_holds_back_cr_incomplete_utf8_and_mask_prefixes() {
-        let mut log = joblog(&["hunter2"]);
+        let mut log = parser(&["hunter2"]);
         let mut out = push(&mut log, Source::Stdout, b"a\r");
         log.flush_partial(Source::Stdout, t(1), &mut out);
         out.extend(push(&mut log, Source::Stdout, b"\nb\xc3"));
@@ -1114,7 +1114,7 @@ mod tests {
 
     #[test]
     fn command_like_partial_is_not_flushed() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let mut out = Vec::new();
         for piece in [":", ":add-", "mask::", "s3cret"] {
             out.extend(push(&mut log, Source::Stdout, piece));
@@ -1144,7 +1144,7 @@ mod tests {
         // inside that margin must still be split.
         for extra in [1, 5, 20] {
             let line = "x".repeat(KIB64 + extra);
-            let out = run(&mut joblog(&["a-long-secret-value"]), format!("{line}\n"));
+            let out = run(&mut parser(&["a-long-secret-value"]), format!("{line}\n"));
             let lens: Vec<usize> = out.iter().map(|r| r.message.len()).collect();
             assert_eq!(lens, [KIB64, extra]);
         }
@@ -1171,7 +1171,7 @@ mod tests {
 
     #[test]
     fn overlong_set_result_is_refused_clearly() {
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let out = run(
             &mut log,
             format!("::set-result::[\"{}\"]\nafter\n", "r".repeat(KIB64)),
@@ -1202,7 +1202,7 @@ mod tests {
         for offset in KIB64 - secret.len() - 1..=KIB64 + 1 {
             let line = format!("{}{secret}{}", "a".repeat(offset), "b".repeat(100));
             for chunk in [line.len() + 1, 8192, 1000] {
-                let mut log = joblog(&[secret]);
+                let mut log = parser(&[secret]);
                 let mut out = Vec::new();
                 for piece in format!("{line}\n").as_bytes().chunks(chunk) {
                     log.push(Source::Stdout, piece, t(1), &mut out);
@@ -1221,7 +1221,7 @@ mod tests {
 
     #[test]
     fn streaming_a_huge_line_keeps_the_buffer_small() {
-        let mut log = joblog(&["some-secret"]);
+        let mut log = parser(&["some-secret"]);
         let bound = KIB64 + 64;
         let piece = vec![b'z'; 8192];
         let total = 20 * 1024 * 1024;
@@ -1240,7 +1240,7 @@ mod tests {
         assert_eq!(log.buffered_bytes(), 0);
 
         // One 20 MB read is not copied whole either.
-        let mut log = joblog(&[]);
+        let mut log = parser(&[]);
         let data = vec![b'z'; total];
         log.push(Source::Stdout, &data, t(1), &mut out);
         assert!(log.buffered_bytes() <= bound);
@@ -1253,7 +1253,7 @@ mod tests {
             tail_records: 10,
             ..LogLimits::default()
         };
-        let mut log = JobLog::new(limits, Vec::new());
+        let mut log = OutputParser::new(limits, Vec::new());
         let mut out = Vec::new();
         for n in 1..=1000 {
             log.push(
@@ -1297,7 +1297,7 @@ mod tests {
             tail_bytes: 100,
             ..LogLimits::default()
         };
-        let mut log = JobLog::new(limits, Vec::new());
+        let mut log = OutputParser::new(limits, Vec::new());
         let line = format!("{}\n", "x".repeat(9));
         let out = run(&mut log, line.repeat(500));
         // 100 lines fill the 900-byte head, 11 lines the 100-byte tail.
@@ -1316,7 +1316,7 @@ mod tests {
             tail_bytes: 100,
             ..LogLimits::default()
         };
-        let mut log = JobLog::new(limits, Vec::new());
+        let mut log = OutputParser::new(limits, Vec::new());
         let input = format!("{}{}\nx\n", "123456789\n".repeat(94), "y".repeat(60));
         // 846 bytes in the head; the long line does not fit in its 900, "x" would.
         let out = run(&mut log, input);
@@ -1332,7 +1332,7 @@ mod tests {
             tail_records: 10,
             ..LogLimits::default()
         };
-        let mut log = JobLog::new(limits, Vec::new());
+        let mut log = OutputParser::new(limits, Vec::new());
         let mut out = Vec::new();
         for n in 1..=95 {
             log.push(Source::Stdout, format!("{n}\n").as_bytes(), t(n), &mut out);
@@ -1402,7 +1402,7 @@ mod tests {
         data: &[u8],
         sizes: impl Fn(usize) -> usize,
     ) -> (Vec<Record>, Option<ResultText>) {
-        let mut log = JobLog::new(small_limits(), vec!["topsecret".to_string()]);
+        let mut log = OutputParser::new(small_limits(), vec!["topsecret".to_string()]);
         let mut out = Vec::new();
         let mut rest = data;
         let mut n = 0;
@@ -1438,7 +1438,7 @@ mod tests {
         for seed in 0..20 {
             let data = tricky_input(seed, 3000);
             for every in [1, 2, 5, 13] {
-                let mut log = JobLog::new(small_limits(), vec!["topsecret".to_string()]);
+                let mut log = OutputParser::new(small_limits(), vec!["topsecret".to_string()]);
                 let mut out = Vec::new();
                 for (n, piece) in data.chunks(3).enumerate() {
                     let src = if n % 50 < 25 {
@@ -1475,7 +1475,7 @@ mod tests {
             tail_bytes: 5,
             line_max: 0,
         };
-        let mut log = JobLog::new(limits, vec![String::new(), "é".to_string()]);
+        let mut log = OutputParser::new(limits, vec![String::new(), "é".to_string()]);
         let mut out = Vec::new();
         for data in [
             &b""[..],
