@@ -1,9 +1,23 @@
-//! Parsing of workflow commands (`::name key=value,...::message`) and of the
-//! percent escapes CI tools use inside them.
+//! Workflow commands (SPEC §3): parsing of `::name key=value,...::message`
+//! lines and of the percent escapes CI tools use inside them, and what each
+//! command does to the job's output. Commands are recognised only at the
+//! start of a line, and never while `::stop-commands::` is in effect.
 
 use std::borrow::Cow;
 
-use serde_json::Value;
+use joblog_core::{Record, Stream, Timestamp};
+use serde_json::{Map, Value};
+
+use super::cap::human_bytes;
+use super::lines::Rest;
+use super::{OutputParser, ResultText, Source};
+
+/// Most `::add-mask::` values one job may register, and their total size.
+/// Each one grows the automaton every record is scanned with (and its memory),
+/// so a job masking in a loop would otherwise slow the whole server; past
+/// either limit the command is refused loudly.
+pub(super) const MAX_ADDED_MASKS: usize = 1024;
+const MAX_ADDED_MASK_BYTES: usize = 256 * 1024;
 
 /// Commands joblog interprets; any other `::name::` line is ordinary text.
 const KNOWN: [&str; 12] = [
@@ -112,6 +126,141 @@ pub(crate) fn field_value(value: String) -> Value {
         }
     }
     Value::String(value)
+}
+
+impl OutputParser {
+    /// Handles the start of a line (the whole line, or its first piece):
+    /// workflow commands are recognised here only.
+    pub(super) fn line_start(
+        &mut self,
+        src: Source,
+        bytes: &[u8],
+        whole: bool,
+        ts: Timestamp,
+        out: &mut Vec<Record>,
+    ) -> Rest {
+        let ordinary = src.stream();
+        let text = String::from_utf8_lossy(bytes);
+        if let Some(token) = &self.stop_token {
+            let is_end = text
+                .strip_prefix("::")
+                .and_then(|t| t.strip_suffix("::"))
+                .is_some_and(|t| t == token);
+            if whole && is_end {
+                self.stop_token = None;
+                return Rest::Discard;
+            }
+            self.emit(ordinary, text.into_owned(), None, ts, out);
+            return Rest::Record(ordinary);
+        }
+        let Some(cmd) = parse(&text) else {
+            self.emit(ordinary, text.into_owned(), None, ts, out);
+            return Rest::Record(ordinary);
+        };
+        let stream = match cmd.name {
+            "error" => Stream::Error,
+            "warning" => Stream::Warning,
+            "notice" | "info" | "group" | "endgroup" => Stream::Information,
+            "verbose" => Stream::Verbose,
+            "debug" => Stream::Debug,
+            "progress" => Stream::Progress,
+            "add-mask" => {
+                self.add_mask(cmd.message, whole, ts, out);
+                return Rest::Discard;
+            }
+            "set-result" => {
+                self.set_result(cmd.message, whole, ts, out);
+                return Rest::Discard;
+            }
+            "stop-commands" if whole && !cmd.message.is_empty() => {
+                self.stop_token = Some(cmd.message.to_owned());
+                return Rest::Discard;
+            }
+            // An empty or overlong token: the line is ordinary text.
+            _ => {
+                self.emit(ordinary, text.into_owned(), None, ts, out);
+                return Rest::Record(ordinary);
+            }
+        };
+        let mut fields = Map::new();
+        for (key, value) in cmd.params {
+            let key = self.masker.mask(key.to_owned());
+            let value = self.masker.mask(value);
+            fields.insert(key, field_value(value));
+        }
+        match cmd.name {
+            "group" => drop(fields.insert("group".into(), "start".into())),
+            "endgroup" => drop(fields.insert("group".into(), "end".into())),
+            _ => {}
+        }
+        let message = unescape(cmd.message, false).into_owned();
+        let fields = (!fields.is_empty()).then_some(fields);
+        self.emit(stream, message, fields, ts, out);
+        Rest::Record(stream)
+    }
+
+    fn add_mask(&mut self, raw: &str, whole: bool, ts: Timestamp, out: &mut Vec<Record>) {
+        let unescaped = unescape(raw, false);
+        let values = [unescaped.trim(), raw.trim()];
+        if values[0].is_empty() {
+            return;
+        }
+        let size = values[0].len()
+            + if values[1] != values[0] {
+                values[1].len()
+            } else {
+                0
+            };
+        if self.added_masks >= MAX_ADDED_MASKS
+            || self.added_mask_bytes + size > MAX_ADDED_MASK_BYTES
+        {
+            let message = format!(
+                "::add-mask:: refused: a job may register at most {MAX_ADDED_MASKS} masks of {} in all; the value is not masked in later records",
+                human_bytes(MAX_ADDED_MASK_BYTES as u64)
+            );
+            self.emit(Stream::Warning, message, None, ts, out);
+            return;
+        }
+        let mut added = false;
+        for value in values {
+            added |= self.masker.add(value);
+        }
+        if added {
+            self.added_masks += 1;
+            self.added_mask_bytes += size;
+        }
+        if !whole {
+            let message = format!(
+                "::add-mask:: value longer than {} bytes: only its first part is masked in later records",
+                self.line_max
+            );
+            self.emit(Stream::Warning, message, None, ts, out);
+        }
+    }
+
+    fn set_result(&mut self, json: &str, whole: bool, ts: Timestamp, out: &mut Vec<Record>) {
+        let verdict = if !whole {
+            Err(format!(
+                "the result set by ::set-result:: is longer than {} bytes; write large results to the file named by JOBLOG_RESULT",
+                self.line_max
+            ))
+        } else {
+            match serde_json::from_str::<Value>(json) {
+                Ok(_) => Ok(json.trim().to_owned()),
+                // serde's message names the position, never the value.
+                Err(e) => Err(format!(
+                    "the result set by ::set-result:: is not valid JSON: {e}"
+                )),
+            }
+        };
+        self.result = Some(match verdict {
+            Ok(text) => ResultText::Valid(text),
+            Err(reason) => {
+                self.emit(Stream::Error, reason.clone(), None, ts, out);
+                ResultText::Invalid(reason)
+            }
+        });
+    }
 }
 
 #[cfg(test)]
