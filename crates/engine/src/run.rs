@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use joblog_core::{Job, JobState, Stream, Timestamp};
-use joblog_pipeline::Finish;
-use joblog_pipeline::{JobLog, ResultText, Source};
+use joblog_pipeline::{Finish, OutputParser, ResultText, Source};
 use nix::sys::signal::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
@@ -41,7 +40,7 @@ impl Engine {
             secrets = self.lock_secrets().remove(&id);
         }
         let secrets = secrets.unwrap_or_default();
-        let mut log = JobLog::new(cfg.log_limits.clone(), secrets.values().cloned());
+        let mut log = OutputParser::new(cfg.log_limits.clone(), secrets.values().cloned());
         let mut out = Vec::new();
         let result_path = cfg.data_dir.join("results").join(format!("{id}.json"));
         let _ = std::fs::remove_file(&result_path);
@@ -111,7 +110,7 @@ impl Engine {
             Ok(None) => match log.take_result() {
                 Some(ResultText::Valid(text)) => Some(text.into_bytes()),
                 Some(ResultText::Invalid(_)) => {
-                    // JobLog already stored the error record.
+                    // OutputParser already stored the error record.
                     state = fail(state);
                     None
                 }
@@ -166,7 +165,7 @@ impl Engine {
         &self,
         job: &Job,
         mut child: tokio::process::Child,
-        log: &mut JobLog,
+        log: &mut OutputParser,
         stop: &mut watch::Receiver<Option<StopReason>>,
     ) -> Ending {
         let cfg = &self.inner.config;
@@ -227,7 +226,7 @@ impl Engine {
                     let now = Timestamp::now();
                     log.flush_partial(Source::Stdout, now, &mut out);
                     log.flush_partial(Source::Stderr, now, &mut out);
-                    // JobLog may hold a partial back (it could be a
+                    // OutputParser may hold a partial back (it could be a
                     // workflow command): look again after another delay,
                     // not in a busy loop.
                     last_data = Instant::now();

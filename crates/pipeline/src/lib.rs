@@ -5,12 +5,12 @@
 //! memory between producers and the store is bounded; records of a job
 //! reach the store in seq order, so a crash leaves a gap-free prefix.
 
-pub mod joblog;
+mod output;
 mod requests;
 mod writer;
 
-pub use joblog::{JobLog, LogLimits, ResultText, Source};
 pub use joblog_store::Committed;
+pub use output::{LogLimits, OutputParser, ResultText, Source};
 pub use requests::{Dropped, Finish};
 pub use writer::{Health, Pipeline, PipelineConfig, WriterThread};
 

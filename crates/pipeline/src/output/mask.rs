@@ -51,6 +51,18 @@ impl Masker {
         true
     }
 
+    /// Registers a submitted secret as it is, trimmed, and line by line: a
+    /// multi-line secret can only ever appear one line at a time.
+    pub(crate) fn add_secret(&mut self, secret: &str) {
+        self.add(secret);
+        self.add(secret.trim());
+        if secret.contains('\n') {
+            for line in secret.lines() {
+                self.add(line.trim());
+            }
+        }
+    }
+
     fn add_pattern(&mut self, pattern: String, min_len: usize) {
         if pattern.len() >= min_len && self.known_patterns.insert(pattern.clone()) {
             self.max_len = self.max_len.max(pattern.len());
