@@ -3,6 +3,7 @@
 
 mod bench;
 mod client;
+mod config;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -23,7 +24,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a joblog node: job engine, HTTP API and log pipeline.
-    Serve(serve::ServeArgs),
+    Serve(config::ServeArgs),
     #[command(flatten)]
     Client(client::ClientCommand),
     /// Run a benchmark scenario and print a Markdown table.

@@ -7,85 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::Args;
 use joblog_api::AppState;
 use joblog_core::Backoff;
 use joblog_engine::{Engine, EngineConfig};
 use joblog_pipeline::{LogLimits, Pipeline, PipelineConfig};
 use joblog_store::{GroomPolicy, StoreOptions, SyncMode};
-use serde::Deserialize;
 
-#[derive(Args, Debug, Default)]
-pub struct ServeArgs {
-    /// Address to listen on (a non-loopback address needs an API token).
-    #[arg(long, env = "JOBLOG_LISTEN")]
-    pub listen: Option<String>,
-    /// Directory for the SQLite database and result files.
-    #[arg(long, env = "JOBLOG_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Database URL; default sqlite://<data-dir>/joblog.db.
-    #[arg(long, env = "JOBLOG_DATABASE_URL", hide_env_values = true)]
-    pub database: Option<String>,
-    /// Jobs run at once on this node.
-    #[arg(long, env = "JOBLOG_MAX_CONCURRENCY")]
-    pub max_concurrency: Option<usize>,
-    /// This node's name, stored with the jobs it runs; default
-    /// hostname:port, so that two nodes on one host differ.
-    #[arg(long, env = "JOBLOG_NODE")]
-    pub node: Option<String>,
-    /// With PostgreSQL: a node silent for this long (e.g. 30s) is taken for
-    /// dead and its running jobs are marked interrupted.
-    #[arg(long, env = "JOBLOG_HEARTBEAT_TIMEOUT")]
-    pub heartbeat_timeout: Option<String>,
-    /// Configuration file; default ./joblog.toml when it exists.
-    #[arg(long, env = "JOBLOG_CONFIG")]
-    pub config: Option<PathBuf>,
-    /// SQLite durability: normal (survives a crash of joblog) or full
-    /// (survives power loss).
-    #[arg(long, env = "JOBLOG_SYNC")]
-    pub sync: Option<String>,
-    /// On SIGTERM/SIGINT, how long running jobs may go on before they are
-    /// stopped (e.g. 30s).
-    #[arg(long, env = "JOBLOG_GRACE_PERIOD")]
-    pub grace_period: Option<String>,
-}
-
-/// `joblog.toml`. Every key is optional; unknown keys are an error so that
-/// a typo does not silently fall back to a default.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    listen: Option<String>,
-    data_dir: Option<PathBuf>,
-    database: Option<String>,
-    max_concurrency: Option<usize>,
-    node: Option<String>,
-    heartbeat_timeout: Option<String>,
-    token: Option<String>,
-    sync: Option<String>,
-    grace_period: Option<String>,
-    kill_grace: Option<String>,
-    #[serde(default)]
-    log: LogConfig,
-    #[serde(default)]
-    retention: RetentionConfig,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LogConfig {
-    max_records: Option<u64>,
-    max_bytes: Option<u64>,
-    tail_records: Option<usize>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RetentionConfig {
-    older_than: Option<String>,
-    keep_per_name: Option<u32>,
-    every: Option<String>,
-}
+use crate::config::{self, ServeArgs, Settings};
 
 /// The resolved configuration of one node.
 #[derive(Debug)]
@@ -100,27 +28,6 @@ struct ServeConfig {
     retention: Option<(GroomPolicy, Duration, Duration)>,
 }
 
-fn load_file(args: &ServeArgs) -> anyhow::Result<FileConfig> {
-    let (path, required) = match &args.config {
-        Some(p) => (p.clone(), true),
-        None => (PathBuf::from("joblog.toml"), false),
-    };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => toml::from_str(&text)
-            .with_context(|| format!("invalid configuration file {}", path.display())),
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
-            Ok(FileConfig::default())
-        }
-        Err(e) => {
-            Err(e).with_context(|| format!("cannot read configuration file {}", path.display()))
-        }
-    }
-}
-
-fn duration(what: &str, s: &str) -> anyhow::Result<Duration> {
-    joblog_core::parse_duration(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
-}
-
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
@@ -129,100 +36,62 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-fn resolve(args: ServeArgs, token: Option<String>) -> anyhow::Result<ServeConfig> {
-    let file = load_file(&args)?;
-    let listen_text = args
-        .listen
-        .or(file.listen)
-        .unwrap_or_else(|| "127.0.0.1:7878".into());
-    let listen: SocketAddr = listen_text.parse().with_context(|| {
-        format!("listen: {listen_text:?} is not an address like 127.0.0.1:7878")
-    })?;
-    let token = token.or(file.token).filter(|t| !t.is_empty());
+/// Checks the settings against each other and derives what defaults to
+/// other settings (the database from the data dir, the node from the port).
+fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
+    let listen = s.listen;
+    let token = s.token.filter(|t| !t.is_empty());
     if !listen.ip().is_loopback() && token.is_none() {
         bail!(
             "refusing to listen on {listen} without an API token: set JOBLOG_TOKEN (or token in joblog.toml), or listen on 127.0.0.1"
         );
     }
-    let data_dir = args
-        .data_dir
-        .or(file.data_dir)
-        .unwrap_or_else(|| PathBuf::from("joblog-data"));
-    let database = args
+    let database = s
         .database
-        .or(file.database)
-        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("joblog.db").display()));
-    let sync_text = args.sync.or(file.sync).unwrap_or_else(|| "normal".into());
-    let sync = SyncMode::parse(&sync_text)
-        .with_context(|| format!("sync: {sync_text:?} is not normal or full"))?;
-    let max_concurrency = args.max_concurrency.or(file.max_concurrency).unwrap_or(16);
-    if max_concurrency == 0 || max_concurrency > 10_000 {
-        bail!("max-concurrency: {max_concurrency} is not between 1 and 10000");
+        .unwrap_or_else(|| format!("sqlite://{}", s.data_dir.join("joblog.db").display()));
+    if s.max_concurrency == 0 || s.max_concurrency > 10_000 {
+        bail!(
+            "max_concurrency: {} is not between 1 and 10000",
+            s.max_concurrency
+        );
     }
-    let grace_period = duration(
-        "grace-period",
-        &args
-            .grace_period
-            .or(file.grace_period)
-            .unwrap_or_else(|| "30s".into()),
-    )?;
-    let node = args
-        .node
-        .or(file.node)
-        .unwrap_or_else(|| format!("{}:{}", hostname(), listen.port()));
-    let mut engine = EngineConfig::new(node, data_dir.clone());
-    engine.max_concurrency = max_concurrency;
-    engine.heartbeat_timeout = duration(
-        "heartbeat-timeout",
-        &args
-            .heartbeat_timeout
-            .or(file.heartbeat_timeout)
-            .unwrap_or_else(|| "30s".into()),
-    )?;
-    if engine.heartbeat_timeout < Duration::from_secs(1) {
-        bail!("heartbeat-timeout: must be at least 1s");
+    if s.heartbeat_timeout < Duration::from_secs(1) {
+        bail!("heartbeat_timeout: must be at least 1s");
     }
-    if let Some(k) = file.kill_grace {
-        engine.kill_grace = duration("kill_grace", &k)?;
-    }
-    let defaults = LogLimits::default();
-    engine.log_limits = LogLimits {
-        max_records: file.log.max_records.unwrap_or(defaults.max_records),
-        max_bytes: file.log.max_bytes.unwrap_or(defaults.max_bytes),
-        tail_records: file.log.tail_records.unwrap_or(defaults.tail_records),
-        ..defaults
-    };
-    if engine.log_limits.tail_records as u64 >= engine.log_limits.max_records {
+    if s.log_tail_records as u64 >= s.log_max_records {
         bail!("log.tail_records must be smaller than log.max_records");
     }
-    let retention = match (&file.retention.older_than, file.retention.keep_per_name) {
+    let node = s
+        .node
+        .unwrap_or_else(|| format!("{}:{}", hostname(), listen.port()));
+    let mut engine = EngineConfig::new(node, s.data_dir.clone());
+    engine.max_concurrency = s.max_concurrency;
+    engine.heartbeat_timeout = s.heartbeat_timeout;
+    engine.kill_grace = s.kill_grace;
+    engine.log_limits = LogLimits {
+        max_records: s.log_max_records,
+        max_bytes: s.log_max_bytes.0,
+        tail_records: s.log_tail_records,
+        ..LogLimits::default()
+    };
+    let retention = match (s.retention_older_than, s.retention_keep_per_name) {
         (None, None) => None,
-        (older, keep) => {
-            let older = older
-                .as_deref()
-                .map(|o| duration("retention.older_than", o))
-                .transpose()?;
-            let every = duration(
-                "retention.every",
-                file.retention.every.as_deref().unwrap_or("1h"),
-            )?;
-            Some((
-                GroomPolicy {
-                    finished_before: None,
-                    keep_per_name: keep,
-                },
-                older.unwrap_or(Duration::ZERO),
-                every,
-            ))
-        }
+        (older, keep) => Some((
+            GroomPolicy {
+                finished_before: None,
+                keep_per_name: keep,
+            },
+            older.unwrap_or(Duration::ZERO),
+            s.retention_every,
+        )),
     };
     Ok(ServeConfig {
         listen,
-        data_dir,
+        data_dir: s.data_dir,
         database,
         token,
-        sync,
-        grace_period,
+        sync: s.sync,
+        grace_period: s.grace_period,
         engine,
         retention,
     })
@@ -256,7 +125,7 @@ async fn open_store(
 
 pub async fn run(args: ServeArgs, token: Option<String>) -> anyhow::Result<i32> {
     init_tracing();
-    let cfg = resolve(args, token)?;
+    let cfg = resolve(config::load(&args, token)?)?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     let options = StoreOptions {
@@ -349,10 +218,38 @@ async fn wait_for_signal() -> anyhow::Result<&'static str> {
 }
 
 fn init_tracing() {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("JOBLOG_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let colour = use_colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Colour only on a terminal, and never when `NO_COLOR` is set to anything
+/// but the empty string (no-color.org): escape codes in a log file or a
+/// pipe are noise.
+fn use_colour(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::*;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some(OsStr::new(""))));
+        assert!(!use_colour(true, Some(OsStr::new("1"))));
+        assert!(!use_colour(false, None));
+    }
 }

@@ -1,0 +1,141 @@
+//! `joblog serve`'s flags, made from the declarations: one flag per
+//! setting (with its environment variable), plus `--config`.
+
+use std::path::PathBuf;
+
+use clap::parser::ValueSource;
+use clap::{Arg, ArgMatches, Command};
+
+use super::layers::{Layers, Origin};
+use super::settings::DECLARED;
+
+/// What `joblog serve` was given on its command line and through the
+/// environment variables of its flags.
+#[derive(Debug, Default, Clone)]
+pub struct ServeArgs {
+    /// `--config FILE`; default `./joblog.toml` when it exists.
+    pub config: Option<PathBuf>,
+    given: Vec<(&'static str, String, Origin)>,
+}
+
+impl ServeArgs {
+    /// Adds what was given to `layers`, above the file.
+    pub fn add_to(&self, layers: &mut Layers) {
+        // Environment first, so that a flag wins over its variable.
+        let (env, flags): (Vec<_>, Vec<_>) = self
+            .given
+            .iter()
+            .partition(|(_, _, origin)| matches!(origin, Origin::Env(_)));
+        for (key, text, origin) in env.into_iter().chain(flags) {
+            layers.give(key, text.clone(), origin.clone());
+        }
+    }
+}
+
+impl clap::FromArgMatches for ServeArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = ServeArgs::default();
+        args.update_from_arg_matches(matches)?;
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        if let Some(path) = matches.get_one::<PathBuf>("config") {
+            self.config = Some(path.clone());
+        }
+        for d in DECLARED {
+            let Some(flag) = d.flag else { continue };
+            let Some(text) = matches.get_one::<String>(d.key) else {
+                continue;
+            };
+            let origin = match matches.value_source(d.key) {
+                Some(ValueSource::EnvVariable) => Origin::Env(d.env),
+                _ => Origin::Flag(flag),
+            };
+            self.given.retain(|(key, _, _)| *key != d.key);
+            self.given.push((d.key, text.clone(), origin));
+        }
+        Ok(())
+    }
+}
+
+impl clap::Args for ServeArgs {
+    fn augment_args(mut cmd: Command) -> Command {
+        for d in DECLARED {
+            let Some(flag) = d.flag else { continue };
+            cmd = cmd.arg(
+                Arg::new(d.key)
+                    .long(flag)
+                    .env(d.env)
+                    // A database URL may hold a password.
+                    .hide_env_values(true)
+                    .value_name(value_name(d.kind))
+                    .help(match (d.default)() {
+                        default if default.is_empty() => d.summary(),
+                        default => format!("{} [default: {default}]", d.summary()),
+                    }),
+            );
+        }
+        cmd.arg(
+            Arg::new("config")
+                .long("config")
+                .env("JOBLOG_CONFIG")
+                .value_name("FILE")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Configuration file; default ./joblog.toml when it exists"),
+        )
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+fn value_name(kind: &str) -> &'static str {
+    match kind {
+        "address" => "ADDR",
+        "path" => "DIR",
+        "integer" => "N",
+        "duration" => "DURATION",
+        "size" => "SIZE",
+        "normal | full" => "normal|full",
+        _ => "TEXT",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::{Args, FromArgMatches};
+
+    use super::*;
+
+    #[test]
+    fn a_flag_wins_over_its_variable_and_errors_name_the_one_used() {
+        // Only this test reads these two variables.
+        std::env::set_var("JOBLOG_KILL_GRACE", "2s");
+        std::env::set_var("JOBLOG_GRACE_PERIOD", "forever");
+        let cmd = ServeArgs::augment_args(Command::new("serve"));
+        let matches = cmd
+            .try_get_matches_from(["serve", "--kill-grace", "3s", "--config", "x.toml"])
+            .unwrap();
+        let args = ServeArgs::from_arg_matches(&matches).unwrap();
+        assert_eq!(args.config, Some(PathBuf::from("x.toml")));
+        let mut layers = Layers::default();
+        layers.give("kill_grace", "1s".into(), Origin::File("x.toml".into()));
+        args.add_to(&mut layers);
+        assert_eq!(
+            layers.get::<Duration>("kill_grace").unwrap(),
+            Some(Duration::from_secs(3))
+        );
+        let e = layers
+            .get::<Duration>("grace_period")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("environment variable JOBLOG_GRACE_PERIOD") && e.contains("forever"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! Every setting of `joblog serve`, declared once: this list is what the
+//! configuration file, the environment and the flags accept, and what
+//! `docs/configuration.md` shows.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use joblog_engine::EngineConfig;
+use joblog_pipeline::LogLimits;
+use joblog_store::SyncMode;
+
+use super::declare::settings;
+use super::value::ByteSize;
+
+/// The engine's own defaults, so that a setting's default and the library's
+/// are one value.
+fn engine() -> EngineConfig {
+    EngineConfig::new(String::new(), PathBuf::new())
+}
+
+settings! {
+    /// Address the HTTP API and UI listen on. Any address but loopback
+    /// needs an API token.
+    listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 7878)),
+        key "listen", env "JOBLOG_LISTEN", flag Some("listen");
+    /// Directory of the SQLite database and of jobs' result files.
+    data_dir: PathBuf = PathBuf::from("joblog-data"),
+        key "data_dir", env "JOBLOG_DATA_DIR", flag Some("data-dir");
+    /// Database URL: `sqlite:///path/joblog.db` or
+    /// `postgres://user:password@host:5432/db`. Default: the SQLite file
+    /// `joblog.db` in the data directory.
+    database: Option<String> = None,
+        key "database", env "JOBLOG_DATABASE_URL", flag Some("database");
+    /// Jobs run at once on this node (1 to 10000).
+    max_concurrency: usize = engine().max_concurrency,
+        key "max_concurrency", env "JOBLOG_MAX_CONCURRENCY", flag Some("max-concurrency");
+    /// This node's name, stored with the jobs it runs. Default:
+    /// `hostname:port`, so that two nodes on one host differ.
+    node: Option<String> = None,
+        key "node", env "JOBLOG_NODE", flag Some("node");
+    /// With PostgreSQL: a node silent for this long is taken for dead and
+    /// its running jobs become `interrupted` (at least 1s).
+    heartbeat_timeout: Duration = engine().heartbeat_timeout,
+        key "heartbeat_timeout", env "JOBLOG_HEARTBEAT_TIMEOUT", flag Some("heartbeat-timeout");
+    /// API token: with it, every `/api/v1` call and `/metrics` need
+    /// `Authorization: Bearer <token>`. The flag is the global `--token`.
+    token: Option<String> = None,
+        key "token", env "JOBLOG_TOKEN", flag None;
+    /// SQLite durability: `normal` survives a crash of joblog, `full` also
+    /// power loss.
+    sync: SyncMode = SyncMode::default(),
+        key "sync", env "JOBLOG_SYNC", flag Some("sync");
+    /// On SIGTERM/SIGINT, how long running jobs may go on before they are
+    /// stopped.
+    grace_period: Duration = Duration::from_secs(30),
+        key "grace_period", env "JOBLOG_GRACE_PERIOD", flag Some("grace-period");
+    /// Between SIGTERM and SIGKILL when a job is stopped (cancel, timeout,
+    /// shutdown).
+    kill_grace: Duration = engine().kill_grace,
+        key "kill_grace", env "JOBLOG_KILL_GRACE", flag Some("kill-grace");
+    /// Records kept per job; past it the first records, one marker and the
+    /// last `log.tail_records` are kept, and the job shows `truncated`.
+    log_max_records: u64 = LogLimits::default().max_records,
+        key "log.max_records", env "JOBLOG_LOG_MAX_RECORDS", flag Some("log-max-records");
+    /// Message bytes kept per job, capped like `log.max_records`.
+    log_max_bytes: ByteSize = ByteSize(LogLimits::default().max_bytes),
+        key "log.max_bytes", env "JOBLOG_LOG_MAX_BYTES", flag Some("log-max-bytes");
+    /// Records kept from the end of a job's log once it is over its cap
+    /// (fewer than `log.max_records`).
+    log_tail_records: usize = LogLimits::default().tail_records,
+        key "log.tail_records", env "JOBLOG_LOG_TAIL_RECORDS", flag Some("log-tail-records");
+    /// Periodic retention: delete finished jobs older than this (with
+    /// `retention.keep_per_name`, only those beyond the newest N of their
+    /// name). Retention is off unless this or `keep_per_name` is set.
+    retention_older_than: Option<Duration> = None,
+        key "retention.older_than", env "JOBLOG_RETENTION_OLDER_THAN", flag Some("retention-older-than");
+    /// Periodic retention: keep the newest N finished jobs of each name.
+    retention_keep_per_name: Option<u32> = None,
+        key "retention.keep_per_name", env "JOBLOG_RETENTION_KEEP_PER_NAME", flag Some("retention-keep-per-name");
+    /// How often periodic retention runs.
+    retention_every: Duration = Duration::from_secs(3600),
+        key "retention.every", env "JOBLOG_RETENTION_EVERY", flag Some("retention-every");
+}

@@ -1,0 +1,188 @@
+//! The types settings take, each parsed from the text a file, environment
+//! variable or flag gives and rendered back for the reference docs.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use joblog_store::SyncMode;
+
+/// A type a setting can have.
+pub trait SettingValue: Sized {
+    /// How the reference names the type.
+    const KIND: &'static str;
+    fn parse_setting(text: &str) -> Result<Self, String>;
+    /// The value as a user would write it (for defaults in the docs).
+    fn render(&self) -> String;
+}
+
+impl SettingValue for String {
+    const KIND: &'static str = "string";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        Ok(text.to_string())
+    }
+    fn render(&self) -> String {
+        self.clone()
+    }
+}
+
+impl SettingValue for PathBuf {
+    const KIND: &'static str = "path";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("an empty path".into());
+        }
+        Ok(PathBuf::from(text))
+    }
+    fn render(&self) -> String {
+        self.display().to_string()
+    }
+}
+
+macro_rules! integer_setting {
+    ($($t:ty),*) => {$(
+        impl SettingValue for $t {
+            const KIND: &'static str = "integer";
+            fn parse_setting(text: &str) -> Result<Self, String> {
+                text.trim()
+                    .replace('_', "")
+                    .parse()
+                    .map_err(|_| format!("{text:?} is not a whole number from 0 to {}", <$t>::MAX))
+            }
+            fn render(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+integer_setting!(u32, u64, usize);
+
+impl SettingValue for SocketAddr {
+    const KIND: &'static str = "address";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        text.trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not an address like 127.0.0.1:7878"))
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl SettingValue for Duration {
+    const KIND: &'static str = "duration";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        joblog_core::parse_duration(text)
+    }
+    fn render(&self) -> String {
+        humantime::format_duration(*self).to_string()
+    }
+}
+
+impl SettingValue for SyncMode {
+    const KIND: &'static str = "normal | full";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        SyncMode::parse(text.trim()).ok_or_else(|| format!("{text:?} is not normal or full"))
+    }
+    fn render(&self) -> String {
+        match self {
+            SyncMode::Normal => "normal",
+            SyncMode::Full => "full",
+        }
+        .into()
+    }
+}
+
+/// A setting without a default: absent unless given.
+impl<T: SettingValue> SettingValue for Option<T> {
+    const KIND: &'static str = T::KIND;
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        T::parse_setting(text).map(Some)
+    }
+    fn render(&self) -> String {
+        self.as_ref().map(T::render).unwrap_or_default()
+    }
+}
+
+/// A number of bytes: `536870912`, `512MiB`, `64 KiB`, `1GB`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ByteSize(pub u64);
+
+const UNITS: [(&str, u64); 9] = [
+    ("TiB", 1 << 40),
+    ("GiB", 1 << 30),
+    ("MiB", 1 << 20),
+    ("KiB", 1 << 10),
+    ("TB", 1_000_000_000_000),
+    ("GB", 1_000_000_000),
+    ("MB", 1_000_000),
+    ("kB", 1_000),
+    ("B", 1),
+];
+
+impl SettingValue for ByteSize {
+    const KIND: &'static str = "size";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+            Some(i) => (t[..i].trim(), t[i..].trim()),
+            None => (t, "B"),
+        };
+        let bad = || format!("{text:?} is not a size (examples: 536870912, 512MiB, 64KiB, 1GB)");
+        let multiplier = UNITS
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(unit))
+            .map(|(_, m)| *m)
+            .ok_or_else(bad)?;
+        let n: u64 = number.replace('_', "").parse().map_err(|_| bad())?;
+        n.checked_mul(multiplier)
+            .map(ByteSize)
+            .ok_or_else(|| format!("{text:?} is too large"))
+    }
+    fn render(&self) -> String {
+        let n = self.0;
+        match UNITS[..4]
+            .iter()
+            .find(|(_, m)| n >= *m && n.is_multiple_of(*m))
+        {
+            Some((name, m)) => format!("{}{name}", n / m),
+            None => n.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units_and_render_in_the_largest_exact_one() {
+        let parse = |s| ByteSize::parse_setting(s).map(|b| b.0);
+        assert_eq!(parse("536870912"), Ok(512 << 20));
+        assert_eq!(parse("512MiB"), Ok(512 << 20));
+        assert_eq!(parse("64 kib"), Ok(64 << 10));
+        assert_eq!(parse("1GB"), Ok(1_000_000_000));
+        assert!(parse("12 parsecs").unwrap_err().contains("parsecs"));
+        assert!(parse("-1").is_err());
+        assert!(parse("99999999TiB").unwrap_err().contains("too large"));
+        assert_eq!(ByteSize(512 << 20).render(), "512MiB");
+        assert_eq!(ByteSize(1000).render(), "1000");
+    }
+
+    #[test]
+    fn integers_durations_and_addresses_say_what_was_wrong() {
+        assert_eq!(u32::parse_setting("1_000"), Ok(1000));
+        assert!(u32::parse_setting("-3").unwrap_err().contains("\"-3\""));
+        assert_eq!(
+            Duration::parse_setting("1h30m"),
+            Ok(Duration::from_secs(5400))
+        );
+        assert_eq!(Duration::from_secs(30).render(), "30s");
+        assert!(SocketAddr::parse_setting("localhost").is_err());
+        assert!(SyncMode::parse_setting("fast")
+            .unwrap_err()
+            .contains("fast"));
+        assert_eq!(Option::<u32>::parse_setting("7"), Ok(Some(7)));
+        assert_eq!(Option::<u32>::None.render(), "");
+    }
+}
