@@ -7,40 +7,89 @@ use joblog_engine::EngineError;
 use joblog_pipeline::PipelineError;
 use joblog_store::StoreError;
 
+/// Declares the stable error codes: each with its HTTP status and what it
+/// means, in one list that the routes, the OpenAPI document and the docs
+/// are checked against.
+macro_rules! error_codes {
+    ($($variant:ident = $code:literal, $status:ident, $meaning:literal;)+) => {
+        /// Every error code the API sends, in `{"error": {"code": …}}`.
+        /// Codes are part of the API: never renamed or reused.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ErrorCode {
+            $(#[doc = $meaning] $variant,)+
+        }
+
+        impl ErrorCode {
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant),+];
+
+            /// The code as clients see it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $code,)+
+                }
+            }
+
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(ErrorCode::$variant => StatusCode::$status,)+
+                }
+            }
+
+            /// What the code means, for the docs.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $meaning,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InvalidRequest = "invalid_request", BAD_REQUEST, "The request body is JSON but a field is wrong; the message names it.";
+    InvalidJson = "invalid_json", BAD_REQUEST, "The request body is not JSON of the expected shape.";
+    InvalidBody = "invalid_body", BAD_REQUEST, "The request body could not be read.";
+    InvalidQuery = "invalid_query", BAD_REQUEST, "A query parameter is wrong; the message names it.";
+    InvalidPath = "invalid_path", BAD_REQUEST, "The path could not be read.";
+    InvalidJobId = "invalid_job_id", BAD_REQUEST, "The job id in the path is not a positive integer.";
+    InvalidHeader = "invalid_header", BAD_REQUEST, "A header is wrong (e.g. `Last-Event-ID` that is not a seq).";
+    Unauthorized = "unauthorized", UNAUTHORIZED, "The API token is missing or wrong.";
+    NotFound = "not_found", NOT_FOUND, "No such endpoint.";
+    JobNotFound = "job_not_found", NOT_FOUND, "No job with that id.";
+    ResultNotFound = "result_not_found", NOT_FOUND, "The job exists but has no result.";
+    JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";
+    JobElsewhere = "job_elsewhere", CONFLICT, "The job runs on another node that this store cannot reach.";
+    BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE, "The request body is larger than 1 MiB.";
+    Internal = "internal", INTERNAL_SERVER_ERROR, "Something failed inside the server; the cause is in its error log.";
+    StoreUnavailable = "store_unavailable", SERVICE_UNAVAILABLE, "The database is unavailable (locked, full or unreachable); retry shortly.";
+    ShuttingDown = "shutting_down", SERVICE_UNAVAILABLE, "The server is stopping and takes no new work.";
+}
+
+/// An error as the client sees it: a stable code (with its status) and a
+/// clean message. The real cause was logged where it happened.
 #[derive(Debug, thiserror::Error)]
-#[error("{code}: {message}")]
+#[error("{}: {message}", code.as_str())]
 pub struct ApiError {
-    pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
-            status,
             code,
             message: message.into(),
         }
     }
 
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, code, message)
-    }
-
     pub fn job_not_found(id: i64) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "job_not_found",
-            format!("no job with id {id}"),
-        )
+        Self::new(ErrorCode::JobNotFound, format!("no job with id {id}"))
     }
 
-    fn internal(what: &str, cause: &dyn std::fmt::Display) -> Self {
+    pub(crate) fn internal(what: &str, cause: &dyn std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "{what}");
         Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            ErrorCode::Internal,
             format!("{what}; see the server's error log"),
         )
     }
@@ -48,8 +97,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
-        (self.status, axum::Json(body)).into_response()
+        let body =
+            serde_json::json!({"error": {"code": self.code.as_str(), "message": self.message}});
+        (self.code.status(), axum::Json(body)).into_response()
     }
 }
 
@@ -58,8 +108,7 @@ impl From<StoreError> for ApiError {
         if e.is_transient() {
             tracing::error!(error = %e, "store unavailable");
             return ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store_unavailable",
+                ErrorCode::StoreUnavailable,
                 "the database is unavailable; try again shortly",
             );
         }
@@ -70,11 +119,9 @@ impl From<StoreError> for ApiError {
 impl From<PipelineError> for ApiError {
     fn from(e: PipelineError) -> Self {
         match e {
-            PipelineError::Closed => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "shutting_down",
-                "the server is shutting down",
-            ),
+            PipelineError::Closed => {
+                ApiError::new(ErrorCode::ShuttingDown, "the server is shutting down")
+            }
             PipelineError::Store(e) => e.into(),
             e @ PipelineError::Mismatch { .. } => ApiError::internal("store error", &e),
         }
@@ -84,21 +131,18 @@ impl From<PipelineError> for ApiError {
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {
-            EngineError::Invalid(v) => ApiError::bad_request("invalid_request", v.to_string()),
+            EngineError::Invalid(v) => ApiError::new(ErrorCode::InvalidRequest, v.to_string()),
             EngineError::NotFound(id) => ApiError::job_not_found(id),
             EngineError::AlreadyFinished(id) => ApiError::new(
-                StatusCode::CONFLICT,
-                "job_finished",
+                ErrorCode::JobFinished,
                 format!("job {id} has already finished"),
             ),
             EngineError::NotHere(id) => ApiError::new(
-                StatusCode::CONFLICT,
-                "job_elsewhere",
+                ErrorCode::JobElsewhere,
                 format!("job {id} is running on another node"),
             ),
             EngineError::ShuttingDown => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "shutting_down",
+                ErrorCode::ShuttingDown,
                 "the server is shutting down and takes no new jobs",
             ),
             EngineError::Pipeline(e) => e.into(),

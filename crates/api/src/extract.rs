@@ -6,7 +6,7 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// A JSON body; malformed JSON, unknown or missing fields → 400 naming
 /// them, too large → 413.
@@ -21,17 +21,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             .map_err(|rej| {
                 if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "body_too_large",
+                        ErrorCode::BodyTooLarge,
                         "request body is larger than the server accepts",
                     )
                 } else {
-                    ApiError::bad_request("invalid_body", rej.body_text())
+                    ApiError::new(ErrorCode::InvalidBody, rej.body_text())
                 }
             })?;
         serde_json::from_slice(&bytes)
             .map(JsonBody)
-            .map_err(|e| ApiError::bad_request("invalid_json", format!("request body: {e}")))
+            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("request body: {e}")))
     }
 }
 
@@ -51,10 +50,10 @@ fn serde_urlencoded_from_str<T: DeserializeOwned>(q: &str) -> Result<T, ApiError
     axum::extract::Query::<T>::try_from_uri(
         &format!("/?{q}")
             .parse()
-            .map_err(|_| ApiError::bad_request("invalid_query", "query string is malformed"))?,
+            .map_err(|_| ApiError::new(ErrorCode::InvalidQuery, "query string is malformed"))?,
     )
     .map(|axum::extract::Query(t)| t)
-    .map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))
+    .map_err(|e| ApiError::new(ErrorCode::InvalidQuery, e.body_text()))
 }
 
 /// A job id from the path; anything but a positive integer → 400.
@@ -67,11 +66,11 @@ impl<S: Send + Sync> FromRequestParts<S> for JobIdPath {
         let axum::extract::Path(raw) =
             axum::extract::Path::<String>::from_request_parts(parts, state)
                 .await
-                .map_err(|e| ApiError::bad_request("invalid_path", e.body_text()))?;
+                .map_err(|e| ApiError::new(ErrorCode::InvalidPath, e.body_text()))?;
         match raw.parse::<i64>() {
             Ok(id) if id > 0 => Ok(JobIdPath(id)),
-            _ => Err(ApiError::bad_request(
-                "invalid_job_id",
+            _ => Err(ApiError::new(
+                ErrorCode::InvalidJobId,
                 format!("job id must be a positive integer, not {raw:?}"),
             )),
         }

@@ -5,6 +5,8 @@
 //! through the engine and its pipeline); internal errors are logged, and
 //! clients get a stable code and a clean message.
 
+#[cfg(test)]
+mod contract_tests;
 mod error;
 mod extract;
 mod routes;
@@ -22,7 +24,7 @@ use joblog_engine::Engine;
 use prometheus_client::registry::Registry;
 use subtle::ConstantTimeEq;
 
-pub use error::ApiError;
+pub use error::{ApiError, ErrorCode};
 
 /// Everything the handlers need, passed explicitly.
 #[derive(Clone)]
@@ -56,9 +58,7 @@ pub fn app(state: AppState) -> Router {
         .merge(protected)
         .route("/openapi.json", get(routes::openapi))
         .route("/healthz", get(healthz))
-        .fallback(|| async {
-            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
-        })
+        .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no such endpoint") })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -73,8 +73,7 @@ async fn require_token(State(state): State<AppState>, req: Request, next: Next) 
             .unwrap_or("");
         if !bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
             return ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                ErrorCode::Unauthorized,
                 "missing or wrong API token (Authorization: Bearer …)",
             )
             .into_response();

@@ -13,7 +13,7 @@ use joblog_core::{
 use joblog_store::GroomPolicy;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JobIdPath, JsonBody, QueryParams};
 use crate::AppState;
 
@@ -51,16 +51,15 @@ pub async fn list(
     let job_state = match p.state.as_deref() {
         None | Some("") => None,
         Some(s) => Some(JobState::parse(s).ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_query",
+            ApiError::new(ErrorCode::InvalidQuery,
                 format!("state: unknown state {s:?} (queued, running, succeeded, failed, cancelled, timed_out, interrupted)"),
             )
         })?),
     };
     let limit = p.limit.unwrap_or(50);
     if limit == 0 || limit > MAX_LIST_LIMIT {
-        return Err(ApiError::bad_request(
-            "invalid_query",
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
             format!("limit: must be 1 to {MAX_LIST_LIMIT}"),
         ));
     }
@@ -130,7 +129,7 @@ pub(crate) fn parse_streams(s: Option<&str>) -> Result<Option<Vec<Stream>>, ApiE
         None | Some("") => Ok(None),
         Some(s) => Stream::parse_list(s)
             .map(Some)
-            .map_err(|e| ApiError::bad_request("invalid_query", format!("streams: {e}"))),
+            .map_err(|e| ApiError::new(ErrorCode::InvalidQuery, format!("streams: {e}"))),
     }
 }
 
@@ -144,8 +143,8 @@ pub async fn log_page(
 ) -> Result<Response, ApiError> {
     let limit = p.limit.unwrap_or(DEFAULT_LOG_LIMIT);
     if limit == 0 || limit > MAX_LOG_LIMIT {
-        return Err(ApiError::bad_request(
-            "invalid_query",
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
             format!("limit: must be 1 to {MAX_LOG_LIMIT}"),
         ));
     }
@@ -274,8 +273,7 @@ pub async fn result(
         None => {
             load_job(&state, id).await?;
             Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "result_not_found",
+                ErrorCode::ResultNotFound,
                 format!("job {id} has no result"),
             ))
         }
@@ -294,8 +292,8 @@ pub async fn groom(
     JsonBody(req): JsonBody<GroomRequest>,
 ) -> Result<Json<impl Serialize>, ApiError> {
     if req.older_than_s.is_none() && req.keep_per_name.is_none() {
-        return Err(ApiError::bad_request(
-            "invalid_request",
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
             "give older_than_s, keep_per_name or both",
         ));
     }
@@ -310,8 +308,8 @@ pub async fn groom(
             )
         }
         Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_request",
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
                 "older_than_s: must be a number of seconds ≥ 0",
             ))
         }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use joblog_core::{Job, JobId, Record, Stream};
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JobIdPath, QueryParams};
 use crate::routes::{load_job, parse_streams, DEFAULT_LOG_LIMIT};
 use crate::AppState;
@@ -99,8 +99,8 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         return Ok(None);
     };
     let bad = || {
-        ApiError::bad_request(
-            "invalid_header",
+        ApiError::new(
+            ErrorCode::InvalidHeader,
             format!(
                 "Last-Event-ID: must be the seq of a record (an integer ≥ 0), not {:?}",
                 String::from_utf8_lossy(value.as_bytes())
@@ -192,11 +192,8 @@ impl Tail {
                 },
                 Step::Wait => {
                     if !self.wait_for_commit().await {
-                        let e = ApiError::new(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            "shutting_down",
-                            "the server is shutting down",
-                        );
+                        let e =
+                            ApiError::new(ErrorCode::ShuttingDown, "the server is shutting down");
                         return Some(self.fail(&e));
                     }
                     self.step = Step::Read;
@@ -250,10 +247,14 @@ impl Tail {
     /// Ends the stream with `event: error` and a clean `{"code",
     /// "message"}` (the cause was logged where the `ApiError` was made).
     fn fail(&mut self, e: &ApiError) -> Event {
-        tracing::warn!(job = self.id, code = e.code, "live log tail stopped");
+        tracing::warn!(
+            job = self.id,
+            code = e.code.as_str(),
+            "live log tail stopped"
+        );
         self.step = Step::Done;
         self.page.clear();
-        let body = serde_json::json!({"code": e.code, "message": e.message});
+        let body = serde_json::json!({"code": e.code.as_str(), "message": e.message});
         Event::default().event("error").data(body.to_string())
     }
 }
@@ -265,8 +266,7 @@ fn json_event<T: Serialize>(value: &T) -> Result<Event, ApiError> {
         Err(e) => {
             tracing::error!(error = %e, "encoding a live log event");
             Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
+                ErrorCode::Internal,
                 "encoding an event failed; see the server's error log",
             ))
         }

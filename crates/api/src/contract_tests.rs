@@ -1,0 +1,100 @@
+//! Keeps the API's documents true: every route of [`crate::app`] and every
+//! [`ErrorCode`] appears in the OpenAPI document and in `docs/api.md`.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::error::ErrorCode;
+
+fn openapi() -> Value {
+    serde_json::from_str(include_str!("openapi.json")).expect("openapi.json is JSON")
+}
+
+fn api_docs() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/api.md");
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// `(path, method)` of every `.route(…)` in `app()`, read from its source:
+/// axum cannot list a router's routes, and the source is what must agree.
+/// Routes declared before the `/api/v1` nest are under it.
+fn routes() -> BTreeSet<(String, String)> {
+    let source = include_str!("lib.rs");
+    let body = &source[source.find("pub fn app(").expect("app() in lib.rs")..];
+    let body = &body[..body.find("\n}\n").expect("end of app()")];
+    let nest = body.find(".nest(\"/api/v1\"").expect("the /api/v1 nest");
+    let mut out = BTreeSet::new();
+    for (at, _) in body.match_indices(".route(\"") {
+        let call = &body[at + ".route(\"".len()..];
+        let (path, rest) = call.split_once('"').expect("a quoted path");
+        let handlers = &rest[..rest.find(")\n").unwrap_or(rest.len())];
+        let path = if at < nest {
+            format!("/api/v1{path}")
+        } else {
+            path.to_string()
+        };
+        for method in ["get", "post", "put", "patch", "delete"] {
+            if handlers.contains(&format!("{method}(")) {
+                out.insert((path.clone(), method.to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_route_is_in_the_openapi_document() {
+    let doc = openapi();
+    let routes = routes();
+    assert!(routes.len() >= 10, "routes read from app(): {routes:?}");
+    for (path, method) in &routes {
+        // The document's paths are relative to /api/v1, plus the few
+        // outside it, which it lists as they are.
+        let key = path.strip_prefix("/api/v1").unwrap_or(path);
+        let item = &doc["paths"][key];
+        assert!(
+            item[method.as_str()].is_object(),
+            "{} {path} is routed but not in openapi.json",
+            method.to_uppercase()
+        );
+    }
+}
+
+#[test]
+fn every_error_code_is_in_the_openapi_document_with_its_status() {
+    let doc = openapi();
+    let code = &doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"];
+    let listed: Vec<&str> = code["enum"]
+        .as_array()
+        .expect("an enum of codes")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let ours: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(listed, ours, "openapi.json's codes differ from ErrorCode");
+    for c in ErrorCode::ALL {
+        assert_eq!(
+            code["x-error-codes"][c.as_str()]["status"].as_u64(),
+            Some(u64::from(c.status().as_u16())),
+            "{}",
+            c.as_str()
+        );
+    }
+}
+
+#[test]
+fn the_api_docs_name_every_route_and_error_code() {
+    let docs = api_docs();
+    for (path, method) in routes() {
+        let line = format!("{} {path}", method.to_uppercase());
+        assert!(
+            docs.contains(&line),
+            "docs/api.md does not document `{line}`"
+        );
+    }
+    for c in ErrorCode::ALL {
+        let row = format!("| `{}` | {} |", c.as_str(), c.status().as_u16());
+        assert!(docs.contains(&row), "docs/api.md has no row `{row}`");
+    }
+}
