@@ -125,7 +125,7 @@ fn write_postgres(url: &str, method: Method, batches: &[Batch]) -> Result<Durati
         parts.dedup();
         let tx = client.transaction().await?;
         for p in parts {
-            crate::postgres::create_partition(&tx, p).await?;
+            crate::postgres::partitions::create_partition(&tx, p).await?;
         }
         tx.commit().await?;
 
@@ -168,7 +168,7 @@ fn write_postgres(url: &str, method: Method, batches: &[Batch]) -> Result<Durati
                 }
                 // The writer's own COPY routine.
                 Method::Copy => {
-                    crate::postgres::copy_records(&tx, chunk.iter().map(|(j, rs)| (*j, rs)))
+                    crate::postgres::writer::batch::copy_records(&tx, chunk.iter().map(|(j, rs)| (*j, rs)))
                         .await?
                 }
             }
