@@ -3,6 +3,9 @@
 //! pipeline's throughput can be stated as a share of what the database
 //! takes at all. PostgreSQL is measured three ways, to show why the writer
 //! uses binary COPY.
+//!
+//! Compiled only with the `bench` feature, which only the `joblog` binary
+//! enables: nothing else links this code.
 
 use std::str::FromStr;
 use std::time::{Duration, Instant};
