@@ -1,8 +1,9 @@
 //! The HTTP API end to end: the router over a real engine, a real store and
 //! real `sh` jobs, requests sent without a socket. One suite for every
-//! store: each behaviour is an `async fn(TestDatabase)` that `api_tests!`
-//! runs once on a SQLite file (`sqlite::…`) and once on a fresh PostgreSQL
-//! database (`postgres::…`, skipped without `JOBLOG_TEST_POSTGRES_URL`).
+//! store: each behaviour is an `async fn(TestDatabase)` that
+//! `joblog_store::backend_tests!` runs once on a SQLite file (`sqlite::…`)
+//! and once on a fresh PostgreSQL database (`postgres::…`, skipped without
+//! `JOBLOG_TEST_POSTGRES_URL`).
 
 mod common;
 
@@ -15,38 +16,9 @@ use common::*;
 use joblog_store::testing::TestDatabase;
 use serde_json::{json, Value};
 
-/// Instantiates each behaviour test once per backend, on a multi-threaded
-/// runtime (jobs, pipeline and requests run side by side). The PostgreSQL
-/// copy returns early (and passes) when no test server is configured;
-/// `TestDatabase::postgres` says so on stderr.
-macro_rules! api_tests {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            use joblog_store::testing::TestDatabase;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(TestDatabase::sqlite()).await;
-                }
-            )*
-        }
-
-        mod postgres {
-            use joblog_store::testing::TestDatabase;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(db) = TestDatabase::postgres() else {
-                        return;
-                    };
-                    super::$name(db).await;
-                }
-            )*
-        }
-    };
-}
-
-api_tests! {
+// A multi-threaded runtime: jobs, pipeline and requests run side by side.
+joblog_store::backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     concurrent_jobs_keep_every_line_in_order_within_the_pool,
     workflow_commands_and_masking_through_a_real_job,
     results_from_the_result_file_and_invalid_results,

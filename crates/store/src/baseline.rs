@@ -3,6 +3,9 @@
 //! pipeline's throughput can be stated as a share of what the database
 //! takes at all. PostgreSQL is measured three ways, to show why the writer
 //! uses binary COPY.
+//!
+//! Compiled only with the `bench` feature, which only the `joblog` binary
+//! enables: nothing else links this code.
 
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -125,7 +128,7 @@ fn write_postgres(url: &str, method: Method, batches: &[Batch]) -> Result<Durati
         parts.dedup();
         let tx = client.transaction().await?;
         for p in parts {
-            crate::postgres::create_partition(&tx, p).await?;
+            crate::postgres::partitions::create_partition(&tx, p).await?;
         }
         tx.commit().await?;
 
@@ -168,7 +171,7 @@ fn write_postgres(url: &str, method: Method, batches: &[Batch]) -> Result<Durati
                 }
                 // The writer's own COPY routine.
                 Method::Copy => {
-                    crate::postgres::copy_records(&tx, chunk.iter().map(|(j, rs)| (*j, rs)))
+                    crate::postgres::writer::batch::copy_records(&tx, chunk.iter().map(|(j, rs)| (*j, rs)))
                         .await?
                 }
             }

@@ -6,6 +6,7 @@
 //! retention); all writes go through the single [`StoreWriter`] of a store,
 //! reads through [`Store`] on their own connections.
 
+#[cfg(feature = "bench")]
 pub mod baseline;
 mod error;
 pub mod postgres;

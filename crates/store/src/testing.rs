@@ -6,6 +6,8 @@
 //! that variable PostgreSQL tests are skipped (with one note on stderr), so a
 //! developer without a server still runs the SQLite half; with it, an
 //! unreachable server fails the test, so CI cannot pass by skipping.
+//! [`backend_tests!`](crate::backend_tests) runs each test of a suite once
+//! per backend.
 //!
 //! Compiled only with the `testing` feature: other crates take it as
 //! `[dev-dependencies] joblog-store = { path = "../store", features = ["testing"] }`.
@@ -18,6 +20,62 @@ use std::sync::Once;
 use std::time::Duration;
 
 use tempfile::TempDir;
+
+/// Instantiates each behaviour test of a suite once per backend, so that one
+/// suite checks that every store behaves the same.
+///
+/// Each name is an `async fn(TestDatabase)` of the calling module. The macro
+/// adds two modules beside them: `sqlite::<name>` runs the test on a fresh
+/// SQLite file, `postgres::<name>` on a fresh PostgreSQL database, and
+/// returns early (and passes) when no test server is configured
+/// ([`TestDatabase::postgres`](crate::testing::TestDatabase::postgres) says
+/// so on stderr).
+///
+/// The tests are `#[tokio::test]`s on a current-thread runtime, unless the
+/// list starts with the test attribute to use instead, e.g. a multi-threaded
+/// runtime for suites whose jobs and requests run side by side. The
+/// attribute is expanded in the calling crate, which must depend on `tokio`
+/// (with its `macros` feature).
+///
+/// ```ignore
+/// use joblog_store::testing::TestDatabase;
+///
+/// joblog_store::backend_tests! {
+///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+///     a_job_runs_to_the_end,
+///     a_cancelled_job_stops,
+/// }
+///
+/// async fn a_job_runs_to_the_end(db: TestDatabase) { /* … */ }
+/// ```
+#[macro_export]
+macro_rules! backend_tests {
+    (#[$test:meta] $($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[$test]
+                async fn $name() {
+                    super::$name($crate::testing::TestDatabase::sqlite()).await;
+                }
+            )*
+        }
+
+        mod postgres {
+            $(
+                #[$test]
+                async fn $name() {
+                    let Some(db) = $crate::testing::TestDatabase::postgres() else {
+                        return;
+                    };
+                    super::$name(db).await;
+                }
+            )*
+        }
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::backend_tests! { #[tokio::test] $($name),* }
+    };
+}
 
 /// The environment variable naming the PostgreSQL server for tests.
 pub const POSTGRES_URL_VAR: &str = "JOBLOG_TEST_POSTGRES_URL";

@@ -1,9 +1,10 @@
 //! The stores through their public surface: `WriteOp` batches applied by a
 //! store's writer, and the async read methods. One suite for every backend:
-//! each behaviour is an `async fn(TestDatabase)` that `store_tests!` runs
-//! once against a SQLite file (`sqlite::…`) and once against a fresh
-//! PostgreSQL database (`postgres::…`, skipped without
-//! `JOBLOG_TEST_POSTGRES_URL`). What only SQLite has is tested after it.
+//! each behaviour is an `async fn(TestDatabase)` that
+//! `joblog_store::backend_tests!` runs once against a SQLite file
+//! (`sqlite::…`) and once against a fresh PostgreSQL database (`postgres::…`,
+//! skipped without `JOBLOG_TEST_POSTGRES_URL`). What only SQLite has is
+//! tested after it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,37 +15,7 @@ use joblog_store::testing::TestDatabase;
 use joblog_store::{GroomPolicy, Outcome, Store, StoreError, StoreOptions, StoreWriter, WriteOp};
 use serde_json::{json, Value};
 
-/// Instantiates each behaviour test once per backend. The PostgreSQL copy
-/// returns early (and passes) when no test server is configured;
-/// `TestDatabase::postgres` says so on stderr.
-macro_rules! store_tests {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            use joblog_store::testing::TestDatabase;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(TestDatabase::sqlite()).await;
-                }
-            )*
-        }
-
-        mod postgres {
-            use joblog_store::testing::TestDatabase;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = TestDatabase::postgres() else {
-                        return;
-                    };
-                    super::$name(db).await;
-                }
-            )*
-        }
-    };
-}
-
-store_tests! {
+joblog_store::backend_tests! {
     reopening_keeps_the_data,
     claim_next_takes_the_oldest_queued_job,
     appended_records_are_read_back_in_order_with_paging_and_stream_filter,

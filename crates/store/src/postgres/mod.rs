@@ -1,0 +1,285 @@
+//! The shared store: PostgreSQL, for teams and for several nodes on one
+//! queue. Reads use a small pool of async connections; the single writer of
+//! each node commits batches with one binary `COPY` of all their records;
+//! commits are announced with `NOTIFY` so that every node can follow every
+//! job live.
+//!
+//! Invariants: the log table is partitioned by job-id range, so retention
+//! drops whole partitions; a queued job is claimed by exactly one node
+//! (`FOR UPDATE SKIP LOCKED`); every write transaction stamps its node's row
+//! with a batch marker, so that a commit whose acknowledgement was lost to a
+//! dropped connection is recognised on retry and never applied twice.
+//!
+//! This module ties the parts together behind [`Store`]: `schema` migrates
+//! at open, `pool` serves reads with the statements of `sql`, `writer`
+//! applies batches, `listener` hears the commits of other nodes, and
+//! `partitions` creates and drops the log's job-id ranges.
+
+mod listener;
+pub(crate) mod partitions;
+mod pool;
+mod schema;
+mod sql;
+pub(crate) mod writer;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use joblog_core::{Job, JobId, JobQuery, JobState, Record, Stream};
+use tokio::sync::broadcast;
+use tokio_postgres::config::Host;
+use tokio_postgres::{Config, NoTls};
+
+use crate::error::pg_message;
+use crate::rows::stream_mask;
+use crate::{Committed, GroomPolicy, Result, Store, StoreError, StoreOptions, StoreWriter};
+use pool::Pool;
+use sql::{
+    jobs_from_rows, record_from_row, GROOM_CANDIDATES, LIST_ALL, LIST_NAME, LIST_NAME_STATE,
+    LIST_STATE, READ_LOG, READ_RESULT, SELECT_JOB,
+};
+use writer::PgWriter;
+
+pub use partitions::PARTITION_JOBS;
+
+/// A PostgreSQL database that several nodes may share.
+pub struct PgStore {
+    config: Config,
+    description: String,
+    node: String,
+    pool: Arc<Pool>,
+}
+
+impl PgStore {
+    /// Connects, brings the schema up to date and prepares the read pool.
+    /// Works from any thread, inside a tokio runtime or not.
+    pub fn open(url: &str, options: &StoreOptions) -> Result<Self> {
+        let mut config = Config::from_str(url)
+            .map_err(|e| StoreError::Config(format!("database URL {}: {e}", redact(url))))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        // Notice a vanished server on idle connections (the listener) in
+        // about a minute rather than the kernel's two hours.
+        config.keepalives_idle(Duration::from_secs(30));
+        if config.get_application_name().is_none() {
+            config.application_name("joblog");
+        }
+        let description = describe(&config);
+        let cfg = config.clone();
+        on_own_runtime(move || async move {
+            let (mut client, conn) = cfg.connect(NoTls).await.map_err(|e| {
+                StoreError::Unavailable(format!(
+                    "cannot connect to {}: {}",
+                    describe(&cfg),
+                    pg_message(&e)
+                ))
+            })?;
+            let driver = tokio::spawn(conn);
+            let out = schema::migrate(&mut client).await;
+            drop(client);
+            let _ = driver.await;
+            out
+        })?;
+        let node = if options.node.is_empty() {
+            "joblog".to_string()
+        } else {
+            options.node.clone()
+        };
+        Ok(PgStore {
+            pool: Arc::new(Pool::new(config.clone(), options.readers)),
+            config,
+            description,
+            node,
+        })
+    }
+}
+
+/// Runs `f` to completion on a private current-thread runtime on a thread
+/// of its own, so that blocking callers work inside a runtime or outside.
+fn on_own_runtime<T, F, Fut>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Database(format!("starting a runtime: {e}")))?;
+        rt.block_on(f())
+    })
+    .join()
+    .map_err(|_| StoreError::Database("database setup thread panicked".into()))?
+}
+
+/// The URL without its password.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{}@{}", &url[..s + 3], user, &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+fn describe(config: &Config) -> String {
+    format!(
+        "postgres://{}/{}",
+        server(config),
+        config.get_dbname().unwrap_or("")
+    )
+}
+
+/// `user@host:port[,host:port…]` of a connection config, never the password.
+pub(crate) fn server(config: &Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let host = match host {
+                Host::Tcp(h) => h.clone(),
+                Host::Unix(p) => p.display().to_string(),
+            };
+            let port = config
+                .get_ports()
+                .get(i)
+                .or(config.get_ports().first())
+                .copied()
+                .unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect();
+    let user = config.get_user().unwrap_or("(default user)");
+    format!("{user}@{}", hosts.join(","))
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn open_writer(&self) -> Result<Box<dyn StoreWriter>> {
+        Ok(Box::new(PgWriter::new(
+            self.config.clone(),
+            self.node.clone(),
+        )?))
+    }
+
+    async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c.query(SELECT_JOB, &[&id]).await?;
+                    Ok(jobs_from_rows(&rows)?.pop())
+                })
+            })
+            .await
+    }
+
+    async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let before = q.before_id.unwrap_or(i64::MAX);
+                    let limit = i64::from(q.limit);
+                    let state = q.state.map(JobState::name);
+                    // One statement per shape, so each uses its index.
+                    let rows = match (state, &q.name) {
+                        (None, None) => c.query(LIST_ALL, &[&before, &limit]).await?,
+                        (Some(s), None) => c.query(LIST_STATE, &[&before, &limit, &s]).await?,
+                        (None, Some(n)) => c.query(LIST_NAME, &[&before, &limit, n]).await?,
+                        (Some(s), Some(n)) => {
+                            c.query(LIST_NAME_STATE, &[&before, &limit, n, &s]).await?
+                        }
+                    };
+                    jobs_from_rows(&rows)
+                })
+            })
+            .await
+    }
+
+    async fn read_log(
+        &self,
+        id: JobId,
+        after_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<Vec<Record>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
+                    let mask = stream_mask(&streams);
+                    let max_bytes = crate::MAX_PAGE_BYTES as i64;
+                    let rows = c
+                        .query(
+                            READ_LOG,
+                            &[&id, &after, &i64::from(limit), &mask, &max_bytes],
+                        )
+                        .await?;
+                    rows.iter().map(record_from_row).collect()
+                })
+            })
+            .await
+    }
+
+    async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c.query(READ_RESULT, &[&id]).await?;
+                    match rows.first() {
+                        Some(r) => Ok(Some(r.try_get(0)?)),
+                        None => Ok(None),
+                    }
+                })
+            })
+            .await
+    }
+
+    async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let before = policy.finished_before.unwrap_or(i64::MAX);
+                    let keep = i64::from(policy.keep_per_name.unwrap_or(0));
+                    let rows = c.query(GROOM_CANDIDATES, &[&keep, &before]).await?;
+                    rows.iter()
+                        .map(|r| r.try_get(0).map_err(StoreError::from))
+                        .collect()
+                })
+            })
+            .await
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.pool
+            .read(|c| {
+                Box::pin(async move {
+                    c.client.simple_query("SELECT 1").await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn start_listener(&self, sink: broadcast::Sender<Arc<Committed>>) {
+        tokio::spawn(listener::listen(
+            self.config.clone(),
+            self.node.clone(),
+            sink,
+        ));
+    }
+}

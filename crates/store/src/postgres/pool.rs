@@ -1,0 +1,176 @@
+//! The read pool: async connections kept open between requests, each with
+//! the statements it has prepared. At most `MAX_READS_IN_FLIGHT` reads run
+//! at once; a burst beyond that waits for a connection instead of opening
+//! more than the server allows.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, NoTls, Row, Statement};
+
+use super::describe;
+use crate::error::pg_message;
+use crate::{Result, StoreError};
+
+/// Read connections, each with the statements it has prepared.
+pub(super) struct Pool {
+    config: Config,
+    idle: Mutex<Vec<PooledConn>>,
+    max_idle: usize,
+    /// Reads in flight at once, at most: a burst of requests waits here
+    /// instead of opening connections until the server refuses them.
+    in_use: Arc<tokio::sync::Semaphore>,
+}
+
+/// Reads in flight on one node at once.
+const MAX_READS_IN_FLIGHT: usize = 32;
+
+pub(super) struct PooledConn {
+    pub(super) client: Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+impl PooledConn {
+    async fn prepared(&mut self, sql: &'static str) -> Result<Statement> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).await?;
+        self.statements.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    pub(super) async fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>> {
+        let stmt = self.prepared(sql).await?;
+        Ok(self.client.query(&stmt, params).await?)
+    }
+}
+
+impl Pool {
+    /// A pool of `readers` idle connections at most (0 = a default).
+    pub(super) fn new(config: Config, readers: usize) -> Pool {
+        Pool {
+            config,
+            idle: Mutex::new(Vec::new()),
+            // A connection costs the server a process, and opening one
+            // takes milliseconds: keep enough for a busy node's
+            // concurrent requests rather than reconnect per request.
+            max_idle: if readers == 0 { 16 } else { readers },
+            in_use: Arc::new(tokio::sync::Semaphore::new(MAX_READS_IN_FLIGHT)),
+        }
+    }
+
+    /// Runs `f` on a connection of the pool, once fewer than
+    /// `MAX_READS_IN_FLIGHT` reads are running.
+    pub(super) async fn read<T>(
+        &self,
+        f: impl for<'c> FnOnce(&'c mut PooledConn) -> BoxFuture<'c, Result<T>>,
+    ) -> Result<T> {
+        let _permit = self
+            .in_use
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Unavailable("read pool closed".into()))?;
+        let mut conn = self.get().await?;
+        let out = f(&mut conn).await;
+        self.put(conn);
+        out
+    }
+
+    async fn get(&self) -> Result<PooledConn> {
+        loop {
+            let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match pooled {
+                Some(c) if !c.client.is_closed() => return Ok(c),
+                Some(_) => continue,
+                None => break,
+            }
+        }
+        let (client, conn) = self.config.connect(NoTls).await.map_err(|e| {
+            StoreError::Unavailable(format!(
+                "cannot connect to {}: {}",
+                describe(&self.config),
+                pg_message(&e)
+            ))
+        })?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "read connection closed");
+            }
+        });
+        Ok(PooledConn {
+            client,
+            statements: HashMap::new(),
+        })
+    }
+
+    fn put(&self, conn: PooledConn) {
+        if conn.client.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < self.max_idle {
+            idle.push(conn);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::postgres::PgStore;
+    use crate::testing::TestDatabase;
+    use crate::StoreOptions;
+
+    /// A burst of slow reads waits for the pool: no more than
+    /// MAX_READS_IN_FLIGHT connections are busy at once, and every read
+    /// succeeds rather than the server refusing connections.
+    #[test]
+    fn reads_in_flight_are_bounded() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let Some(db) = TestDatabase::postgres() else {
+            return;
+        };
+        let store = Arc::new(PgStore::open(db.url(), &StoreOptions::default()).unwrap());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let now = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        rt.block_on(async {
+            let reads: Vec<_> = (0..MAX_READS_IN_FLIGHT + 16)
+                .map(|_| {
+                    let (store, now, peak) = (store.clone(), now.clone(), peak.clone());
+                    tokio::spawn(async move {
+                        store
+                            .pool
+                            .read(move |c| {
+                                Box::pin(async move {
+                                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                                    peak.fetch_max(n, Ordering::SeqCst);
+                                    c.client.simple_query("SELECT pg_sleep(0.2)").await?;
+                                    now.fetch_sub(1, Ordering::SeqCst);
+                                    Ok(())
+                                })
+                            })
+                            .await
+                    })
+                })
+                .collect();
+            for r in reads {
+                r.await.unwrap().unwrap();
+            }
+        });
+        let peak = peak.load(Ordering::SeqCst);
+        assert!(peak <= MAX_READS_IN_FLIGHT, "{peak} reads at once");
+        assert!(peak > 1, "reads ran one at a time: {peak}");
+    }
+}

@@ -1,0 +1,156 @@
+//! The statements the read pool and the writer run again and again (each
+//! connection prepares one once, keyed by its text), and the decoding of
+//! the rows they return. The decoders read columns by position: they
+//! follow the order of `job_columns!` and of the `SELECT` lists here.
+
+use joblog_core::{Job, Record};
+use tokio_postgres::Row;
+
+use crate::rows::{job_columns, JobRow, RecordRow};
+use crate::Result;
+
+fn job_from_row(row: &Row) -> Result<Job> {
+    JobRow {
+        id: row.try_get(0)?,
+        name: row.try_get(1)?,
+        state: row.try_get(2)?,
+        exit_code: row.try_get(3)?,
+        spec: row.try_get(4)?,
+        node: row.try_get(5)?,
+        created_at: row.try_get(6)?,
+        started_at: row.try_get(7)?,
+        finished_at: row.try_get(8)?,
+        log_records: row.try_get(9)?,
+        log_bytes: row.try_get(10)?,
+        log_truncated: row.try_get(11)?,
+        log_streams: row.try_get(12)?,
+        result_bytes: row.try_get(13)?,
+    }
+    .into_job()
+}
+
+pub(super) fn jobs_from_rows(rows: &[Row]) -> Result<Vec<Job>> {
+    rows.iter().map(job_from_row).collect()
+}
+
+pub(super) fn record_from_row(row: &Row) -> Result<Record> {
+    let message: Vec<u8> = row.try_get(3)?;
+    RecordRow {
+        seq: row.try_get(0)?,
+        ts: row.try_get(1)?,
+        stream: i64::from(row.try_get::<_, i16>(2)?),
+        // Stored from a String, so valid UTF-8; a row written by anything
+        // else is shown with replacement characters rather than refused.
+        message: String::from_utf8(message)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        fields: row.try_get(4)?,
+    }
+    .into_record()
+}
+
+// What requests read, on the read pool (and the writer, re-deriving a
+// batch). One statement per shape of job list, so that each uses its index.
+pub(super) const SELECT_JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1");
+pub(super) const LIST_ALL: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs \
+     WHERE id < $1 ORDER BY id DESC LIMIT $2"
+);
+pub(super) const LIST_STATE: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs \
+     WHERE state = $3 AND id < $1 ORDER BY id DESC LIMIT $2"
+);
+pub(super) const LIST_NAME: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs \
+     WHERE name = $3 AND id < $1 ORDER BY id DESC LIMIT $2"
+);
+pub(super) const LIST_NAME_STATE: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs WHERE name = $3 AND state = $4 AND id < $1 ORDER BY id DESC LIMIT $2"
+);
+/// A page of a job's log, cut after the record that crosses `$5` bytes of
+/// message text (so a page of long lines stays bounded, as on SQLite).
+pub(super) const READ_LOG: &str = "SELECT seq, ts, stream, message, fields FROM (
+        SELECT seq, ts, stream, message, fields,
+               sum(octet_length(message)) OVER (ORDER BY seq) - octet_length(message) AS before
+        FROM (SELECT seq, ts, stream, message, fields FROM log
+              WHERE job_id = $1 AND seq > $2 AND ((1::bigint << stream) & $4) <> 0
+              ORDER BY seq LIMIT $3) page
+    ) sized WHERE before < $5 ORDER BY seq";
+pub(super) const READ_RESULT: &str = "SELECT body FROM results WHERE job_id = $1";
+pub(super) const GROOM_CANDIDATES: &str = "SELECT id FROM (
+        SELECT id, finished_at,
+               ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn
+        FROM jobs WHERE state NOT IN ('queued', 'running')) ranked
+    WHERE rn > $1 AND finished_at < $2 ORDER BY id";
+
+// What the writer runs inside its batch transactions.
+pub(super) const INSERT_JOB: &str = concat!(
+    "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node) \
+     VALUES ($1, 'queued', $2, $3, $4, $5) RETURNING ",
+    job_columns!()
+);
+pub(super) const CLAIM_NEXT: &str = concat!(
+    "UPDATE jobs SET state = 'running', started_at = $1, node = $2 \
+     WHERE id = (SELECT id FROM jobs WHERE state = 'queued' \
+        AND (pinned_node IS NULL OR pinned_node = $2) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+     RETURNING ",
+    job_columns!()
+);
+pub(super) const FINISH: &str = concat!(
+    "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
+     result_bytes = $5, log_records = $6, log_bytes = $7, log_truncated = $8, log_streams = $9 \
+     WHERE id = $1 AND state IN ('queued', 'running') RETURNING ",
+    job_columns!()
+);
+pub(super) const SAVE_RESULT: &str = "INSERT INTO results (job_id, body) VALUES ($1, $2) \
+     ON CONFLICT (job_id) DO UPDATE SET body = EXCLUDED.body";
+pub(super) const CANCEL_QUEUED: &str = concat!(
+    "UPDATE jobs SET state = 'cancelled', finished_at = $2 \
+     WHERE id = $1 AND state = 'queued' RETURNING ",
+    job_columns!()
+);
+pub(super) const INTERRUPT_NODE: &str = "UPDATE jobs SET state = 'interrupted', finished_at = $1 \
+     WHERE state = 'running' AND node = $2";
+pub(super) const INTERRUPT_ALL: &str = "UPDATE jobs SET state = 'interrupted', finished_at = $1 \
+     WHERE state IN ('running', 'queued') AND ($2 OR state = 'running')";
+pub(super) const DELETE_LOG_CHUNK: &str = "DELETE FROM log WHERE job_id = $1 AND seq <= COALESCE(
+        (SELECT seq FROM log WHERE job_id = $1 ORDER BY seq OFFSET $2 LIMIT 1),
+        9223372036854775807)";
+pub(super) const DELETE_RESULT: &str = "DELETE FROM results WHERE job_id = $1";
+pub(super) const DELETE_JOB: &str =
+    "DELETE FROM jobs WHERE id = $1 AND state NOT IN ('queued', 'running')";
+pub(super) const HEARTBEAT: &str =
+    "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
+     ON CONFLICT (name) DO UPDATE SET heartbeat_at = now()";
+/// Running jobs of nodes silent for longer than `$3` seconds, or of nodes
+/// no longer registered at all; and queued jobs whose secrets died with
+/// such a node.
+pub(super) const INTERRUPT_LAPSED: &str =
+    "UPDATE jobs SET state = 'interrupted', finished_at = $2 \
+     WHERE ((state = 'running' AND node <> $1 AND node NOT IN (
+                SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $3)))
+         OR (state = 'queued' AND pinned_node <> $1 AND pinned_node NOT IN (
+                SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $3))))";
+pub(super) const FORGET_LAPSED: &str = "DELETE FROM nodes WHERE name <> $1 \
+     AND heartbeat_at < now() - make_interval(secs => $2)";
+pub(super) const MARK_BATCH: &str = "INSERT INTO nodes (name, heartbeat_at, started_at, last_batch) \
+     VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET last_batch = EXCLUDED.last_batch";
+pub(super) const SAVE_SUMMARIES: &str =
+    "UPDATE jobs SET log_records = u.records, log_bytes = u.bytes, \
+     log_truncated = u.truncated, log_streams = u.streams \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::boolean[], $5::text[]) \
+        AS u(id, records, bytes, truncated, streams) \
+     WHERE jobs.id = u.id";
+pub(super) const COPY_LOG: &str =
+    "COPY log (job_id, seq, ts, stream, message, fields) FROM STDIN (FORMAT binary)";
+pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,253 @@
+//! The writer of one node: one connection, driven by a runtime of its own
+//! so that `apply` blocks from any thread; it reconnects when the
+//! connection is gone. Every batch is stamped with a marker in the node's
+//! row, so that a batch whose commit was not acknowledged is looked up on
+//! retry and, if it did commit, answered from what it wrote instead of
+//! being applied twice.
+
+use std::collections::{HashMap, HashSet};
+
+use joblog_core::{JobState, Timestamp};
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use super::describe;
+use super::sql::{jobs_from_rows, SELECT_JOB};
+use crate::error::pg_message;
+use crate::rows::JOB_COLUMNS;
+use crate::{Outcome, Result, StoreError, StoreWriter, WriteOp};
+
+pub(crate) mod batch;
+#[cfg(test)]
+mod tests;
+
+/// The writer of one node. Its connection is driven by a one-thread runtime
+/// of its own, so `apply` can block on it from any thread.
+pub(super) struct PgWriter {
+    /// Always `Some` until dropped.
+    rt: Option<tokio::runtime::Runtime>,
+    config: Config,
+    node: String,
+    /// Names this writer's batches: `<pid>-<start micros>:<n>`.
+    instance: String,
+    batch_no: u64,
+    conn: Option<WriterConn>,
+    /// The last attempt failed in a way that may have committed it anyway.
+    uncertain: Option<Attempt>,
+    /// The last attempt made (for tests that lose its acknowledgement).
+    #[cfg(test)]
+    last: Option<Attempt>,
+}
+
+struct WriterConn {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+    /// Log partitions known to exist (partition numbers).
+    partitions: Option<HashSet<i64>>,
+}
+
+#[derive(Clone)]
+struct Attempt {
+    marker: String,
+    now: i64,
+    ops: usize,
+}
+
+impl PgWriter {
+    pub(super) fn new(config: Config, node: String) -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("joblog-pg-writer")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Database(format!("starting the writer runtime: {e}")))?;
+        let instance = format!("{}-{}", std::process::id(), Timestamp::now().micros());
+        let mut w = PgWriter {
+            rt: Some(rt),
+            config,
+            node,
+            instance,
+            batch_no: 0,
+            conn: None,
+            uncertain: None,
+            #[cfg(test)]
+            last: None,
+        };
+        w.connect()?;
+        Ok(w)
+    }
+
+    fn connect(&mut self) -> Result<&mut WriterConn> {
+        if self.conn.as_ref().is_some_and(|c| c.client.is_closed()) {
+            self.conn = None;
+        }
+        if self.conn.is_none() {
+            let config = self.config.clone();
+            let rt = self
+                .rt
+                .as_ref()
+                .ok_or_else(|| StoreError::Database("writer runtime gone".into()))?;
+            let task = rt.spawn(async move {
+                let (client, conn) = config.connect(NoTls).await?;
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::warn!(error = %pg_message(&e), "writer connection closed");
+                    }
+                });
+                // The durability promise (SPEC §6) does not depend on the
+                // server's default.
+                client.batch_execute("SET synchronous_commit TO on").await?;
+                Ok::<_, tokio_postgres::Error>(client)
+            });
+            let client = futures_executor::block_on(task)
+                .map_err(|e| StoreError::Database(format!("writer connect task: {e}")))?
+                .map_err(|e| {
+                    StoreError::Unavailable(format!(
+                        "cannot connect to {}: {}",
+                        describe(&self.config),
+                        pg_message(&e)
+                    ))
+                })?;
+            self.conn = Some(WriterConn {
+                client,
+                statements: HashMap::new(),
+                partitions: None,
+            });
+        }
+        self.conn
+            .as_mut()
+            .ok_or_else(|| StoreError::Unavailable("no connection".into()))
+    }
+}
+
+impl Drop for PgWriter {
+    fn drop(&mut self) {
+        self.conn = None;
+        // Dropping a runtime blocks, which is refused inside async code
+        // (tests drop writers there); its one thread just winds down.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl StoreWriter for PgWriter {
+    fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>> {
+        let node = self.node.clone();
+        if let Some(attempt) = self.uncertain.clone() {
+            let conn = self.connect()?;
+            if attempt.ops == ops.len() {
+                let committed = futures_executor::block_on(was_committed(conn, &node, &attempt))?;
+                self.uncertain = None;
+                if committed {
+                    tracing::warn!(
+                        batch = %attempt.marker,
+                        "the batch whose commit was not acknowledged was committed; not applying it again"
+                    );
+                    let conn = self.connect()?;
+                    return futures_executor::block_on(rederive(conn, &node, ops, &attempt));
+                }
+            } else {
+                self.uncertain = None;
+            }
+        }
+        self.batch_no += 1;
+        let attempt = Attempt {
+            marker: format!("{}:{}", self.instance, self.batch_no),
+            now: Timestamp::now().micros(),
+            ops: ops.len(),
+        };
+        #[cfg(test)]
+        {
+            self.last = Some(attempt.clone());
+        }
+        let conn = self.connect()?;
+        let result = futures_executor::block_on(batch::apply_batch(conn, &node, ops, &attempt));
+        match &result {
+            Err(e) if e.is_transient() => self.uncertain = Some(attempt),
+            Err(_) => {}
+            Ok(_) => {}
+        }
+        result
+    }
+}
+
+async fn was_committed(conn: &mut WriterConn, node: &str, attempt: &Attempt) -> Result<bool> {
+    let row = conn
+        .client
+        .query_opt("SELECT last_batch FROM nodes WHERE name = $1", &[&node])
+        .await?;
+    let last: Option<String> = match row {
+        Some(r) => r.try_get(0)?,
+        None => None,
+    };
+    Ok(last.as_deref() == Some(attempt.marker.as_str()))
+}
+
+/// The outcomes of a batch that was committed by an attempt whose reply
+/// was lost, read back from what it wrote.
+async fn rederive(
+    conn: &mut WriterConn,
+    node: &str,
+    ops: &[WriteOp],
+    attempt: &Attempt,
+) -> Result<Vec<Outcome>> {
+    let cols = JOB_COLUMNS;
+    let inserted = jobs_from_rows(
+        &conn
+            .client
+            .query(
+                &format!(
+                    "SELECT {cols} FROM jobs WHERE created_by = $1 AND created_at = $2 ORDER BY id"
+                ),
+                &[&node, &attempt.now],
+            )
+            .await?,
+    )?;
+    let claimed = jobs_from_rows(
+        &conn
+            .client
+            .query(
+                &format!("SELECT {cols} FROM jobs WHERE node = $1 AND started_at = $2 ORDER BY id"),
+                &[&node, &attempt.now],
+            )
+            .await?,
+    )?;
+    let (mut inserted, mut claimed) = (inserted.into_iter(), claimed.into_iter());
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops {
+        out.push(match op {
+            WriteOp::InsertJob { .. } => match inserted.next() {
+                Some(job) => Outcome::Job(job),
+                None => {
+                    return Err(StoreError::Database(
+                        "a committed batch's new job was not found".into(),
+                    ))
+                }
+            },
+            WriteOp::ClaimNext { .. } => Outcome::Claimed(claimed.next()),
+            WriteOp::Finish { job, .. } | WriteOp::CancelQueued { job } => {
+                let rows = conn.client.query(SELECT_JOB, &[job]).await?;
+                let job = jobs_from_rows(&rows)?.pop();
+                match op {
+                    WriteOp::Finish { .. } => match job {
+                        Some(j) => Outcome::Job(j),
+                        None => Outcome::MaybeJob(None),
+                    },
+                    _ => Outcome::MaybeJob(job.filter(|j| j.state == JobState::Cancelled)),
+                }
+            }
+            // Counts of a committed attempt are not known any more; a
+            // full chunk makes retention look again rather than stop.
+            WriteOp::DeleteLogChunk { max, .. } => Outcome::Count(u64::from(*max)),
+            WriteOp::DropLogPartitions { .. } => Outcome::Groomed {
+                jobs: Vec::new(),
+                records: 0,
+            },
+            WriteOp::Append { .. } | WriteOp::RequestCancel { .. } => Outcome::Done,
+            WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. } | WriteOp::DeleteJob { .. } => {
+                Outcome::Count(0)
+            }
+        });
+    }
+    Ok(out)
+}

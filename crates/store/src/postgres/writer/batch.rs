@@ -1,0 +1,285 @@
+//! One batch in one transaction: each op's statement, then all records in
+//! one binary COPY, the jobs' counters in one `UPDATE … FROM unnest`, the
+//! batch marker, and one NOTIFY of what was committed. Nothing of a batch
+//! is applied unless all of it is.
+
+use std::collections::{HashMap, HashSet};
+
+use joblog_core::{JobId, LogSummary, Record};
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::types::Type;
+use tokio_postgres::{Statement, Transaction};
+
+use super::{Attempt, WriterConn};
+use crate::postgres::listener::{self, CHANNEL};
+use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
+use crate::postgres::sql::{
+    jobs_from_rows, CANCEL_QUEUED, CLAIM_NEXT, COPY_LOG, DELETE_JOB, DELETE_LOG_CHUNK,
+    DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INSERT_JOB, INTERRUPT_ALL, INTERRUPT_LAPSED,
+    INTERRUPT_NODE, MARK_BATCH, NOTIFY, SAVE_RESULT, SAVE_SUMMARIES,
+};
+use crate::rows::{fields_text, streams_to_text};
+use crate::{Committed, Outcome, Result, StoreError, WriteOp};
+
+/// The statement for `sql`, prepared once per connection.
+async fn prepared(
+    statements: &mut HashMap<&'static str, Statement>,
+    tx: &Transaction<'_>,
+    sql: &'static str,
+) -> Result<Statement> {
+    if let Some(s) = statements.get(sql) {
+        return Ok(s.clone());
+    }
+    let s = tx.prepare(sql).await?;
+    statements.insert(sql, s.clone());
+    Ok(s)
+}
+
+/// Applies `ops` in one transaction stamped with `attempt`'s marker.
+pub(super) async fn apply_batch(
+    conn: &mut WriterConn,
+    node: &str,
+    ops: &[WriteOp],
+    attempt: &Attempt,
+) -> Result<Vec<Outcome>> {
+    if conn.partitions.is_none() {
+        conn.partitions = Some(load_partitions(&conn.client).await?);
+    }
+    let statements = &mut conn.statements;
+    let tx = conn.client.transaction().await?;
+    let now = attempt.now;
+    let mut outcomes = Vec::with_capacity(ops.len());
+    let mut summaries: Vec<(JobId, LogSummary)> = Vec::new();
+    let mut partitions_changed = false;
+    for op in ops {
+        let outcome = match op {
+            WriteOp::InsertJob { name, spec } => {
+                let spec_json = serde_json::to_string(spec)
+                    .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
+                let pinned = (!spec.secret_names.is_empty()).then_some(node);
+                let st = prepared(statements, &tx, INSERT_JOB).await?;
+                let rows = tx
+                    .query(&st, &[name, &spec_json, &now, &node, &pinned])
+                    .await?;
+                match jobs_from_rows(&rows)?.pop() {
+                    Some(job) => Outcome::Job(job),
+                    None => return Err(StoreError::Database("insert returned no row".into())),
+                }
+            }
+            WriteOp::ClaimNext { node } => {
+                let st = prepared(statements, &tx, CLAIM_NEXT).await?;
+                let rows = tx.query(&st, &[&now, node]).await?;
+                Outcome::Claimed(jobs_from_rows(&rows)?.pop())
+            }
+            WriteOp::Append {
+                job,
+                summary,
+                records: _,
+            } => {
+                note_summary(&mut summaries, *job, *summary);
+                Outcome::Done
+            }
+            WriteOp::Finish {
+                job,
+                state,
+                exit_code,
+                result,
+                summary,
+            } => {
+                note_summary(&mut summaries, *job, *summary);
+                let st = prepared(statements, &tx, FINISH).await?;
+                let result_bytes = result.as_ref().map(|b| b.len() as i64);
+                let rows = tx
+                    .query(
+                        &st,
+                        &[
+                            job,
+                            &state.name(),
+                            exit_code,
+                            &now,
+                            &result_bytes,
+                            &(summary.records as i64),
+                            &(summary.bytes as i64),
+                            &summary.truncated,
+                            &streams_to_text(&summary.streams),
+                        ],
+                    )
+                    .await?;
+                match jobs_from_rows(&rows)?.pop() {
+                    Some(done) => {
+                        if let Some(body) = result {
+                            let st = prepared(statements, &tx, SAVE_RESULT).await?;
+                            tx.execute(&st, &[job, body]).await?;
+                        }
+                        Outcome::Job(done)
+                    }
+                    // Already ended elsewhere (its node was declared lapsed).
+                    None => Outcome::MaybeJob(None),
+                }
+            }
+            WriteOp::CancelQueued { job } => {
+                let st = prepared(statements, &tx, CANCEL_QUEUED).await?;
+                let rows = tx.query(&st, &[job, &now]).await?;
+                Outcome::MaybeJob(jobs_from_rows(&rows)?.pop())
+            }
+            WriteOp::Interrupt {
+                node,
+                include_queued,
+            } => {
+                let n = match node {
+                    Some(node) => {
+                        let st = prepared(statements, &tx, INTERRUPT_NODE).await?;
+                        tx.execute(&st, &[&now, node]).await?
+                    }
+                    None => {
+                        let st = prepared(statements, &tx, INTERRUPT_ALL).await?;
+                        tx.execute(&st, &[&now, include_queued]).await?
+                    }
+                };
+                Outcome::Count(n)
+            }
+            WriteOp::DeleteLogChunk { job, max } => {
+                if *max == 0 {
+                    Outcome::Count(0)
+                } else {
+                    let st = prepared(statements, &tx, DELETE_LOG_CHUNK).await?;
+                    let offset = i64::from(*max) - 1;
+                    Outcome::Count(tx.execute(&st, &[job, &offset]).await?)
+                }
+            }
+            WriteOp::DeleteJob { job } => {
+                let st = prepared(statements, &tx, DELETE_RESULT).await?;
+                tx.execute(&st, &[job]).await?;
+                let st = prepared(statements, &tx, DELETE_JOB).await?;
+                Outcome::Count(tx.execute(&st, &[job]).await?)
+            }
+            WriteOp::DropLogPartitions { candidates } => {
+                partitions_changed = true;
+                drop_partitions(&tx, candidates).await?
+            }
+            WriteOp::Heartbeat { node, lapse } => {
+                let st = prepared(statements, &tx, HEARTBEAT).await?;
+                tx.execute(&st, &[node]).await?;
+                match lapse {
+                    Some(lapse) => {
+                        let secs = lapse.as_secs_f64();
+                        let st = prepared(statements, &tx, INTERRUPT_LAPSED).await?;
+                        let n = tx.execute(&st, &[node, &now, &secs]).await?;
+                        let st = prepared(statements, &tx, FORGET_LAPSED).await?;
+                        tx.execute(&st, &[node, &secs]).await?;
+                        Outcome::Count(n)
+                    }
+                    None => Outcome::Count(0),
+                }
+            }
+            WriteOp::RequestCancel { .. } => Outcome::Done,
+        };
+        outcomes.push(outcome);
+    }
+
+    let known = conn.partitions.get_or_insert_with(HashSet::new);
+    let appends = ops.iter().filter_map(|op| match op {
+        WriteOp::Append { job, records, .. } if !records.is_empty() => Some((*job, records)),
+        _ => None,
+    });
+    let created = create_missing(&tx, known, appends.clone().map(|(job, _)| job)).await?;
+    if appends.clone().next().is_some() {
+        copy_records(&tx, appends).await.inspect_err(|e| {
+            if let StoreError::Unavailable(_) = e {
+                partitions_changed = true;
+            }
+        })?;
+    }
+    if !summaries.is_empty() {
+        let mut ids = Vec::with_capacity(summaries.len());
+        let mut records = Vec::with_capacity(summaries.len());
+        let mut bytes = Vec::with_capacity(summaries.len());
+        let mut truncated = Vec::with_capacity(summaries.len());
+        let mut streams = Vec::with_capacity(summaries.len());
+        for (job, s) in &summaries {
+            ids.push(*job);
+            records.push(s.records as i64);
+            bytes.push(s.bytes as i64);
+            truncated.push(s.truncated);
+            streams.push(streams_to_text(&s.streams));
+        }
+        let st = prepared(statements, &tx, SAVE_SUMMARIES).await?;
+        tx.execute(&st, &[&ids, &records, &bytes, &truncated, &streams])
+            .await?;
+    }
+    let st = prepared(statements, &tx, MARK_BATCH).await?;
+    tx.execute(&st, &[&node, &attempt.marker]).await?;
+
+    let mut committed = Committed::default();
+    for (op, outcome) in ops.iter().zip(&outcomes) {
+        committed.add(op, outcome);
+    }
+    if !committed.is_empty() {
+        let payload = listener::notice(node, committed)?;
+        let st = prepared(statements, &tx, NOTIFY).await?;
+        tx.execute(&st, &[&CHANNEL, &payload]).await?;
+    }
+    let committed = tx.commit().await;
+    if partitions_changed {
+        conn.partitions = None;
+    }
+    committed?;
+    if let Some(known) = conn.partitions.as_mut() {
+        known.extend(created);
+    }
+    Ok(outcomes)
+}
+
+fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
+    match summaries.iter_mut().find(|(j, _)| *j == job) {
+        Some(slot) => slot.1 = s,
+        None => summaries.push((job, s)),
+    }
+}
+
+/// All records of the batch in one binary COPY: the fastest way into
+/// PostgreSQL measured (docs/benchmarks.md).
+pub(crate) async fn copy_records<'a>(
+    tx: &Transaction<'_>,
+    appends: impl Iterator<Item = (JobId, &'a Vec<Record>)>,
+) -> Result<()> {
+    let sink = tx.copy_in(COPY_LOG).await?;
+    let writer = BinaryCopyInWriter::new(
+        sink,
+        &[
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::INT2,
+            Type::BYTEA,
+            Type::TEXT,
+        ],
+    );
+    futures_util::pin_mut!(writer);
+    for (job, records) in appends {
+        for r in records {
+            let seq = r.seq as i64;
+            let ts = r.ts.micros();
+            let stream = r.stream.code() as i16;
+            let message = r.message.as_bytes();
+            let fields = fields_text(r);
+            writer
+                .as_mut()
+                .write(&[&job, &seq, &ts, &stream, &message, &fields])
+                .await
+                .map_err(copy_error)?;
+        }
+    }
+    writer.as_mut().finish().await.map_err(copy_error)?;
+    Ok(())
+}
+
+/// A record whose job's partition went missing (dropped by another node)
+/// is retried after the partition is recreated, not rejected.
+fn copy_error(e: tokio_postgres::Error) -> StoreError {
+    if e.code() == Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION) {
+        StoreError::Unavailable(format!("log partition missing, recreating it: {e}"))
+    } else {
+        e.into()
+    }
+}

@@ -1,0 +1,81 @@
+//! The writer against a real server (skipped without one): retrying a
+//! batch whose acknowledgement was lost.
+
+use joblog_core::{JobQuery, JobSpec, JobState};
+
+use super::*;
+use crate::postgres::PgStore;
+use crate::testing::TestDatabase;
+use crate::{Store, StoreOptions};
+
+fn ops(node: &str) -> Vec<WriteOp> {
+    vec![
+        WriteOp::InsertJob {
+            name: Some("retried".into()),
+            spec: JobSpec {
+                command: vec!["true".into()],
+                ..JobSpec::default()
+            },
+        },
+        WriteOp::ClaimNext { node: node.into() },
+    ]
+}
+
+/// The connection drops after COMMIT reached the server but before its
+/// answer came back: the pipeline retries the same ops, and the writer
+/// must find the batch committed and answer from what it wrote, not
+/// insert and claim a second job. (Losing the answer is simulated by
+/// marking the attempt uncertain; a real dropped connection does the
+/// same through `apply`'s error path.)
+#[test]
+fn a_retried_batch_that_was_committed_is_not_applied_twice() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let options = StoreOptions {
+        node: "n".into(),
+        ..StoreOptions::default()
+    };
+    let store = PgStore::open(db.url(), &options).unwrap();
+    let mut w = PgWriter::new(store.config.clone(), "n".into()).unwrap();
+    let batch = ops("n");
+    let first = w.apply(&batch).unwrap();
+    let (Outcome::Job(inserted), Outcome::Claimed(Some(claimed))) = (&first[0], &first[1]) else {
+        panic!("{first:?}")
+    };
+    assert_eq!(inserted.id, claimed.id);
+
+    w.uncertain = w.last.clone();
+    let again = w.apply(&batch).unwrap();
+    let (Outcome::Job(j), Outcome::Claimed(Some(c))) = (&again[0], &again[1]) else {
+        panic!("{again:?}")
+    };
+    assert_eq!((j.id, c.id), (inserted.id, claimed.id));
+    assert_eq!(c.state, JobState::Running);
+
+    // An attempt that did not commit is simply applied.
+    w.uncertain = Some(Attempt {
+        marker: "never-committed".into(),
+        now: 1,
+        ops: batch.len(),
+    });
+    let fresh = w.apply(&batch).unwrap();
+    let Outcome::Job(second) = &fresh[0] else {
+        panic!("{fresh:?}")
+    };
+    assert_ne!(second.id, inserted.id);
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let jobs = rt
+        .block_on(store.list_jobs(JobQuery {
+            state: None,
+            name: Some("retried".into()),
+            limit: 10,
+            before_id: None,
+        }))
+        .unwrap();
+    assert_eq!(jobs.len(), 2, "one job per applied batch: {jobs:?}");
+}
