@@ -229,10 +229,7 @@ async fn rederive(
                 let rows = conn.client.query(SELECT_JOB, &[job]).await?;
                 let job = jobs_from_rows(&rows)?.pop();
                 match op {
-                    WriteOp::Finish { .. } => match job {
-                        Some(j) => Outcome::Job(j),
-                        None => Outcome::MaybeJob(None),
-                    },
+                    WriteOp::Finish { .. } => Outcome::MaybeJob(job),
                     _ => Outcome::MaybeJob(job.filter(|j| j.state == JobState::Cancelled)),
                 }
             }

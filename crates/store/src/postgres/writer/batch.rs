@@ -111,7 +111,7 @@ pub(super) async fn apply_batch(
                             let st = prepared(statements, &tx, SAVE_RESULT).await?;
                             tx.execute(&st, &[job, body]).await?;
                         }
-                        Outcome::Job(done)
+                        Outcome::MaybeJob(Some(done))
                     }
                     // Already ended elsewhere (its node was declared lapsed).
                     None => Outcome::MaybeJob(None),
