@@ -4,7 +4,7 @@
 
 mod ingest;
 mod psu;
-mod server;
+pub mod server;
 mod stats;
 
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! The server under test: a `joblog serve` child in its own temporary
 //! directory and process group, ready once `/healthz` answers, stopped the
-//! way an operator would stop it.
+//! way an operator would stop it; and the free-port helper the end-to-end
+//! tests share.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -20,9 +21,11 @@ pub(super) struct SpawnedServer {
     keep: bool,
 }
 
-fn free_port() -> anyhow::Result<u16> {
+/// A loopback port nothing listens on right now, for a server to be started
+/// on. Also used by the end-to-end tests, hence public.
+pub fn free_port() -> anyhow::Result<u16> {
     // The port is free when we drop the listener; the tiny race with another
-    // process grabbing it is acceptable for a benchmark.
+    // process grabbing it is acceptable for a benchmark or a test.
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
     Ok(l.local_addr()?.port())
 }
