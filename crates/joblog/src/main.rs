@@ -1,12 +1,9 @@
 //! The `joblog` binary: the server (`serve`), the command-line client and
-//! the benchmarks, all in one executable.
-
-mod bench;
-mod client;
-mod config;
-mod serve;
+//! the benchmarks, all in one executable; it parses the command line and
+//! hands it to the `joblog` library.
 
 use clap::{Parser, Subcommand};
+use joblog::{bench, client, config, serve};
 
 #[derive(Parser, Debug)]
 #[command(

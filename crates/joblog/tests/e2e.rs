@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use joblog::bench::server::free_port;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_joblog");
@@ -20,16 +21,9 @@ struct Server {
     http: reqwest::Client,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 impl Server {
     async fn start(dir: &Path, extra: &[&str]) -> Server {
-        let port = free_port();
+        let port = free_port().expect("a free port");
         let child = Command::new(BIN)
             .arg("serve")
             .arg("--listen")

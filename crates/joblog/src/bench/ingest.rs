@@ -11,7 +11,8 @@ use joblog_pipeline::{Pipeline, PipelineConfig};
 use joblog_store::baseline::{self, Batch, Method};
 use joblog_store::StoreOptions;
 
-use super::{format_count, median, redact_args, BenchArgs};
+use super::stats::{format_count, median};
+use super::{redact_args, BenchArgs};
 
 /// Records a job hands over at a time (a pipe read of short lines).
 const APPEND_RECORDS: usize = 100;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use joblog::bench::server::free_port;
 use joblog_store::testing::TestDatabase;
 use serde_json::{json, Value};
 
@@ -392,7 +393,7 @@ impl PrivateCluster {
         let cluster = PrivateCluster {
             bin: Self::bin_dir(),
             data: dir.path().join("pgdata"),
-            port: super::free_port(),
+            port: free_port().expect("a free port"),
             _dir: dir,
         };
         let out = cluster

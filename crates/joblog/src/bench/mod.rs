@@ -1,0 +1,170 @@
+//! `joblog bench`: the benchmark scenarios of SPEC §9, printing Markdown
+//! tables. This module holds the arguments every scenario shares and picks
+//! the scenario; `server` runs the server under test, `stats` the figures.
+
+mod ingest;
+mod psu;
+pub mod server;
+mod stats;
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::client::Global;
+use stats::parse_count;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// PowerShell Universal's job-log test: batches of concurrent jobs
+    /// writing 1000 lines each; execution and retrieval as the log grows.
+    Psu,
+    /// Records per second through the pipeline into the store, beside the
+    /// raw write limit of the same database (plain INSERT / COPY).
+    Ingest,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Scenario to run.
+    #[arg(value_enum)]
+    pub scenario: Scenario,
+    /// Message counts at which to measure (suffixes K and M).
+    #[arg(long, value_name = "LIST", default_value = "0.5M,1M,1.5M,2M,2.5M",
+          value_parser = parse_checkpoints)]
+    pub checkpoints: Checkpoints,
+    /// Jobs per batch, run concurrently.
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub batch_jobs: u32,
+    /// Lines each job writes.
+    #[arg(long, value_name = "N", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub lines: u32,
+    /// Batches whose jobs make up the execution figures at a checkpoint.
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub window_batches: u32,
+    /// Whole-log retrievals timed at each checkpoint.
+    #[arg(long, value_name = "N", default_value_t = 30,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub retrievals: u32,
+    /// Use the server given by --server instead of starting one.
+    #[arg(long)]
+    pub external: bool,
+    /// Database for the server the bench starts (e.g. postgres://…);
+    /// default: SQLite in its temporary data directory.
+    #[arg(long, value_name = "URL", conflicts_with = "external")]
+    pub database: Option<String>,
+    /// Keep the temporary data directory (and the server's output) at the end.
+    #[arg(long, conflicts_with = "external")]
+    pub keep: bool,
+    /// Stop after this long even if checkpoints remain (table so far is printed).
+    #[arg(long, value_name = "DUR", default_value = "2h", value_parser = joblog_core::parse_positive_duration)]
+    pub time_limit: Duration,
+    /// ingest: records written per run (suffixes K and M).
+    #[arg(long, value_name = "N", default_value = "500K", value_parser = parse_count)]
+    pub records: u64,
+    /// ingest: runs; the table shows medians.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Give up when a job has not finished after this long.
+    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = joblog_core::parse_positive_duration)]
+    pub job_timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoints(pub Vec<u64>);
+
+fn parse_checkpoints(s: &str) -> Result<Checkpoints, String> {
+    let mut v = s
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(parse_count)
+        .collect::<Result<Vec<_>, _>>()?;
+    if v.is_empty() {
+        return Err("give at least one checkpoint".to_string());
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(Checkpoints(v))
+}
+
+/// The command line for the report, without secrets.
+fn redact_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut hide_next = false;
+    let mut url_next = false;
+    for a in args {
+        if hide_next {
+            out.push("***".to_string());
+            hide_next = false;
+            continue;
+        }
+        if url_next {
+            out.push(crate::client::redact_url(a));
+            url_next = false;
+            continue;
+        }
+        if a == "--token" {
+            hide_next = true;
+            out.push(a.clone());
+        } else if a.starts_with("--token=") {
+            out.push("--token=***".to_string());
+        } else if a == "--database" || a == "--server" {
+            url_next = true;
+            out.push(a.clone());
+        } else if let Some(v) = a
+            .strip_prefix("--database=")
+            .map(|v| ("--database=", v))
+            .or_else(|| a.strip_prefix("--server=").map(|v| ("--server=", v)))
+        {
+            out.push(format!("{}{}", v.0, crate::client::redact_url(v.1)));
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
+    match args.scenario {
+        Scenario::Psu => psu::run(args, global).await,
+        Scenario::Ingest => ingest::run(args).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints() {
+        assert_eq!(
+            parse_checkpoints("1M, 0.5M,1M,,40K").unwrap(),
+            Checkpoints(vec![40_000, 500_000, 1_000_000])
+        );
+        assert!(parse_checkpoints(" , ").is_err());
+    }
+
+    #[test]
+    fn redaction() {
+        let args: Vec<String> = [
+            "joblog",
+            "--token",
+            "s3cret",
+            "bench",
+            "psu",
+            "--database",
+            "postgres://u:pw@db/j",
+            "--token=s3cret",
+        ]
+        .map(String::from)
+        .to_vec();
+        let r = redact_args(&args).join(" ");
+        assert!(!r.contains("s3cret") && !r.contains("pw@"), "{r}");
+        assert!(r.contains("postgres://u:***@db/j"), "{r}");
+    }
+}

@@ -1,0 +1,164 @@
+//! The server under test: a `joblog serve` child in its own temporary
+//! directory and process group, ready once `/healthz` answers, stopped the
+//! way an operator would stop it; and the free-port helper the end-to-end
+//! tests share.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context};
+use tokio::signal::unix::Signal;
+
+use super::BenchArgs;
+use crate::client::Api;
+
+pub(super) struct SpawnedServer {
+    child: tokio::process::Child,
+    pub(super) url: String,
+    root: PathBuf,
+    log_path: PathBuf,
+    keep: bool,
+}
+
+/// A loopback port nothing listens on right now, for a server to be started
+/// on. Also used by the end-to-end tests, hence public.
+pub fn free_port() -> anyhow::Result<u16> {
+    // The port is free when we drop the listener; the tiny race with another
+    // process grabbing it is acceptable for a benchmark or a test.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+fn tail_of(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+pub(super) async fn start_server(
+    args: &BenchArgs,
+    token: Option<&str>,
+    sigint: &mut Signal,
+) -> anyhow::Result<SpawnedServer> {
+    let exe = std::env::current_exe().context("cannot find the joblog executable")?;
+    let stamp = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or(0);
+    let root = std::env::temp_dir().join(format!("joblog-bench-{}-{stamp}", std::process::id()));
+    std::fs::create_dir(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    let data = root.join("data");
+    std::fs::create_dir(&data).with_context(|| format!("cannot create {}", data.display()))?;
+    let log_path = root.join("server.log");
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("cannot create {}", log_path.display()))?;
+    let log2 = log.try_clone()?;
+    let port = free_port()?;
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = tokio::process::Command::new(&exe);
+    cmd.arg("serve")
+        .arg("--listen")
+        .arg(&listen)
+        .arg("--data-dir")
+        .arg(&data);
+    if let Some(db) = &args.database {
+        cmd.arg("--database").arg(db);
+    }
+    // A joblog.toml in the caller's directory must not change the server
+    // under test.
+    // Its own process group: Ctrl-C in the terminal reaches only the bench,
+    // which still needs the server to take its final measurement.
+    cmd.process_group(0);
+    cmd.current_dir(&root)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .kill_on_drop(true);
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {} serve", exe.display()))?;
+    let mut server = SpawnedServer {
+        child,
+        url: format!("http://{listen}"),
+        root,
+        log_path,
+        keep: args.keep,
+    };
+    let ready = tokio::select! {
+        r = wait_healthy(&mut server, token) => r,
+        _ = sigint.recv() => Err(anyhow::anyhow!("interrupted (Ctrl-C)")),
+    };
+    if let Err(e) = ready {
+        let tail = tail_of(&server.log_path, 20);
+        server.stop().await;
+        if tail.trim().is_empty() {
+            return Err(e);
+        }
+        bail!("{e:#}\nserver output (last lines):\n{tail}");
+    }
+    Ok(server)
+}
+
+async fn wait_healthy(server: &mut SpawnedServer, token: Option<&str>) -> anyhow::Result<()> {
+    let api = Api::new(&server.url, token)?;
+    let url = api.url("/healthz", &[])?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = server.child.try_wait()? {
+            bail!("the server exited at start ({status})");
+        }
+        if api
+            .get_raw(url.clone(), Duration::from_secs(2))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("the server did not become healthy within 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+impl SpawnedServer {
+    /// Graceful stop (SIGTERM, as an operator would), then SIGKILL if it
+    /// hangs; removes the temporary directory unless asked to keep it.
+    pub(super) async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = tokio::process::Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .await;
+        }
+        match tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await {
+            Ok(_) => {}
+            Err(_) => {
+                eprintln!("bench: server did not stop within 30 s of SIGTERM; killing it");
+                let _ = self.child.kill().await;
+            }
+        }
+        if self.keep {
+            eprintln!("bench: kept {}", self.root.display());
+        } else if let Err(e) = std::fs::remove_dir_all(&self.root) {
+            eprintln!("bench: cannot remove {}: {e}", self.root.display());
+        }
+    }
+
+    /// Resident and peak memory of the server process (Linux), in MiB.
+    pub(super) fn memory_mib(&self) -> Option<(f64, f64)> {
+        let pid = self.child.id()?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let field = |name: &str| -> Option<f64> {
+            let line = status.lines().find(|l| l.starts_with(name))?;
+            let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb / 1024.0)
+        };
+        Some((field("VmRSS:")?, field("VmHWM:")?))
+    }
+}

@@ -1,0 +1,212 @@
+//! The client's command line: the clap structs of every subcommand and the
+//! value parsers that reject bad input before any request is sent.
+
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Subcommand};
+use joblog_core::{JobState, Stream};
+
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// Server to talk to.
+    #[arg(
+        long,
+        global = true,
+        env = "JOBLOG_SERVER",
+        default_value = "http://127.0.0.1:7878"
+    )]
+    pub server: String,
+    /// API token (sent as `Authorization: Bearer`).
+    #[arg(long, global = true, env = "JOBLOG_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClientCommand {
+    /// Submit a job; without --detach, follow its log and exit with its exit code.
+    Run(RunArgs),
+    /// List jobs, newest first.
+    Jobs(JobsArgs),
+    /// Show one job with its log counts.
+    Show(IdArgs),
+    /// Print a job's log.
+    Logs(LogsArgs),
+    /// Print a job's result (JSON).
+    #[command(name = "result")]
+    JobResult(IdArgs),
+    /// Cancel a queued or running job.
+    Cancel(IdArgs),
+    /// Delete old jobs with their logs and results (retention).
+    Groom(GroomArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Name of the job (for listing and retention).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Environment variable for the job; `K` alone passes this shell's value of K.
+    #[arg(long = "env", value_name = "K=V", value_parser = parse_kv)]
+    pub env: Vec<KeyValue>,
+    /// Secret for the job: an environment variable masked in its log.
+    /// `K` alone passes this shell's value of K (keeps it off the command line).
+    #[arg(long = "secret", value_name = "K=V", value_parser = parse_kv)]
+    pub secret: Vec<KeyValue>,
+    /// Stop the job after this long (e.g. 90s, 15m, 2h).
+    #[arg(long, value_name = "DUR", value_parser = joblog_core::parse_positive_duration)]
+    pub timeout: Option<Duration>,
+    /// Working directory of the job, on the server.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Print the job id and return instead of following the log.
+    #[arg(long)]
+    pub detach: bool,
+    /// Print JSON: the job with --detach, else one log record per line.
+    #[arg(long)]
+    pub json: bool,
+    /// The command to run and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct JobsArgs {
+    /// Only jobs in this state.
+    #[arg(long, value_name = "S", value_parser = parse_state)]
+    pub state: Option<JobState>,
+    /// Only jobs with this name.
+    #[arg(long, value_name = "N")]
+    pub name: Option<String>,
+    /// How many jobs to list.
+    #[arg(long, value_name = "N", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+    /// Print the API's JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct IdArgs {
+    /// Job id.
+    #[arg(value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: i64,
+    /// Print the API's JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LogsArgs {
+    /// Job id.
+    #[arg(value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: i64,
+    /// Keep printing new records until the job ends.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// Only these streams (comma-separated: output, error, warning,
+    /// information, verbose, debug, progress).
+    #[arg(long, value_name = "LIST", value_parser = parse_streams)]
+    pub streams: Option<StreamList>,
+    /// Start after this sequence number.
+    #[arg(long, value_name = "SEQ", default_value_t = 0)]
+    pub after: u64,
+    /// Prefix every line with the time joblog received it.
+    #[arg(long)]
+    pub timestamps: bool,
+    /// Print one JSON record per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("policy").required(true).multiple(true)
+    .args(["older_than", "keep_per_name"])))]
+pub struct GroomArgs {
+    /// Delete finished jobs older than this (e.g. 30d).
+    #[arg(long, value_name = "DUR", value_parser = joblog_core::parse_positive_duration)]
+    pub older_than: Option<Duration>,
+    /// Keep only the newest N finished jobs of each name.
+    #[arg(long, value_name = "N")]
+    pub keep_per_name: Option<u32>,
+    /// Print the API's JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One `--env`/`--secret` argument; `value` is `None` for a bare `K`,
+/// which takes the value from the client's own environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamList(pub Vec<Stream>);
+
+fn parse_kv(s: &str) -> Result<KeyValue, String> {
+    let (key, value) = match s.split_once('=') {
+        Some((k, v)) => (k, Some(v.to_string())),
+        None => (s, None),
+    };
+    if key.is_empty() {
+        return Err(format!("{s:?}: expected K=V with a non-empty name K"));
+    }
+    if key.contains('\0') || value.as_deref().is_some_and(|v| v.contains('\0')) {
+        return Err("names and values may not contain NUL bytes".to_string());
+    }
+    Ok(KeyValue {
+        key: key.to_string(),
+        value,
+    })
+}
+
+fn parse_state(s: &str) -> Result<JobState, String> {
+    JobState::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = JobState::ALL.iter().map(|st| st.name()).collect();
+        format!("unknown state {s:?} (expected one of {})", names.join(", "))
+    })
+}
+
+fn parse_streams(s: &str) -> Result<StreamList, String> {
+    let list = Stream::parse_list(s)?;
+    if list.is_empty() {
+        return Err("give at least one stream".to_string());
+    }
+    Ok(StreamList(list))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_values() {
+        assert_eq!(
+            parse_kv("A=b=c").unwrap(),
+            KeyValue {
+                key: "A".into(),
+                value: Some("b=c".into())
+            }
+        );
+        assert_eq!(parse_kv("A=").unwrap().value, Some(String::new()));
+        assert_eq!(parse_kv("HOME").unwrap().value, None);
+        assert!(parse_kv("=x").unwrap_err().contains("K=V"));
+        assert!(parse_kv("").is_err());
+        assert!(parse_kv("A=\0").is_err());
+    }
+
+    #[test]
+    fn states_and_streams() {
+        assert!(parse_state("runing").unwrap_err().contains("running"));
+        assert_eq!(parse_state("timed_out").unwrap(), JobState::TimedOut);
+        assert!(parse_streams("warning,eror").is_err());
+        assert!(parse_streams(",").is_err());
+    }
+}

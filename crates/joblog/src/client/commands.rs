@@ -1,0 +1,362 @@
+//! What each client command does over the API. A command produces data,
+//! never text: one-shot commands return an [`Answer`], and commands that
+//! follow a log hand each page to a [`Sink`], so how it looks is decided in
+//! `render` alone (the split ripgrep makes between searcher and printer).
+
+use std::collections::BTreeMap;
+use std::io::{self, IsTerminal};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use joblog_core::JobState;
+use serde_json::{json, Map, Value};
+
+use super::api::{Api, TransportError, REQUEST_TIMEOUT};
+use super::args::{GroomArgs, IdArgs, JobsArgs, KeyValue, LogsArgs, RunArgs};
+use super::wire::{GroomReport, JobView, JobsPage, LogRecord};
+use super::UsageError;
+
+/// How long a follow request asks the server to hold it (the API allows 30 s).
+const FOLLOW_WAIT_MS: u64 = 10_000;
+
+/// What a command answered, before it becomes text.
+#[derive(Debug)]
+pub(super) enum Answer {
+    /// `--json`: the API's own bytes, printed as it sent them.
+    Raw(Vec<u8>),
+    /// JSON the client put together (a job list that took several pages).
+    Json(Value),
+    /// The id of a job submitted with `--detach`.
+    Submitted(i64),
+    Jobs(Vec<JobView>),
+    Job(JobView),
+    /// A job's result document, exactly as the server sent it.
+    JobResult(Vec<u8>),
+    /// The job as the cancel request left it.
+    Cancelled(JobView),
+    Groomed(GroomReport),
+}
+
+/// Where a command that follows a log hands what it produces.
+pub(super) trait Sink {
+    /// A one-shot answer given instead of following (`run --detach`).
+    fn answer(&mut self, answer: &Answer) -> anyhow::Result<()>;
+    /// The next page of records, in log order; shown before the next page
+    /// is asked for, so a live log appears as it is written.
+    fn records(&mut self, page: &[LogRecord]) -> anyhow::Result<()>;
+    /// No more records: ends an open line and flushes.
+    fn finish(&mut self) -> anyhow::Result<()>;
+}
+
+pub(super) async fn run(api: &Api, a: RunArgs, sink: &mut impl Sink) -> anyhow::Result<i32> {
+    let env = resolve_kvs("--env", a.env)?;
+    let secrets = resolve_kvs("--secret", a.secret)?;
+    let mut body = Map::new();
+    body.insert("command".into(), json!(a.command));
+    if let Some(n) = &a.name {
+        body.insert("name".into(), json!(n));
+    }
+    if !env.is_empty() {
+        body.insert("env".into(), json!(env));
+    }
+    if !secrets.is_empty() {
+        body.insert("secrets".into(), json!(secrets));
+    }
+    if let Some(t) = a.timeout {
+        body.insert("timeout_s".into(), json!(t.as_secs_f64()));
+    }
+    if let Some(c) = &a.cwd {
+        body.insert("cwd".into(), json!(c));
+    }
+    let raw = api
+        .post_raw(api.url("/api/v1/jobs", &[])?, &Value::Object(body))
+        .await?;
+    let job: JobView = api.decode(&raw)?;
+    let id = job.id;
+    if a.detach {
+        sink.answer(&if a.json {
+            Answer::Raw(raw)
+        } else {
+            Answer::Submitted(id)
+        })?;
+        return Ok(0);
+    }
+    if io::stderr().is_terminal() && !a.json {
+        eprintln!("joblog: job {id} submitted");
+    }
+
+    // Installing the handler only now keeps Ctrl-C during submission a
+    // plain interrupt; from here on it means "stop watching".
+    let outcome = tokio::select! {
+        r = follow_log(api, id, 0, None, true, sink) => Some(r),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    sink.finish()?;
+    match outcome {
+        None => {
+            eprintln!("\njoblog: stopped following; job {id} keeps running; joblog cancel {id} to stop it");
+            Ok(130)
+        }
+        Some(Err(e)) => Err(e),
+        Some(Ok(_)) => {
+            let job = api.job(id).await?;
+            let code = run_exit_code(&job.state, job.exit_code);
+            if job.state != JobState::Succeeded.name() {
+                match job.exit_code {
+                    Some(c) => eprintln!("joblog: job {id} {} (exit code {c})", job.state),
+                    None => eprintln!("joblog: job {id} {}", job.state),
+                }
+            }
+            Ok(code)
+        }
+    }
+}
+
+/// `joblog run`'s exit code: the job's own, except that a job which did
+/// not succeed never reports 0, and codes a process cannot exit with
+/// become 1.
+fn run_exit_code(state: &str, exit_code: Option<i64>) -> i32 {
+    let succeeded = state == JobState::Succeeded.name();
+    match exit_code {
+        Some(0) if succeeded => 0,
+        Some(c) if (1..=255).contains(&c) => c as i32,
+        _ if succeeded => 0,
+        _ => 1,
+    }
+}
+
+fn resolve_kvs(flag: &str, kvs: Vec<KeyValue>) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for kv in kvs {
+        let value = match kv.value {
+            Some(v) => v,
+            None => match std::env::var(&kv.key) {
+                Ok(v) => v,
+                Err(_) => {
+                    return Err(UsageError(format!(
+                        "{flag} {}: no value given and {} is not set in this environment (use {flag} K=V)",
+                        kv.key, kv.key
+                    ))
+                    .into())
+                }
+            },
+        };
+        out.insert(kv.key, value);
+    }
+    Ok(out)
+}
+
+pub(super) async fn jobs(api: &Api, a: JobsArgs) -> anyhow::Result<Answer> {
+    let mut jobs: Vec<Value> = Vec::new();
+    let mut before: Option<i64> = None;
+    let mut next = None;
+    let mut single_raw: Option<Vec<u8>> = None;
+    let mut first = true;
+    while jobs.len() < a.limit as usize {
+        let want = (a.limit as usize - jobs.len()).min(joblog_core::MAX_LIST_LIMIT as usize);
+        let mut q = vec![("limit", want.to_string())];
+        if let Some(s) = a.state {
+            q.push(("state", s.name().to_string()));
+        }
+        if let Some(n) = &a.name {
+            q.push(("name", n.clone()));
+        }
+        if let Some(b) = before {
+            q.push(("before_id", b.to_string()));
+        }
+        let raw = api
+            .get_raw(api.url("/api/v1/jobs", &q)?, REQUEST_TIMEOUT)
+            .await?;
+        let page: JobsPage = api.decode(&raw)?;
+        let got = page.jobs.len();
+        jobs.extend(page.jobs);
+        next = page.next_before_id;
+        if first {
+            single_raw = Some(raw);
+            first = false;
+        } else {
+            single_raw = None;
+        }
+        match next {
+            Some(b) if got > 0 => before = Some(b),
+            _ => break,
+        }
+    }
+    if a.json {
+        return Ok(match single_raw {
+            // One page: exactly what the API said.
+            Some(raw) => Answer::Raw(raw),
+            None => Answer::Json(json!({"jobs": jobs, "next_before_id": next})),
+        });
+    }
+    let views: Vec<JobView> = jobs
+        .into_iter()
+        .map(serde_json::from_value)
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("unexpected job list from {}", api.shown()))?;
+    Ok(Answer::Jobs(views))
+}
+
+pub(super) async fn show(api: &Api, a: IdArgs) -> anyhow::Result<Answer> {
+    let raw = api
+        .get_raw(
+            api.url(&format!("/api/v1/jobs/{}", a.id), &[])?,
+            REQUEST_TIMEOUT,
+        )
+        .await?;
+    if a.json {
+        return Ok(Answer::Raw(raw));
+    }
+    Ok(Answer::Job(api.decode(&raw)?))
+}
+
+pub(super) async fn logs(api: &Api, a: LogsArgs, sink: &mut impl Sink) -> anyhow::Result<i32> {
+    let streams = a
+        .streams
+        .map(|s| s.0.iter().map(|st| st.name()).collect::<Vec<_>>().join(","));
+    let r = follow_log(api, a.id, a.after, streams.as_deref(), a.follow, sink).await;
+    sink.finish()?;
+    r?;
+    Ok(0)
+}
+
+pub(super) async fn result(api: &Api, a: IdArgs) -> anyhow::Result<Answer> {
+    let raw = api
+        .get_raw(
+            api.url(&format!("/api/v1/jobs/{}/result", a.id), &[])?,
+            Duration::from_secs(600),
+        )
+        .await?;
+    Ok(if a.json {
+        Answer::Raw(raw)
+    } else {
+        Answer::JobResult(raw)
+    })
+}
+
+pub(super) async fn cancel(api: &Api, a: IdArgs) -> anyhow::Result<Answer> {
+    let raw = api
+        .post_raw(
+            api.url(&format!("/api/v1/jobs/{}/cancel", a.id), &[])?,
+            &json!({}),
+        )
+        .await?;
+    if a.json {
+        return Ok(Answer::Raw(raw));
+    }
+    Ok(Answer::Cancelled(api.decode(&raw)?))
+}
+
+pub(super) async fn groom(api: &Api, a: GroomArgs) -> anyhow::Result<Answer> {
+    let mut body = Map::new();
+    if let Some(d) = a.older_than {
+        body.insert("older_than_s".into(), json!(d.as_secs()));
+    }
+    if let Some(k) = a.keep_per_name {
+        body.insert("keep_per_name".into(), json!(k));
+    }
+    let raw = api
+        .post_raw(api.url("/api/v1/groom", &[])?, &Value::Object(body))
+        .await?;
+    if a.json {
+        return Ok(Answer::Raw(raw));
+    }
+    Ok(Answer::Groomed(api.decode(&raw)?))
+}
+
+/// Hands a job's log from `after` to `sink`; with `follow`, until the job
+/// ends (the server holds each request until there is something new, so
+/// this never spins). Returns whether the log is known to be complete.
+async fn follow_log(
+    api: &Api,
+    id: i64,
+    mut after: u64,
+    streams: Option<&str>,
+    follow: bool,
+    sink: &mut impl Sink,
+) -> anyhow::Result<bool> {
+    let wait = follow.then_some(Duration::from_millis(FOLLOW_WAIT_MS));
+    let mut retry_since: Option<Instant> = None;
+    loop {
+        let asked = Instant::now();
+        let page = match api.log_page(id, after, 10_000, streams, wait).await {
+            Ok(p) => {
+                retry_since = None;
+                p
+            }
+            // A server restart should not end a long follow; anything the
+            // server itself rejects should.
+            Err(e) if follow && e.downcast_ref::<TransportError>().is_some() => {
+                let since = *retry_since.get_or_insert_with(|| {
+                    eprintln!("joblog: {e:#}; retrying");
+                    Instant::now()
+                });
+                if since.elapsed() > Duration::from_secs(60) {
+                    return Err(e);
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        sink.records(&page.records)?;
+        let last = page.records.last().map(|r| r.seq);
+        match page.next_after_seq {
+            None => return Ok(true),
+            Some(next) => {
+                if page.records.is_empty() {
+                    if !follow {
+                        return Ok(false);
+                    }
+                    // A server that answers at once instead of holding the
+                    // request must not turn following into a busy loop.
+                    if asked.elapsed() < Duration::from_millis(100) {
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                    }
+                }
+                after = next.max(last.unwrap_or(after)).max(after);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_key_takes_the_local_environment() {
+        let r = resolve_kvs(
+            "--env",
+            vec![KeyValue {
+                key: "JOBLOG_TEST_SURELY_UNSET_VAR".into(),
+                value: None,
+            }],
+        );
+        let e = r.unwrap_err();
+        assert!(e.downcast_ref::<UsageError>().is_some());
+        assert!(e.to_string().contains("JOBLOG_TEST_SURELY_UNSET_VAR"));
+        let ok = resolve_kvs(
+            "--env",
+            vec![KeyValue {
+                key: "A".into(),
+                value: Some("1".into()),
+            }],
+        )
+        .unwrap();
+        assert_eq!(ok.get("A").map(String::as_str), Some("1"));
+    }
+
+    #[test]
+    fn exit_codes_of_run() {
+        assert_eq!(run_exit_code("succeeded", Some(0)), 0);
+        assert_eq!(run_exit_code("failed", Some(3)), 3);
+        // Failed for another reason (e.g. an invalid result) after exiting 0.
+        assert_eq!(run_exit_code("failed", Some(0)), 1);
+        assert_eq!(run_exit_code("failed", None), 1);
+        assert_eq!(run_exit_code("cancelled", None), 1);
+        assert_eq!(run_exit_code("timed_out", Some(137)), 137);
+        assert_eq!(run_exit_code("failed", Some(256)), 1);
+        assert_eq!(run_exit_code("failed", Some(-1)), 1);
+    }
+}

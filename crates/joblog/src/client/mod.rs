@@ -1,0 +1,77 @@
+//! The command-line client (SPEC §4): talks to a joblog server over its HTTP
+//! API (SPEC §5). `commands` produce data, `render` alone turns it into text;
+//! this module wires the two and maps failures to exit codes.
+
+mod api;
+mod args;
+mod commands;
+mod render;
+mod wire;
+
+use std::fmt;
+use std::io;
+
+pub(crate) use api::{redact_url, Api, ApiError};
+pub use args::{ClientCommand, Global};
+pub(crate) use render::escape_display;
+pub(crate) use wire::JobView;
+
+use commands::Answer;
+use render::Printer;
+
+/// Bad usage found after clap has parsed: the command exits 2.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
+    let result = async {
+        let api = Api::new(&global.server, global.token.as_deref())?;
+        match cmd {
+            ClientCommand::Run(a) => {
+                let mut printer = Printer::stdio(false, a.json);
+                commands::run(&api, a, &mut printer).await
+            }
+            ClientCommand::Jobs(a) => print(commands::jobs(&api, a).await?),
+            ClientCommand::Show(a) => print(commands::show(&api, a).await?),
+            ClientCommand::Logs(a) => {
+                let mut printer = Printer::stdio(a.timestamps, a.json);
+                commands::logs(&api, a, &mut printer).await
+            }
+            ClientCommand::JobResult(a) => print(commands::result(&api, a).await?),
+            ClientCommand::Cancel(a) => print(commands::cancel(&api, a).await?),
+            ClientCommand::Groom(a) => print(commands::groom(&api, a).await?),
+        }
+    }
+    .await;
+    match result {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<UsageError>() {
+                eprintln!("joblog: {u}");
+                return Ok(2);
+            }
+            // `joblog logs 7 | head` closes our stdout early: that is the
+            // reader's choice, not a failure worth a message.
+            if e.chain().any(|c| {
+                c.downcast_ref::<io::Error>()
+                    .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            }) {
+                return Ok(0);
+            }
+            Err(e)
+        }
+    }
+}
+
+fn print(answer: Answer) -> anyhow::Result<i32> {
+    render::print(&answer)?;
+    Ok(0)
+}

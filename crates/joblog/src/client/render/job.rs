@@ -1,0 +1,267 @@
+//! Jobs as text for a person: the aligned `jobs` table and the `show`
+//! listing, with durations and times shortened to what a terminal needs.
+//! Every string from the server is escaped before it is shown.
+
+use joblog_core::Stream;
+
+use super::escape_display;
+use crate::client::wire::JobView;
+
+fn format_duration_ms(ms: f64) -> String {
+    if !ms.is_finite() || ms < 0.0 {
+        return "-".to_string();
+    }
+    if ms < 10.0 {
+        return format!("{ms:.1}ms");
+    }
+    if ms < 1000.0 {
+        return format!("{ms:.0}ms");
+    }
+    let s = ms / 1000.0;
+    if s < 60.0 {
+        return format!("{s:.1}s");
+    }
+    let total = s.round() as u64;
+    if total < 3600 {
+        return format!("{}m{:02}s", total / 60, total % 60);
+    }
+    format!("{}h{:02}m", total / 3600, (total % 3600) / 60)
+}
+
+/// `2026-11-22T10:15:01.000001Z` → `2026-11-22 10:15:01` (UTC).
+fn short_time(ts: Option<&str>) -> String {
+    match ts {
+        Some(t) if t.len() >= 19 && t.is_char_boundary(19) => t[..19].replacen('T', " ", 1),
+        Some(t) => escape_display(t, false).into_owned(),
+        None => "-".to_string(),
+    }
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+pub(super) fn jobs_table(jobs: &[JobView]) -> String {
+    let header = [
+        "ID", "STATE", "NAME", "EXIT", "CREATED", "DURATION", "RECORDS",
+    ];
+    let rows: Vec<[String; 7]> = jobs
+        .iter()
+        .map(|j| {
+            [
+                j.id.to_string(),
+                escape_display(&j.state, false).into_owned(),
+                j.name
+                    .as_deref()
+                    .map(|n| truncate_chars(&escape_display(n, false), 40))
+                    .unwrap_or_else(|| "-".to_string()),
+                j.exit_code
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "-".to_string()),
+                short_time(j.created_at.as_deref()),
+                j.duration_ms
+                    .map(format_duration_ms)
+                    .unwrap_or_else(|| "-".to_string()),
+                j.log.records.to_string(),
+            ]
+        })
+        .collect();
+    let mut widths: [usize; 7] = header.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    // Numbers read best right-aligned.
+    let right = [true, false, false, true, false, true, true];
+    let mut out = String::new();
+    let mut line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = widths[i].saturating_sub(c.chars().count());
+            if i > 0 {
+                l.push_str("  ");
+            }
+            if right[i] {
+                l.push_str(&" ".repeat(pad));
+                l.push_str(c);
+            } else {
+                l.push_str(c);
+                if i + 1 < cells.len() {
+                    l.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(&header.map(String::from));
+    for r in &rows {
+        line(r);
+    }
+    out
+}
+
+/// Quotes an argument the way a POSIX shell would need it.
+fn shell_quote(a: &str) -> String {
+    let plain = !a.is_empty()
+        && a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
+pub(super) fn show_text(j: &JobView) -> String {
+    let opt = |v: Option<&str>| {
+        v.map(|s| escape_display(s, false).into_owned())
+            .unwrap_or_else(|| "-".to_string())
+    };
+    let mut rows: Vec<(String, String)> = vec![
+        ("id".into(), j.id.to_string()),
+        ("name".into(), opt(j.name.as_deref())),
+        ("state".into(), escape_display(&j.state, false).into_owned()),
+        (
+            "exit code".into(),
+            j.exit_code
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "-".into()),
+        ),
+        (
+            "command".into(),
+            escape_display(
+                &j.command
+                    .iter()
+                    .map(|a| shell_quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                false,
+            )
+            .into_owned(),
+        ),
+        ("node".into(), opt(j.node.as_deref())),
+        ("created".into(), opt(j.created_at.as_deref())),
+        ("started".into(), opt(j.started_at.as_deref())),
+        ("finished".into(), opt(j.finished_at.as_deref())),
+        (
+            "duration".into(),
+            j.duration_ms
+                .map(|d| format!("{d:.1} ms"))
+                .unwrap_or_else(|| "-".into()),
+        ),
+        ("records".into(), j.log.records.to_string()),
+    ];
+    // Streams in their canonical order, then any the client does not know.
+    let mut streams: Vec<(&str, u64)> = Stream::ALL
+        .iter()
+        .filter_map(|s| j.log.streams.get(s.name()).map(|n| (s.name(), *n)))
+        .collect();
+    for (k, n) in &j.log.streams {
+        if Stream::parse(k).is_none() {
+            streams.push((k.as_str(), *n));
+        }
+    }
+    for (k, n) in streams {
+        rows.push((format!("  {}", escape_display(k, false)), n.to_string()));
+    }
+    rows.push(("log bytes".into(), j.log.bytes.to_string()));
+    rows.push((
+        "truncated".into(),
+        if j.log.truncated { "yes" } else { "no" }.into(),
+    ));
+    rows.push((
+        "result".into(),
+        match &j.result {
+            Some(r) => format!("{} bytes", r.bytes),
+            None => "none".into(),
+        },
+    ));
+    let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
+    let mut out = String::new();
+    for (k, v) in rows {
+        out.push_str(&format!("{:<w$} {v}\n", format!("{k}:")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    #[test]
+    fn durations_and_times() {
+        assert_eq!(format_duration_ms(0.42), "0.4ms");
+        assert_eq!(format_duration_ms(28.0), "28ms");
+        assert_eq!(format_duration_ms(1234.0), "1.2s");
+        assert_eq!(format_duration_ms(184_000.0), "3m04s");
+        assert_eq!(format_duration_ms(7_500_000.0), "2h05m");
+        assert_eq!(format_duration_ms(f64::NAN), "-");
+        assert_eq!(
+            short_time(Some("2026-11-22T10:15:01.000001Z")),
+            "2026-11-22 10:15:01"
+        );
+        assert_eq!(short_time(None), "-");
+    }
+
+    fn job(v: Value) -> JobView {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn table_is_aligned() {
+        let jobs = vec![
+            job(
+                json!({"id": 42, "name": "backup", "state": "succeeded", "exit_code": 0,
+                "created_at": "2026-11-22T10:15:01.000001Z", "duration_ms": 28.0,
+                "log": {"records": 1002}}),
+            ),
+            job(
+                json!({"id": 7, "name": null, "state": "running", "exit_code": null,
+                "created_at": "2026-11-22T10:15:01.000001Z", "duration_ms": null}),
+            ),
+        ];
+        let t = jobs_table(&jobs);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[0],
+            "ID  STATE      NAME    EXIT  CREATED              DURATION  RECORDS"
+        );
+        assert_eq!(
+            lines[1],
+            "42  succeeded  backup     0  2026-11-22 10:15:01      28ms     1002"
+        );
+        assert_eq!(
+            lines[2],
+            " 7  running    -          -  2026-11-22 10:15:01         -        0"
+        );
+    }
+
+    #[test]
+    fn show_lists_stream_counts() {
+        let j = job(
+            json!({"id": 42, "name": "backup", "state": "succeeded", "exit_code": 0,
+            "command": ["sh", "-c", "echo 'hi'"], "node": "host-a",
+            "created_at": "2026-11-22T10:15:01.000001Z", "duration_ms": 28.0,
+            "log": {"records": 1002, "bytes": 9870, "truncated": false,
+                    "streams": {"warning": 1, "output": 1000, "error": 1}},
+            "result": {"bytes": 120}}),
+        );
+        let t = show_text(&j);
+        assert!(t.contains("command:   sh -c 'echo '\\''hi'\\'''\n"), "{t}");
+        let out = t.find("  output:").unwrap();
+        let err = t.find("  error:").unwrap();
+        let warn = t.find("  warning:").unwrap();
+        assert!(out < err && err < warn, "{t}");
+        assert!(t.contains("result:    120 bytes"), "{t}");
+        assert!(t.contains("truncated: no"), "{t}");
+    }
+}

@@ -1,0 +1,95 @@
+//! What the server sends, as the client reads it: lenient views (unknown
+//! fields are ignored, most are optional) so a newer server still works
+//! with an older client.
+
+use std::collections::BTreeMap;
+
+use joblog_core::JobState;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct JobView {
+    pub id: i64,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub state: String,
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    #[serde(default)]
+    pub duration_ms: Option<f64>,
+    #[serde(default)]
+    pub log: LogView,
+    #[serde(default)]
+    pub result: Option<ResultView>,
+}
+
+impl JobView {
+    pub(crate) fn is_finished(&self) -> bool {
+        JobState::parse(&self.state).is_some_and(JobState::is_finished)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct LogView {
+    #[serde(default)]
+    pub records: u64,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default)]
+    pub streams: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ResultView {
+    #[serde(default)]
+    pub bytes: u64,
+}
+
+/// One page of `GET /api/v1/jobs`; the jobs stay JSON values so `--json`
+/// can pass on fields this client does not know.
+#[derive(Debug, Deserialize)]
+pub(super) struct JobsPage {
+    pub jobs: Vec<Value>,
+    #[serde(default)]
+    pub next_before_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct LogPage {
+    pub records: Vec<LogRecord>,
+    #[serde(default)]
+    pub next_after_seq: Option<u64>,
+}
+
+/// A record as the API sends it; re-serialised in the API's field order for
+/// `logs --json`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub(crate) struct LogRecord {
+    pub seq: u64,
+    pub ts: String,
+    pub stream: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct GroomReport {
+    #[serde(default)]
+    pub jobs_deleted: u64,
+    #[serde(default)]
+    pub records_deleted: u64,
+}

@@ -1,0 +1,9 @@
+//! The `joblog` package's code: the server (`serve`), the command-line
+//! client and the benchmarks. The binary only parses the command line and
+//! dispatches here; being a library also lets the end-to-end tests share
+//! the bench harness's helpers instead of keeping copies.
+
+pub mod bench;
+pub mod client;
+pub mod config;
+pub mod serve;
