@@ -23,8 +23,19 @@ struct Server {
 
 impl Server {
     async fn start(dir: &Path, extra: &[&str]) -> Server {
+        Self::start_with(dir, extra, |_| {}).await
+    }
+
+    /// [`Server::start`], with a last say on the command (environment,
+    /// where stderr goes).
+    async fn start_with(
+        dir: &Path,
+        extra: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Server {
         let port = free_port().expect("a free port");
-        let child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .arg("serve")
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
@@ -32,9 +43,9 @@ impl Server {
             .arg(dir)
             .args(extra)
             .env("JOBLOG_LOG", "warn")
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("spawning joblog serve");
+            .stdin(Stdio::null());
+        configure(&mut command);
+        let child = command.spawn().expect("spawning joblog serve");
         let server = Server {
             child,
             url: format!("http://127.0.0.1:{port}"),
@@ -547,4 +558,27 @@ async fn config_file_retention_grooms_periodically() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("max_concurency"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_log_has_no_colour_codes_when_stderr_is_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let mut server = Server::start_with(dir.path(), &[], |c| {
+        c.env("JOBLOG_LOG", "info")
+            .env_remove("NO_COLOR")
+            .stderr(file);
+    })
+    .await;
+    let id = server.submit(json!({"command": ["true"]})).await;
+    server.wait_finished(id).await;
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(), Some(0));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("joblog is serving"), "{text}");
+    assert!(
+        !text.contains('\x1b'),
+        "colour codes in a log file: {text:?}"
+    );
 }
