@@ -1,4 +1,4 @@
-//! The HTTP API (SPEC §5): jobs, logs, results, health and metrics.
+//! The HTTP API (docs/api.md): jobs, logs, results, health and metrics.
 //!
 //! Invariants: only this crate speaks JSON to clients; handlers hold no
 //! lock across I/O and never write to the store themselves (writes go

@@ -70,7 +70,7 @@ pub struct ResultInfo {
     pub bytes: u64,
 }
 
-/// A job as stored and as the API shows it (SPEC §5).
+/// A job as stored and as the API shows it (docs/api.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Job {
     pub id: JobId,

@@ -4,6 +4,9 @@
 //! the bench harness's helpers instead of keeping copies.
 
 pub mod bench;
+mod cli;
 pub mod client;
 pub mod config;
 pub mod serve;
+
+pub use cli::Cli;

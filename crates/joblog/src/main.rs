@@ -2,41 +2,17 @@
 //! the benchmarks, all in one executable; it parses the command line and
 //! hands it to the `joblog` library.
 
-use clap::{Parser, Subcommand};
-use joblog::{bench, client, config, serve};
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "joblog",
-    version,
-    about = "Run jobs and keep every line they write"
-)]
-struct Cli {
-    #[command(flatten)]
-    global: client::Global,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Run a joblog node: job engine, HTTP API and log pipeline.
-    Serve(config::ServeArgs),
-    #[command(flatten)]
-    Client(client::ClientCommand),
-    /// Run a benchmark scenario and print a Markdown table.
-    Bench(bench::BenchArgs),
-}
+use clap::Parser;
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match joblog::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             // clap exits 2 on bad usage and 0 for --help/--version.
             e.exit();
         }
     };
-    let code = match run(cli) {
+    let code = match cli.run() {
         Ok(code) => code,
         Err(e) => {
             eprintln!("joblog: {e:#}");
@@ -44,17 +20,4 @@ fn main() {
         }
     };
     std::process::exit(code);
-}
-
-fn run(cli: Cli) -> anyhow::Result<i32> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        match cli.command {
-            Command::Serve(args) => serve::run(args, cli.global.token).await,
-            Command::Client(cmd) => client::run(cmd, cli.global).await,
-            Command::Bench(args) => bench::run(args, cli.global).await,
-        }
-    })
 }

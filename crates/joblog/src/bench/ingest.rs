@@ -1,6 +1,6 @@
 //! `joblog bench ingest`: sustained records per second through the
 //! pipeline into the store, beside the raw write limit of the same database
-//! measured in the same run by plain client code (SPEC §9: ≥ 70 %).
+//! measured in the same run by plain client code (docs/benchmarks.md: ≥ 70 %).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime};

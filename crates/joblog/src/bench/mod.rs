@@ -1,4 +1,4 @@
-//! `joblog bench`: the benchmark scenarios of SPEC §9, printing Markdown
+//! `joblog bench`: the benchmark scenarios of docs/benchmarks.md, printing Markdown
 //! tables. This module holds the arguments every scenario shares and picks
 //! the scenario; `server` runs the server under test, `stats` the figures.
 

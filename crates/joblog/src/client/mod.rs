@@ -1,5 +1,5 @@
-//! The command-line client (SPEC §4): talks to a joblog server over its HTTP
-//! API (SPEC §5). `commands` produce data, `render` alone turns it into text;
+//! The command-line client (docs/cli.md): talks to a joblog server over its HTTP
+//! API (docs/api.md). `commands` produce data, `render` alone turns it into text;
 //! this module wires the two and maps failures to exit codes.
 
 mod api;

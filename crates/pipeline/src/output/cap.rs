@@ -1,4 +1,4 @@
-//! The per-job log cap (SPEC §8): records are published at once while they
+//! The per-job log cap (docs/durability.md): records are published at once while they
 //! fit the head; past it only the most recent ones are kept, and at the end
 //! of the job one marker record says what was dropped before that tail.
 //!

@@ -1,4 +1,4 @@
-//! Workflow commands (SPEC §3): parsing of `::name key=value,...::message`
+//! Workflow commands (docs/records.md): parsing of `::name key=value,...::message`
 //! lines and of the percent escapes CI tools use inside them, and what each
 //! command does to the job's output. Commands are recognised only at the
 //! start of a line, and never while `::stop-commands::` is in effect.

@@ -1,5 +1,6 @@
 //! Turns the raw bytes a job writes on stdout/stderr into ordered, masked log
-//! records (SPEC §3), applying workflow commands and the per-job log cap (§8).
+//! records (docs/records.md), applying workflow commands and the per-job
+//! log cap (docs/durability.md).
 //!
 //! Pure code: the caller reads the pipes, runs the idle timer and stores the
 //! records this produces. `OutputParser` ties the parts: `lines` splits the
@@ -44,7 +45,7 @@ impl Source {
     }
 }
 
-/// The per-job log limits (SPEC §8).
+/// The per-job log limits (docs/durability.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLimits {
     /// Records kept per job, not counting the truncation marker.

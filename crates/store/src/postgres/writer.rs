@@ -93,7 +93,7 @@ impl PgWriter {
                         tracing::warn!(error = %pg_message(&e), "writer connection closed");
                     }
                 });
-                // The durability promise (SPEC §6) does not depend on the
+                // The durability promise (docs/durability.md) does not depend on the
                 // server's default.
                 client.batch_execute("SET synchronous_commit TO on").await?;
                 Ok::<_, tokio_postgres::Error>(client)

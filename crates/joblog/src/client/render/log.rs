@@ -17,7 +17,7 @@ enum Dest {
     Err,
 }
 
-/// What a group record means to a viewer (SPEC §3 `::group::`).
+/// What a group record means to a viewer (docs/records.md `::group::`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum GroupMark {
     Start,
