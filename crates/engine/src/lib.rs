@@ -8,7 +8,9 @@
 //! that is stopped (cancel, timeout, shutdown) has its whole process group
 //! killed.
 
+mod dispatch;
 mod error;
+mod nodes;
 mod process;
 mod run;
 
@@ -138,7 +140,7 @@ impl Engine {
         if shared {
             // Register this node before taking jobs. Judging the others
             // waits for the heartbeat loop (see `heartbeats`).
-            heartbeat(&pipeline, &config, false).await?;
+            nodes::heartbeat(&pipeline, &config, false).await?;
         }
         // Jobs still `running` under this node's name were left by an
         // earlier process of it; with the embedded store this node is the
@@ -217,69 +219,6 @@ impl Engine {
         }
         tokio::spawn(engine.clone().dispatch());
         Ok(engine)
-    }
-
-    /// Reacts to commits, this node's and (on a shared store) other
-    /// nodes': new jobs wake the dispatcher, cancel requests stop the jobs
-    /// they name if they run here.
-    async fn watch_commits(
-        self,
-        mut commits: tokio::sync::broadcast::Receiver<std::sync::Arc<joblog_pipeline::Committed>>,
-    ) {
-        loop {
-            match commits.recv().await {
-                Ok(c) => {
-                    if c.queued > 0 || c.reset {
-                        self.inner.wake.notify_one();
-                    }
-                    for id in &c.cancel {
-                        self.stop_if_running(*id);
-                    }
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    self.inner.wake.notify_one();
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            }
-        }
-    }
-
-    /// Keeps this node's heartbeat fresh and ends the jobs of lapsed nodes.
-    ///
-    /// Judging others needs a fair view: after this node could not
-    /// heartbeat for a while (the database was away, or the writer was
-    /// held up), the other nodes were probably held up the same way, so it
-    /// only judges once it has heartbeated without a gap for a whole
-    /// `heartbeat_timeout` (every live node has written a fresh heartbeat
-    /// by then). Otherwise the first node back after an outage longer than
-    /// the timeout would interrupt every other node's jobs.
-    async fn heartbeats(self) {
-        let timeout = self.inner.config.heartbeat_timeout;
-        let period = (timeout / 3).max(Duration::from_millis(100));
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        // Starting counts as a gap: we do not know what came before.
-        let mut healthy_since = tokio::time::Instant::now();
-        loop {
-            tick.tick().await;
-            let started = tokio::time::Instant::now();
-            let judge = started.duration_since(healthy_since) >= timeout;
-            match heartbeat(&self.inner.pipeline, &self.inner.config, judge).await {
-                Ok(0) => {}
-                Ok(n) => tracing::warn!(jobs = n, "jobs of lapsed nodes marked interrupted"),
-                Err(joblog_pipeline::PipelineError::Closed) => return,
-                Err(e) => tracing::error!(error = %e, "heartbeat failed"),
-            }
-            if started.elapsed() > period {
-                if judge {
-                    tracing::warn!(
-                        took = ?started.elapsed(),
-                        "heartbeat was held up; not judging other nodes for {timeout:?}"
-                    );
-                }
-                healthy_since = tokio::time::Instant::now();
-            }
-        }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -456,106 +395,6 @@ impl Engine {
     fn lock_secrets(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, BTreeMap<String, String>>> {
         self.inner.secrets.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// Takes a free slot first, then claims the oldest queued job, so that
-    /// jobs never pile up fighting over the pool.
-    async fn dispatch(self) {
-        let mut shutdown = self.inner.shutdown.subscribe();
-        loop {
-            let first = tokio::select! {
-                p = self.inner.pool.clone().acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => return,
-                },
-                _ = shutdown.wait_for(|s| *s) => return,
-            };
-            // Every free slot claims at once: the claims travel in one
-            // batch, so a burst of jobs costs one commit instead of one
-            // commit per job (which is milliseconds on PostgreSQL).
-            let mut permits = vec![first];
-            while permits.len() < MAX_CLAIMS_AT_ONCE {
-                match self.inner.pool.clone().try_acquire_owned() {
-                    Ok(p) => permits.push(p),
-                    Err(_) => break,
-                }
-            }
-            let jobs = loop {
-                if !self.is_accepting() {
-                    return;
-                }
-                let notified = self.inner.wake.notified();
-                let claims = permits.iter().map(|_| {
-                    self.inner
-                        .pipeline
-                        .claim_next(self.inner.config.node.clone())
-                });
-                let mut jobs = Vec::new();
-                let mut failed = false;
-                for claimed in futures_util::future::join_all(claims).await {
-                    match claimed {
-                        Ok(Some(job)) => jobs.push(job),
-                        Ok(None) => {}
-                        Err(e) => {
-                            tracing::error!(error = %e, "claiming a job failed");
-                            failed = true;
-                        }
-                    }
-                }
-                if !jobs.is_empty() {
-                    break jobs;
-                }
-                if failed {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    continue;
-                }
-                tokio::select! {
-                    _ = notified => {}
-                    _ = shutdown.wait_for(|s| *s) => return,
-                    // A safety net only: submissions wake us directly.
-                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-                }
-            };
-            // Slots without a job are given back as `permits` drops.
-            for (job, permit) in jobs.into_iter().zip(permits.drain(..)) {
-                self.launch(job, permit);
-            }
-        }
-    }
-
-    /// Runs a claimed job on the slot `permit` holds.
-    fn launch(&self, job: Job, permit: tokio::sync::OwnedSemaphorePermit) {
-        let (stop_tx, stop_rx) = watch::channel(None);
-        {
-            let mut running = self.lock_running();
-            if running.cancel_on_start.remove(&job.id) {
-                let _ = stop_tx.send(Some(StopReason::Cancel));
-            }
-            running.jobs.insert(job.id, stop_tx);
-        }
-        self.inner.metrics.in_use.set(self.in_use() as i64);
-        let engine = self.clone();
-        tokio::spawn(async move {
-            let id = job.id;
-            engine.run_job(job, stop_rx).await;
-            drop(permit);
-            engine.lock_running().jobs.remove(&id);
-            engine.inner.metrics.in_use.set(engine.in_use() as i64);
-            engine.inner.idle.notify_waiters();
-        });
-    }
-}
-
-/// Claims sent together by the dispatcher, at most.
-const MAX_CLAIMS_AT_ONCE: usize = 64;
-
-/// One heartbeat; returns how many jobs of lapsed nodes it interrupted.
-async fn heartbeat(
-    pipeline: &Pipeline,
-    config: &EngineConfig,
-    judge: bool,
-) -> Result<u64, joblog_pipeline::PipelineError> {
-    let lapse = judge.then_some(config.heartbeat_timeout);
-    pipeline.heartbeat(config.node.clone(), lapse).await
 }
 
 fn state_label(s: JobState) -> Vec<(String, String)> {

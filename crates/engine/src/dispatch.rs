@@ -1,0 +1,105 @@
+//! The dispatcher: takes free worker slots first, then claims queued jobs
+//! for them in one batch, and starts a task per claimed job.
+//!
+//! Jobs never pile up fighting over the pool: a job is claimed only once a
+//! slot is held for it, and tasks are created as jobs start, never one per
+//! request.
+
+use std::time::Duration;
+
+use joblog_core::Job;
+use tokio::sync::watch;
+
+use crate::{Engine, StopReason};
+
+/// Claims sent together by the dispatcher, at most.
+const MAX_CLAIMS_AT_ONCE: usize = 64;
+
+impl Engine {
+    /// Takes a free slot first, then claims the oldest queued job, so that
+    /// jobs never pile up fighting over the pool.
+    pub(crate) async fn dispatch(self) {
+        let mut shutdown = self.inner.shutdown.subscribe();
+        loop {
+            let first = tokio::select! {
+                p = self.inner.pool.clone().acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => return,
+                },
+                _ = shutdown.wait_for(|s| *s) => return,
+            };
+            // Every free slot claims at once: the claims travel in one
+            // batch, so a burst of jobs costs one commit instead of one
+            // commit per job (which is milliseconds on PostgreSQL).
+            let mut permits = vec![first];
+            while permits.len() < MAX_CLAIMS_AT_ONCE {
+                match self.inner.pool.clone().try_acquire_owned() {
+                    Ok(p) => permits.push(p),
+                    Err(_) => break,
+                }
+            }
+            let jobs = loop {
+                if !self.is_accepting() {
+                    return;
+                }
+                let notified = self.inner.wake.notified();
+                let claims = permits.iter().map(|_| {
+                    self.inner
+                        .pipeline
+                        .claim_next(self.inner.config.node.clone())
+                });
+                let mut jobs = Vec::new();
+                let mut failed = false;
+                for claimed in futures_util::future::join_all(claims).await {
+                    match claimed {
+                        Ok(Some(job)) => jobs.push(job),
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::error!(error = %e, "claiming a job failed");
+                            failed = true;
+                        }
+                    }
+                }
+                if !jobs.is_empty() {
+                    break jobs;
+                }
+                if failed {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+                tokio::select! {
+                    _ = notified => {}
+                    _ = shutdown.wait_for(|s| *s) => return,
+                    // A safety net only: submissions wake us directly.
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                }
+            };
+            // Slots without a job are given back as `permits` drops.
+            for (job, permit) in jobs.into_iter().zip(permits.drain(..)) {
+                self.launch(job, permit);
+            }
+        }
+    }
+
+    /// Runs a claimed job on the slot `permit` holds.
+    fn launch(&self, job: Job, permit: tokio::sync::OwnedSemaphorePermit) {
+        let (stop_tx, stop_rx) = watch::channel(None);
+        {
+            let mut running = self.lock_running();
+            if running.cancel_on_start.remove(&job.id) {
+                let _ = stop_tx.send(Some(StopReason::Cancel));
+            }
+            running.jobs.insert(job.id, stop_tx);
+        }
+        self.inner.metrics.in_use.set(self.in_use() as i64);
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let id = job.id;
+            engine.run_job(job, stop_rx).await;
+            drop(permit);
+            engine.lock_running().jobs.remove(&id);
+            engine.inner.metrics.in_use.set(engine.in_use() as i64);
+            engine.inner.idle.notify_waiters();
+        });
+    }
+}

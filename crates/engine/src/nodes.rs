@@ -1,0 +1,84 @@
+//! Living with other nodes: reacting to their commits (new jobs, cancel
+//! requests) and, on a shared store, heartbeating and ending the jobs of
+//! nodes that went silent.
+
+use std::time::Duration;
+
+use joblog_pipeline::Pipeline;
+
+use crate::{Engine, EngineConfig};
+
+impl Engine {
+    /// Reacts to commits, this node's and (on a shared store) other
+    /// nodes': new jobs wake the dispatcher, cancel requests stop the jobs
+    /// they name if they run here.
+    pub(crate) async fn watch_commits(
+        self,
+        mut commits: tokio::sync::broadcast::Receiver<std::sync::Arc<joblog_pipeline::Committed>>,
+    ) {
+        loop {
+            match commits.recv().await {
+                Ok(c) => {
+                    if c.queued > 0 || c.reset {
+                        self.inner.wake.notify_one();
+                    }
+                    for id in &c.cancel {
+                        self.stop_if_running(*id);
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    self.inner.wake.notify_one();
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// Keeps this node's heartbeat fresh and ends the jobs of lapsed nodes.
+    ///
+    /// Judging others needs a fair view: after this node could not
+    /// heartbeat for a while (the database was away, or the writer was
+    /// held up), the other nodes were probably held up the same way, so it
+    /// only judges once it has heartbeated without a gap for a whole
+    /// `heartbeat_timeout` (every live node has written a fresh heartbeat
+    /// by then). Otherwise the first node back after an outage longer than
+    /// the timeout would interrupt every other node's jobs.
+    pub(crate) async fn heartbeats(self) {
+        let timeout = self.inner.config.heartbeat_timeout;
+        let period = (timeout / 3).max(Duration::from_millis(100));
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Starting counts as a gap: we do not know what came before.
+        let mut healthy_since = tokio::time::Instant::now();
+        loop {
+            tick.tick().await;
+            let started = tokio::time::Instant::now();
+            let judge = started.duration_since(healthy_since) >= timeout;
+            match heartbeat(&self.inner.pipeline, &self.inner.config, judge).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(jobs = n, "jobs of lapsed nodes marked interrupted"),
+                Err(joblog_pipeline::PipelineError::Closed) => return,
+                Err(e) => tracing::error!(error = %e, "heartbeat failed"),
+            }
+            if started.elapsed() > period {
+                if judge {
+                    tracing::warn!(
+                        took = ?started.elapsed(),
+                        "heartbeat was held up; not judging other nodes for {timeout:?}"
+                    );
+                }
+                healthy_since = tokio::time::Instant::now();
+            }
+        }
+    }
+}
+
+/// One heartbeat; returns how many jobs of lapsed nodes it interrupted.
+pub(crate) async fn heartbeat(
+    pipeline: &Pipeline,
+    config: &EngineConfig,
+    judge: bool,
+) -> Result<u64, joblog_pipeline::PipelineError> {
+    let lapse = judge.then_some(config.heartbeat_timeout);
+    pipeline.heartbeat(config.node.clone(), lapse).await
+}
