@@ -1,4 +1,5 @@
-//! joblog's domain types: jobs, records, streams and timestamps, with no I/O.
+//! joblog's domain types: jobs, records, streams, timestamps and API
+//! token roles, with no I/O.
 //!
 //! Every other crate speaks in these types; this crate knows nothing about
 //! SQL, HTTP, processes or files.
@@ -7,6 +8,7 @@ mod duration;
 mod job;
 mod record;
 mod time;
+mod token;
 
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use job::{
@@ -15,3 +17,4 @@ pub use job::{
 };
 pub use record::{Record, Stream, StreamCounts};
 pub use time::Timestamp;
+pub use token::{validate_token_name, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};

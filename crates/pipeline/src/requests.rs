@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use joblog_core::{Job, JobId, JobSpec, JobState, LogSummary};
+use joblog_core::{Job, JobId, JobSpec, JobState, LogSummary, NewToken, Timestamp};
 use joblog_store::{Outcome, WriteOp};
 
 use crate::{Pipeline, PipelineError};
@@ -146,6 +146,32 @@ impl Pipeline {
         match self.execute(WriteOp::RequestCancel { job }).await? {
             Outcome::Done => Ok(()),
             other => Err(mismatch("request_cancel", other)),
+        }
+    }
+
+    /// Stores an API token (its hash); `false` when the name is taken.
+    pub async fn create_token(&self, token: NewToken) -> Result<bool, PipelineError> {
+        let n = count(
+            "create_token",
+            self.execute(WriteOp::CreateToken(token)).await?,
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Deletes the API token of that name; `false` when there was none.
+    pub async fn revoke_token(&self, name: String) -> Result<bool, PipelineError> {
+        let n = count(
+            "revoke_token",
+            self.execute(WriteOp::RevokeToken { name }).await?,
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Notes that the token was used at `at`.
+    pub async fn touch_token(&self, name: String, at: Timestamp) -> Result<(), PipelineError> {
+        match self.execute(WriteOp::TouchToken { name, at }).await? {
+            Outcome::Done => Ok(()),
+            other => Err(mismatch("touch_token", other)),
         }
     }
 }

@@ -447,6 +447,9 @@ fn op_kind(op: &WriteOp) -> &'static str {
         WriteOp::DropLogPartitions { .. } => "drop_log_partitions",
         WriteOp::Heartbeat { .. } => "heartbeat",
         WriteOp::RequestCancel { .. } => "request_cancel",
+        WriteOp::CreateToken(_) => "create_token",
+        WriteOp::RevokeToken { .. } => "revoke_token",
+        WriteOp::TouchToken { .. } => "touch_token",
     }
 }
 

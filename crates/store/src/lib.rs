@@ -16,7 +16,10 @@ pub mod sqlite;
 pub mod testing;
 
 use async_trait::async_trait;
-use joblog_core::{Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream};
+use joblog_core::{
+    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewToken, Record, Stream, Timestamp,
+    TokenInfo,
+};
 
 pub use error::StoreError;
 
@@ -52,6 +55,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Finished jobs that retention should delete, oldest first.
     async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>>;
+
+    /// The API token whose SHA-256 is `hash`, expired or not. Tokens are
+    /// found by their hash only: the store never sees a token's text.
+    async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>>;
+
+    /// Every API token, by name, without their hashes.
+    async fn list_tokens(&self) -> Result<Vec<TokenInfo>>;
 
     /// Cheap round trip proving the database answers.
     async fn ping(&self) -> Result<()>;
@@ -122,13 +132,17 @@ impl Committed {
                 self.reset |= *n > 0
             }
             (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, _) => {}
-            // Nobody follows a claim (the job's own records tell it runs)
-            // or deletions (only finished jobs are deleted).
+            // Nobody follows a claim (the job's own records tell it runs),
+            // deletions (only finished jobs are deleted) or tokens (each
+            // request looks its token up).
             (
                 WriteOp::ClaimNext { .. }
                 | WriteOp::DeleteLogChunk { .. }
                 | WriteOp::DeleteJob { .. }
-                | WriteOp::DropLogPartitions { .. },
+                | WriteOp::DropLogPartitions { .. }
+                | WriteOp::CreateToken(_)
+                | WriteOp::RevokeToken { .. }
+                | WriteOp::TouchToken { .. },
                 _,
             ) => {}
         }
@@ -231,6 +245,13 @@ pub enum WriteOp {
     /// Asks the node running `job` to stop it (carried to other nodes by
     /// the store's notifications). → [`Outcome::Done`]
     RequestCancel { job: JobId },
+    /// Stores an API token by its hash. → [`Outcome::Count`]: 1, or 0 when
+    /// a token of that name exists
+    CreateToken(NewToken),
+    /// Deletes the API token of that name. → [`Outcome::Count`]
+    RevokeToken { name: String },
+    /// Notes when a token was last used. → [`Outcome::Done`]
+    TouchToken { name: String, at: Timestamp },
 }
 
 impl WriteOp {

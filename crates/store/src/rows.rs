@@ -2,7 +2,8 @@
 //! types, so that each store only maps its own row type.
 
 use joblog_core::{
-    Job, JobId, JobSpec, JobState, LogSummary, Record, Stream, StreamCounts, Timestamp,
+    Job, JobId, JobSpec, JobState, LogSummary, Record, Role, Stream, StreamCounts, Timestamp,
+    TokenInfo,
 };
 
 use crate::{Result, StoreError};
@@ -130,5 +131,37 @@ pub(crate) fn stream_mask(streams: &Option<Vec<Stream>>) -> i64 {
     match streams {
         None => 0x7f,
         Some(streams) => streams.iter().fold(0, |m, s| m | (1 << s.code())),
+    }
+}
+
+/// The columns of the tokens table a listing reads, in this order.
+macro_rules! token_columns {
+    () => {
+        "name, role, created_at, expires_at, last_used_at"
+    };
+}
+pub(crate) use token_columns;
+
+/// A tokens row, as stored (without its hash).
+pub(crate) struct TokenRow {
+    pub name: String,
+    pub role: String,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+}
+
+impl TokenRow {
+    pub fn into_info(self) -> Result<TokenInfo> {
+        let role = Role::parse(&self.role).ok_or_else(|| {
+            StoreError::Corrupt(format!("token {:?} has role {:?}", self.name, self.role))
+        })?;
+        Ok(TokenInfo {
+            name: self.name,
+            role,
+            created_at: Timestamp(self.created_at),
+            expires_at: self.expires_at.map(Timestamp),
+            last_used_at: self.last_used_at.map(Timestamp),
+        })
     }
 }

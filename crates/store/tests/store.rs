@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use joblog_core::{Job, JobId, JobQuery, JobSpec, JobState, LogSummary, Record, Stream, Timestamp};
+use joblog_core::{
+    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewToken, Record, Role, Stream, Timestamp,
+};
 use joblog_store::sqlite::SqliteStore;
 use joblog_store::testing::TestDatabase;
 use joblog_store::{GroomPolicy, Outcome, Store, StoreError, StoreOptions, StoreWriter, WriteOp};
@@ -27,6 +29,7 @@ joblog_store::backend_tests! {
     delete_log_chunk_and_delete_job_remove_what_they_say,
     a_failing_batch_applies_nothing,
     a_job_is_finished_once,
+    tokens_are_kept_by_hash_and_listed_without_it,
 }
 
 /// A store on a test database, with its one writer. Fields drop in order:
@@ -676,6 +679,7 @@ async fn a_failing_batch_applies_nothing(db: TestDatabase) {
 /// test dir), so that opening must create it, with the path of its file.
 fn open_sqlite_in_new_subdir() -> (TestStore, PathBuf) {
     let db = TestDatabase::sqlite();
+    std::fs::create_dir(db.dir().join("data")).unwrap();
     let path = db.dir().join("data").join("joblog.db");
     let store = SqliteStore::open(&path, &StoreOptions::default()).unwrap();
     let writer = store.open_writer().unwrap();
@@ -1054,4 +1058,71 @@ async fn next_notice(
         .await
         .expect("a notice within 30 s")
         .unwrap()
+}
+
+fn new_token(name: &str, role: Role, byte: u8, expires_at: Option<i64>) -> NewToken {
+    NewToken {
+        name: name.into(),
+        role,
+        hash: [byte; 32],
+        created_at: Timestamp(1_000),
+        expires_at: expires_at.map(Timestamp),
+    }
+}
+
+async fn tokens_are_kept_by_hash_and_listed_without_it(db: TestDatabase) {
+    let mut t = open_store(db);
+    let out = t.apply(vec![
+        WriteOp::CreateToken(new_token("ci", Role::Operator, 1, Some(9_000))),
+        WriteOp::CreateToken(new_token("admin", Role::Admin, 2, None)),
+        // A name is unique: the second is refused, not an error.
+        WriteOp::CreateToken(new_token("ci", Role::Viewer, 3, None)),
+    ]);
+    assert_eq!(
+        out,
+        vec![Outcome::Count(1), Outcome::Count(1), Outcome::Count(0)]
+    );
+    let ci = t.store.token_by_hash([1; 32]).await.unwrap().unwrap();
+    assert_eq!((ci.name.as_str(), ci.role), ("ci", Role::Operator));
+    assert_eq!(ci.expires_at, Some(Timestamp(9_000)));
+    assert_eq!(ci.last_used_at, None);
+    assert!(t.store.token_by_hash([3; 32]).await.unwrap().is_none());
+    assert!(t.store.token_by_hash([0; 32]).await.unwrap().is_none());
+
+    let out = t.apply(vec![WriteOp::TouchToken {
+        name: "ci".into(),
+        at: Timestamp(5_000),
+    }]);
+    assert_eq!(out, vec![Outcome::Done]);
+    let listed = t.store.list_tokens().await.unwrap();
+    let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["admin", "ci"], "by name");
+    assert_eq!(listed[1].last_used_at, Some(Timestamp(5_000)));
+
+    let out = t.apply(vec![
+        WriteOp::RevokeToken { name: "ci".into() },
+        WriteOp::RevokeToken { name: "ci".into() },
+    ]);
+    assert_eq!(out, vec![Outcome::Count(1), Outcome::Count(0)]);
+    assert!(t.store.token_by_hash([1; 32]).await.unwrap().is_none());
+    // The name is free again.
+    let out = t.apply(vec![WriteOp::CreateToken(new_token(
+        "ci",
+        Role::Viewer,
+        4,
+        None,
+    ))]);
+    assert_eq!(out, vec![Outcome::Count(1)]);
+}
+
+#[tokio::test]
+async fn a_sqlite_file_in_a_missing_directory_is_refused_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/no/such/dir/joblog.db", dir.path().display());
+    let err = joblog_store::open(&url, &StoreOptions::default())
+        .err()
+        .expect("a missing directory is refused");
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    assert!(err.to_string().contains("no/such/dir"), "{err}");
+    assert!(!dir.path().join("no").exists(), "nothing was created");
 }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use joblog_core::{Job, JobId, JobQuery, JobState, Record, Stream};
+use joblog_core::{Job, JobId, JobQuery, JobState, Record, Stream, TokenInfo};
 use tokio::sync::broadcast;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, NoTls};
@@ -37,8 +37,8 @@ use crate::rows::stream_mask;
 use crate::{Committed, GroomPolicy, Result, Store, StoreError, StoreOptions, StoreWriter};
 use pool::Pool;
 use sql::{
-    jobs_from_rows, record_from_row, GROOM_CANDIDATES, LIST_ALL, LIST_NAME, LIST_NAME_STATE,
-    LIST_STATE, READ_LOG, READ_RESULT, SELECT_JOB,
+    jobs_from_rows, record_from_row, tokens_from_rows, GROOM_CANDIDATES, LIST_ALL, LIST_NAME,
+    LIST_NAME_STATE, LIST_STATE, LIST_TOKENS, READ_LOG, READ_RESULT, SELECT_JOB, TOKEN_BY_HASH,
 };
 use writer::PgWriter;
 
@@ -251,6 +251,28 @@ impl Store for PgStore {
                     rows.iter()
                         .map(|r| r.try_get(0).map_err(StoreError::from))
                         .collect()
+                })
+            })
+            .await
+    }
+
+    async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c.query(TOKEN_BY_HASH, &[&&hash[..]]).await?;
+                    Ok(tokens_from_rows(&rows)?.pop())
+                })
+            })
+            .await
+    }
+
+    async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
+        self.pool
+            .read(|c| {
+                Box::pin(async move {
+                    let rows = c.query(LIST_TOKENS, &[]).await?;
+                    tokens_from_rows(&rows)
                 })
             })
             .await

@@ -3,10 +3,10 @@
 //! the rows they return. The decoders read columns by position: they
 //! follow the order of `job_columns!` and of the `SELECT` lists here.
 
-use joblog_core::{Job, Record};
+use joblog_core::{Job, Record, TokenInfo};
 use tokio_postgres::Row;
 
-use crate::rows::{job_columns, JobRow, RecordRow};
+use crate::rows::{job_columns, token_columns, JobRow, RecordRow, TokenRow};
 use crate::Result;
 
 fn job_from_row(row: &Row) -> Result<Job> {
@@ -151,6 +151,32 @@ pub(super) const SAVE_SUMMARIES: &str =
 pub(super) const COPY_LOG: &str =
     "COPY log (job_id, seq, ts, stream, message, fields) FROM STDIN (FORMAT binary)";
 pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+
+// API tokens: found by hash, listed without it.
+pub(super) const TOKEN_BY_HASH: &str =
+    concat!("SELECT ", token_columns!(), " FROM tokens WHERE hash = $1");
+pub(super) const LIST_TOKENS: &str =
+    concat!("SELECT ", token_columns!(), " FROM tokens ORDER BY name");
+pub(super) const CREATE_TOKEN: &str =
+    "INSERT INTO tokens (name, hash, role, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (name) DO NOTHING";
+pub(super) const REVOKE_TOKEN: &str = "DELETE FROM tokens WHERE name = $1";
+pub(super) const TOUCH_TOKEN: &str = "UPDATE tokens SET last_used_at = $2 WHERE name = $1";
+
+pub(super) fn tokens_from_rows(rows: &[Row]) -> Result<Vec<TokenInfo>> {
+    rows.iter()
+        .map(|row| {
+            TokenRow {
+                name: row.try_get(0)?,
+                role: row.try_get(1)?,
+                created_at: row.try_get(2)?,
+                expires_at: row.try_get(3)?,
+                last_used_at: row.try_get(4)?,
+            }
+            .into_info()
+        })
+        .collect()
+}
 
 #[cfg(test)]
 mod tests;

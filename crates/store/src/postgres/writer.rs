@@ -11,7 +11,7 @@ use joblog_core::{JobState, Timestamp};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::describe;
-use super::sql::{jobs_from_rows, SELECT_JOB};
+use super::sql::{jobs_from_rows, SELECT_JOB, TOKEN_BY_HASH};
 use crate::error::pg_message;
 use crate::rows::JOB_COLUMNS;
 use crate::{Outcome, Result, StoreError, StoreWriter, WriteOp};
@@ -240,7 +240,16 @@ async fn rederive(
                 jobs: Vec::new(),
                 records: 0,
             },
-            WriteOp::Append { .. } | WriteOp::RequestCancel { .. } => Outcome::Done,
+            // The token is ours if a row holds its hash (hashes are unique).
+            WriteOp::CreateToken(t) => {
+                let rows = conn.client.query(TOKEN_BY_HASH, &[&&t.hash[..]]).await?;
+                Outcome::Count(u64::from(!rows.is_empty()))
+            }
+            // The batch was committed, so the name is gone either way.
+            WriteOp::RevokeToken { .. } => Outcome::Count(1),
+            WriteOp::Append { .. } | WriteOp::RequestCancel { .. } | WriteOp::TouchToken { .. } => {
+                Outcome::Done
+            }
             WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. } | WriteOp::DeleteJob { .. } => {
                 Outcome::Count(0)
             }

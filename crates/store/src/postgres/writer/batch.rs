@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use joblog_core::{JobId, LogSummary, Record};
+use joblog_core::{JobId, LogSummary, Record, Timestamp};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Statement, Transaction};
@@ -14,9 +14,10 @@ use super::{Attempt, WriterConn};
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
 use crate::postgres::sql::{
-    jobs_from_rows, CANCEL_QUEUED, CLAIM_NEXT, COPY_LOG, DELETE_JOB, DELETE_LOG_CHUNK,
-    DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INSERT_JOB, INTERRUPT_ALL, INTERRUPT_LAPSED,
-    INTERRUPT_NODE, MARK_BATCH, NOTIFY, SAVE_RESULT, SAVE_SUMMARIES,
+    jobs_from_rows, CANCEL_QUEUED, CLAIM_NEXT, COPY_LOG, CREATE_TOKEN, DELETE_JOB,
+    DELETE_LOG_CHUNK, DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INSERT_JOB, INTERRUPT_ALL,
+    INTERRUPT_LAPSED, INTERRUPT_NODE, MARK_BATCH, NOTIFY, REVOKE_TOKEN, SAVE_RESULT,
+    SAVE_SUMMARIES, TOUCH_TOKEN,
 };
 use crate::rows::{fields_text, streams_to_text};
 use crate::{Committed, Outcome, Result, StoreError, WriteOp};
@@ -173,6 +174,32 @@ pub(super) async fn apply_batch(
                 }
             }
             WriteOp::RequestCancel { .. } => Outcome::Done,
+            WriteOp::CreateToken(t) => {
+                let st = prepared(statements, &tx, CREATE_TOKEN).await?;
+                let expires = t.expires_at.map(Timestamp::micros);
+                let n = tx
+                    .execute(
+                        &st,
+                        &[
+                            &t.name,
+                            &&t.hash[..],
+                            &t.role.name(),
+                            &t.created_at.micros(),
+                            &expires,
+                        ],
+                    )
+                    .await?;
+                Outcome::Count(n)
+            }
+            WriteOp::RevokeToken { name } => {
+                let st = prepared(statements, &tx, REVOKE_TOKEN).await?;
+                Outcome::Count(tx.execute(&st, &[name]).await?)
+            }
+            WriteOp::TouchToken { name, at } => {
+                let st = prepared(statements, &tx, TOUCH_TOKEN).await?;
+                tx.execute(&st, &[name, &at.micros()]).await?;
+                Outcome::Done
+            }
         };
         outcomes.push(outcome);
     }

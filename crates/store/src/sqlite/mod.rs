@@ -4,8 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+mod tokens;
+
 use async_trait::async_trait;
-use joblog_core::{Job, JobId, JobQuery, JobState, LogSummary, Record, Stream, Timestamp};
+use joblog_core::{
+    Job, JobId, JobQuery, JobState, LogSummary, Record, Stream, Timestamp, TokenInfo,
+};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
@@ -15,7 +19,8 @@ use crate::{
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how
 /// many ran. Append new ones, never edit old ones.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE jobs (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     name          TEXT,
@@ -50,7 +55,9 @@ CREATE TABLE results (
     job_id INTEGER PRIMARY KEY,
     body   BLOB NOT NULL
 );
-"#];
+"#,
+    tokens::MIGRATION,
+];
 
 pub struct SqliteStore {
     path: PathBuf,
@@ -60,14 +67,19 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database and brings its schema up to
-    /// date.
+    /// Opens (creating if needed) the database file, in a directory that
+    /// must exist, and brings its schema up to date.
     pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        // A typo in a URL must not quietly make a new tree of directories
+        // (and an empty database in it): the directory must exist.
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                StoreError::Config(format!("cannot create directory {}: {e}", dir.display()))
-            })?;
+            if !dir.is_dir() {
+                return Err(StoreError::Config(format!(
+                    "the directory of the database, {}, does not exist",
+                    dir.display()
+                )));
+            }
         }
         let mut conn = open_conn(&path, options.sync, false)?;
         migrate(&mut conn)?;
@@ -306,6 +318,14 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>> {
+        self.read(move |c| tokens::by_hash(c, &hash)).await
+    }
+
+    async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
+        self.read(tokens::list).await
+    }
+
     async fn ping(&self) -> Result<()> {
         self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
             .await
@@ -505,6 +525,9 @@ fn apply_one(
         }),
         WriteOp::Heartbeat { .. } => Ok(Outcome::Count(0)),
         WriteOp::RequestCancel { .. } => Ok(Outcome::Done),
+        WriteOp::CreateToken(token) => tokens::create(tx, token),
+        WriteOp::RevokeToken { name } => tokens::revoke(tx, name),
+        WriteOp::TouchToken { name, at } => tokens::touch(tx, name, *at),
         WriteOp::DeleteJob { job } => {
             tx.prepare_cached("DELETE FROM results WHERE job_id = ?1")?
                 .execute([job])?;
@@ -539,6 +562,7 @@ mod tests {
             format!("SELECT {JOB_COLUMNS} FROM jobs INDEXED BY jobs_name WHERE name = 'x' AND state = 'failed' AND id < 9 ORDER BY id DESC LIMIT 50"),
             "SELECT seq, ts, stream, message, fields FROM log WHERE job_id = 1 AND seq > 5 AND ((1 << stream) & 6) != 0 ORDER BY seq LIMIT 1000".into(),
             "SELECT body FROM results WHERE job_id = 1".into(),
+            "SELECT name, role FROM tokens WHERE hash = x'00'".into(),
         ];
         for q in &queries {
             let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {q}")).unwrap();
