@@ -98,3 +98,63 @@ fn the_api_docs_name_every_route_and_error_code() {
         assert!(docs.contains(&row), "docs/api.md has no row `{row}`");
     }
 }
+
+/// Every routed method and path has an access rule, and every rule a
+/// route: a new route without a rule fails here (and is refused to
+/// everybody at run time).
+#[test]
+fn every_route_has_an_access_rule_and_every_rule_a_route() {
+    let routes = routes();
+    let rules: BTreeSet<(String, String)> = crate::rules::RULES
+        .iter()
+        .map(|(m, p, _)| (p.to_string(), m.to_lowercase()))
+        .collect();
+    for route in &routes {
+        assert!(
+            rules.contains(route),
+            "{} {} is routed but has no rule in auth/rules.rs",
+            route.1.to_uppercase(),
+            route.0
+        );
+    }
+    for rule in &rules {
+        assert!(
+            routes.contains(rule),
+            "auth/rules.rs has a rule for {} {}, which is not routed",
+            rule.1.to_uppercase(),
+            rule.0
+        );
+    }
+}
+
+/// The OpenAPI document tells each operation's role as the rules do.
+#[test]
+fn the_openapi_document_gives_each_route_its_role() {
+    let doc = openapi();
+    for (method, path, access) in crate::rules::RULES {
+        let key = path.strip_prefix("/api/v1").unwrap_or(path);
+        let role = match access {
+            crate::rules::Access::Public => "public",
+            crate::rules::Access::Role(r) => r.name(),
+        };
+        assert_eq!(
+            doc["paths"][key][method.to_lowercase()]["x-required-role"].as_str(),
+            Some(role),
+            "{method} {path}"
+        );
+    }
+}
+
+/// docs/api.md's table of routes and roles is the rules'.
+#[test]
+fn the_api_docs_give_each_route_its_role() {
+    let docs = api_docs();
+    for (method, path, access) in crate::rules::RULES {
+        let role = match access {
+            crate::rules::Access::Public => "public",
+            crate::rules::Access::Role(r) => r.name(),
+        };
+        let row = format!("| `{method} {path}` | {role} |");
+        assert!(docs.contains(&row), "docs/api.md has no row `{row}`");
+    }
+}

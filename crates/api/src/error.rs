@@ -53,10 +53,17 @@ error_codes! {
     InvalidPath = "invalid_path", BAD_REQUEST, "The path could not be read.";
     InvalidJobId = "invalid_job_id", BAD_REQUEST, "The job id in the path is not a positive integer.";
     InvalidHeader = "invalid_header", BAD_REQUEST, "A header is wrong (e.g. `Last-Event-ID` that is not a seq).";
-    Unauthorized = "unauthorized", UNAUTHORIZED, "The API token is missing or wrong.";
+    Unauthorized = "unauthorized", UNAUTHORIZED, "The API token is missing, unknown, revoked or expired.";
+    Forbidden = "forbidden", FORBIDDEN, "The token's role is too low for this route; the message names the role needed.";
+    CrossSiteRequest = "cross_site_request", FORBIDDEN, "A state change sent by a browser from another site (`Origin`, `Sec-Fetch-Site`).";
+    HostNotAllowed = "host_not_allowed", MISDIRECTED_REQUEST, "The `Host` header names a server this one is not (add it to `allowed_hosts`).";
     NotFound = "not_found", NOT_FOUND, "No such endpoint.";
+    MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED, "The endpoint exists but does not take this method.";
+    UnsupportedMediaType = "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE, "A request body must be sent as `Content-Type: application/json`.";
     JobNotFound = "job_not_found", NOT_FOUND, "No job with that id.";
     ResultNotFound = "result_not_found", NOT_FOUND, "The job exists but has no result.";
+    TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
+    TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";
     JobElsewhere = "job_elsewhere", CONFLICT, "The job runs on another node that this store cannot reach.";
     BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE, "The request body is larger than 1 MiB.";
@@ -99,7 +106,14 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body =
             serde_json::json!({"error": {"code": self.code.as_str(), "message": self.message}});
-        (self.code.status(), axum::Json(body)).into_response()
+        let mut response = (self.code.status(), axum::Json(body)).into_response();
+        if self.code == ErrorCode::Unauthorized {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"joblog\""),
+            );
+        }
+        response
     }
 }
 

@@ -16,6 +16,22 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        // A body of another type is how a web page posts across sites
+        // without asking first (a "simple" request); JSON never is.
+        let content_type = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !is_json(content_type) {
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                format!(
+                    "the request body must be JSON sent with Content-Type: application/json, not {:?}",
+                    content_type
+                ),
+            ));
+        }
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|rej| {
@@ -32,6 +48,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             .map(JsonBody)
             .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("request body: {e}")))
     }
+}
+
+/// `application/json` or `application/<something>+json`, any parameters.
+fn is_json(content_type: &str) -> bool {
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
 /// Query parameters; a bad value → 400 naming the parameter.
@@ -73,6 +100,28 @@ impl<S: Send + Sync> FromRequestParts<S> for JobIdPath {
                 ErrorCode::InvalidJobId,
                 format!("job id must be a positive integer, not {raw:?}"),
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_json_bodies_are_json() {
+        for ok in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/merge-patch+json",
+        ] {
+            assert!(super::is_json(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+        ] {
+            assert!(!super::is_json(bad), "{bad}");
         }
     }
 }

@@ -1,44 +1,72 @@
-//! The HTTP API (docs/api.md): jobs, logs, results, health and metrics.
+//! The HTTP API (docs/api.md): jobs, logs, results, tokens, health and
+//! metrics, each route behind the access rule of its role.
 //!
 //! Invariants: only this crate speaks JSON to clients; handlers hold no
 //! lock across I/O and never write to the store themselves (writes go
 //! through the engine and its pipeline); internal errors are logged, and
 //! clients get a stable code and a clean message.
 
+mod auth;
 #[cfg(test)]
 mod contract_tests;
 mod error;
 mod extract;
+mod guard;
 mod routes;
 mod sse;
+mod tokens;
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 use joblog_engine::Engine;
 use prometheus_client::registry::Registry;
-use subtle::ConstantTimeEq;
 
+pub use auth::{rules, Actor, Identity};
 pub use error::{ApiError, ErrorCode};
 
 /// Everything the handlers need, passed explicitly.
 #[derive(Clone)]
 pub struct AppState {
     pub engine: Engine,
-    /// When set, every `/api/v1` and `/metrics` call needs this bearer token.
-    pub token: Option<Arc<str>>,
     pub registry: Arc<Registry>,
+    auth: Arc<auth::Auth>,
+    hosts: Arc<guard::HostGuard>,
+}
+
+/// How the API admits requests.
+#[derive(Debug, Clone, Default)]
+pub struct ApiOptions {
+    /// The configuration's token: an admin token, and with it every route
+    /// but `/healthz` and `/openapi.json` needs a token. Without it a
+    /// request without a token is let in (a loopback server).
+    pub token: Option<String>,
+    /// Host names the server answers to besides IP addresses and
+    /// `localhost` (`*`: any).
+    pub allowed_hosts: Vec<String>,
+}
+
+impl AppState {
+    pub fn new(engine: Engine, registry: Registry, options: &ApiOptions) -> AppState {
+        AppState {
+            engine,
+            registry: Arc::new(registry),
+            auth: Arc::new(auth::Auth::new(options.token.as_deref())),
+            hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
+        }
+    }
 }
 
 /// Largest request body accepted; larger → 413.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
-/// The whole HTTP surface, testable without a socket.
+/// The whole HTTP surface, testable without a socket. Who may call each
+/// route is in [`rules::RULES`].
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .route("/jobs", post(routes::submit).get(routes::list))
@@ -49,37 +77,28 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/log/events", get(sse::log_events))
         .route("/jobs/{id}/result", get(routes::result))
         .route("/groom", post(routes::groom))
+        .route("/tokens", get(tokens::list).post(tokens::create))
+        .route("/tokens/{name}", delete(tokens::revoke))
         .route("/openapi.json", get(routes::openapi));
-    let protected = Router::new()
+    Router::new()
         .nest("/api/v1", api)
         .route("/metrics", get(metrics))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
-    Router::new()
-        .merge(protected)
         .route("/openapi.json", get(routes::openapi))
         .route("/healthz", get(healthz))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authorize,
+        ))
         .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                ErrorCode::MethodNotAllowed,
+                "this endpoint does not take that method",
+            )
+        })
+        .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
-}
-
-async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(token) = &state.token {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
-            return ApiError::new(
-                ErrorCode::Unauthorized,
-                "missing or wrong API token (Authorization: Bearer …)",
-            )
-            .into_response();
-        }
-    }
-    next.run(req).await
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {

@@ -53,6 +53,10 @@ pub struct EngineConfig {
     /// its running jobs are marked interrupted. Nodes heartbeat three times
     /// per period.
     pub heartbeat_timeout: Duration,
+    /// The server's own secrets (its API token, the database password):
+    /// masked in every job's log, like a job's own secrets, in case a job
+    /// finds them.
+    pub server_secrets: Vec<String>,
 }
 
 impl EngineConfig {
@@ -67,6 +71,7 @@ impl EngineConfig {
             drain_after_exit: Duration::from_secs(2),
             max_result_bytes: 64 << 20,
             heartbeat_timeout: Duration::from_secs(30),
+            server_secrets: Vec::new(),
         }
     }
 }

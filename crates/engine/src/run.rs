@@ -40,7 +40,8 @@ impl Engine {
             secrets = self.lock_secrets().remove(&id);
         }
         let secrets = secrets.unwrap_or_default();
-        let mut log = OutputParser::new(cfg.log_limits.clone(), secrets.values().cloned());
+        let masks = secrets.values().chain(&cfg.server_secrets).cloned();
+        let mut log = OutputParser::new(cfg.log_limits.clone(), masks);
         let mut out = Vec::new();
         let result_path = cfg.data_dir.join("results").join(format!("{id}.json"));
         let _ = std::fs::remove_file(&result_path);

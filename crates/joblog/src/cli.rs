@@ -31,12 +31,21 @@ enum Command {
 impl Cli {
     /// Runs the command on a fresh runtime; returns the process exit code.
     pub fn run(self) -> anyhow::Result<i32> {
+        // Before any thread exists: the server's secrets leave its
+        // environment here.
+        let env = matches!(self.command, Command::Serve(_)).then(serve::take_environment);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
         rt.block_on(async move {
             match self.command {
-                Command::Serve(args) => serve::run(args, self.global.token).await,
+                Command::Serve(args) => {
+                    let global = config::GlobalSecrets {
+                        token: self.global.token,
+                        token_file: self.global.token_file,
+                    };
+                    serve::run(args, global, env.unwrap_or_default()).await
+                }
                 Command::Client(cmd) => client::run(cmd, self.global).await,
                 Command::Bench(args) => bench::run(args, self.global).await,
             }

@@ -7,13 +7,54 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use joblog_api::AppState;
+use joblog_api::{ApiOptions, AppState};
 use joblog_core::Backoff;
 use joblog_engine::{Engine, EngineConfig};
 use joblog_pipeline::{LogLimits, Pipeline, PipelineConfig};
 use joblog_store::{GroomPolicy, StoreOptions, SyncMode};
 
-use crate::config::{self, ServeArgs, Settings};
+use crate::config::{self, GlobalSecrets, ServeArgs, Settings};
+
+/// Shortest bootstrap token accepted: 32 characters of a random token are
+/// at least 128 bits however they are written.
+const MIN_TOKEN_CHARS: usize = 32;
+
+/// Environment variables that hold the server's secrets. They are read
+/// once, then removed from the process's environment, so that nothing the
+/// server starts inherits them.
+const SECRET_VARS: &[&str] = &["JOBLOG_TOKEN", "JOBLOG_DATABASE_URL"];
+
+/// The `JOBLOG_*` environment as it was when the server started.
+#[derive(Debug, Default)]
+pub struct Environment(std::collections::HashMap<String, String>);
+
+impl Environment {
+    fn get(&self, var: &str) -> Option<String> {
+        self.0.get(var).cloned()
+    }
+}
+
+/// Takes the server's environment before any thread starts: keeps a copy
+/// of the `JOBLOG_*` variables, removes the secret ones from the process,
+/// and makes the process non-dumpable, which makes `/proc/<pid>/environ`
+/// (the environment as it was at exec, secrets included), `mem` and `fd`
+/// readable by root only, not by the server's own jobs. Must run before
+/// the runtime starts threads (changing the environment is not thread
+/// safe).
+pub fn take_environment() -> Environment {
+    let vars = std::env::vars()
+        .filter(|(k, _)| k.starts_with("JOBLOG_"))
+        .collect();
+    for var in SECRET_VARS {
+        std::env::remove_var(var);
+    }
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!(
+            "joblog: warning: cannot hide the process's memory and environment from jobs: {e}"
+        );
+    }
+    Environment(vars)
+}
 
 /// The resolved configuration of one node.
 #[derive(Debug)]
@@ -21,7 +62,7 @@ struct ServeConfig {
     listen: SocketAddr,
     data_dir: PathBuf,
     database: String,
-    token: Option<String>,
+    api: ApiOptions,
     sync: SyncMode,
     grace_period: Duration,
     engine: EngineConfig,
@@ -40,11 +81,17 @@ fn hostname() -> String {
 /// other settings (the database from the data dir, the node from the port).
 fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     let listen = s.listen;
-    let token = s.token.filter(|t| !t.is_empty());
+    let token = bootstrap_token(s.token, s.token_file.as_deref())?;
     if !listen.ip().is_loopback() && token.is_none() {
         bail!(
-            "refusing to listen on {listen} without an API token: set JOBLOG_TOKEN (or token in joblog.toml), or listen on 127.0.0.1"
+            "refusing to listen on {listen} without an API token: set token_file (or JOBLOG_TOKEN), or listen on 127.0.0.1"
         );
+    }
+    if s.retention_every < Duration::from_secs(1) {
+        bail!("retention.every: must be at least 1s");
+    }
+    if s.log_max_bytes.0 < 1024 {
+        bail!("log.max_bytes: must be at least 1KiB");
     }
     let database = s
         .database
@@ -68,6 +115,11 @@ fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.max_concurrency = s.max_concurrency;
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;
+    engine.server_secrets = token
+        .iter()
+        .cloned()
+        .chain(database_password(&database))
+        .collect();
     engine.log_limits = LogLimits {
         max_records: s.log_max_records,
         max_bytes: s.log_max_bytes.0,
@@ -89,12 +141,56 @@ fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         listen,
         data_dir: s.data_dir,
         database,
-        token,
+        api: ApiOptions {
+            token,
+            allowed_hosts: s.allowed_hosts.0,
+        },
         sync: s.sync,
         grace_period: s.grace_period,
         engine,
         retention,
     })
+}
+
+/// The bootstrap token from `token` or the first line of `token_file`
+/// (not both), at least [`MIN_TOKEN_CHARS`] long. Errors never quote it.
+fn bootstrap_token(
+    token: Option<String>,
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<Option<String>> {
+    let token = match (token.filter(|t| !t.is_empty()), file) {
+        (Some(_), Some(_)) => bail!("token and token_file are both set; keep one"),
+        (Some(t), None) => t,
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("token_file: cannot read {}", path.display()))?;
+            let line = text.lines().next().unwrap_or("").trim().to_string();
+            if line.is_empty() {
+                bail!("token_file: {} is empty", path.display());
+            }
+            line
+        }
+        (None, None) => return Ok(None),
+    };
+    if token.chars().count() < MIN_TOKEN_CHARS {
+        bail!(
+            "the API token is {} characters; it must be at least {MIN_TOKEN_CHARS} (make one with `openssl rand -base64 32`)",
+            token.chars().count()
+        );
+    }
+    if token.chars().any(|c| c.is_control() || c == ' ') {
+        bail!("the API token must not contain spaces or control characters");
+    }
+    Ok(Some(token))
+}
+
+/// The password of a `postgres://user:password@…` URL, to be masked in
+/// jobs' logs.
+fn database_password(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let userinfo = &rest[..rest.rfind('@')?];
+    let password = userinfo.split_once(':')?.1;
+    (!password.is_empty()).then(|| password.to_string())
 }
 
 /// Opens the store and its writer. A database that is not reachable yet
@@ -123,9 +219,9 @@ async fn open_store(
     }
 }
 
-pub async fn run(args: ServeArgs, token: Option<String>) -> anyhow::Result<i32> {
+pub async fn run(args: ServeArgs, global: GlobalSecrets, env: Environment) -> anyhow::Result<i32> {
     init_tracing();
-    let cfg = resolve(config::load(&args, token)?)?;
+    let cfg = resolve(config::load(&args, global, |var| env.get(var))?)?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     let options = StoreOptions {
@@ -152,17 +248,13 @@ pub async fn run(args: ServeArgs, token: Option<String>) -> anyhow::Result<i32> 
         store = %store.describe(),
         node = engine.node(),
         max_concurrency = cfg.engine.max_concurrency,
-        auth = cfg.token.is_some(),
+        auth = cfg.api.token.is_some(),
         "joblog is serving"
     );
     if let Some((policy, older, every)) = cfg.retention {
         tokio::spawn(retention_loop(engine.clone(), policy, older, every));
     }
-    let app = joblog_api::app(AppState {
-        engine: engine.clone(),
-        token: cfg.token.map(Arc::from),
-        registry: Arc::new(registry),
-    });
+    let app = joblog_api::app(AppState::new(engine.clone(), registry, &cfg.api));
 
     let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
@@ -244,6 +336,46 @@ mod tests {
     use std::ffi::OsStr;
 
     use super::*;
+
+    #[test]
+    fn the_bootstrap_token_is_long_from_one_place_and_never_quoted() {
+        let long = "x".repeat(40);
+        assert_eq!(
+            bootstrap_token(Some(long.clone()), None).unwrap(),
+            Some(long.clone())
+        );
+        assert_eq!(bootstrap_token(Some(String::new()), None).unwrap(), None);
+        let e = bootstrap_token(Some("hunter2".into()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least 32") && !e.contains("hunter2"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, format!("{long}\n")).unwrap();
+        assert_eq!(
+            bootstrap_token(None, Some(&file)).unwrap(),
+            Some(long.clone())
+        );
+        let e = bootstrap_token(Some(long), Some(&file))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("both"), "{e}");
+        let e = format!(
+            "{:#}",
+            bootstrap_token(None, Some(&dir.path().join("none"))).unwrap_err()
+        );
+        assert!(e.contains("token_file: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn a_database_password_is_found_for_masking() {
+        assert_eq!(
+            database_password("postgres://u:p%40ss@h:5432/db"),
+            Some("p%40ss".into())
+        );
+        assert_eq!(database_password("postgres://u@h/db"), None);
+        assert_eq!(database_password("sqlite:///x/joblog.db"), None);
+    }
 
     #[test]
     fn colour_only_on_a_terminal_without_no_color() {

@@ -4,6 +4,8 @@
 
 #[path = "e2e/nodes.rs"]
 mod nodes;
+#[path = "e2e/security.rs"]
+mod security;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -2,14 +2,13 @@
 //! pipeline, engine, router) driven through `tower::ServiceExt::oneshot`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
-use joblog_api::{app, AppState};
+use joblog_api::{app, ApiOptions, AppState};
 use joblog_engine::{Engine, EngineConfig};
 use joblog_pipeline::{Pipeline, PipelineConfig, WriterThread};
 use joblog_store::testing::TestDatabase;
@@ -58,11 +57,11 @@ pub async fn start_app_with_token(
     let engine = Engine::start(store, pipeline.clone(), config, &mut registry)
         .await
         .unwrap();
-    let router = app(AppState {
-        engine: engine.clone(),
-        token: token.map(Arc::from),
-        registry: Arc::new(registry),
-    });
+    let options = ApiOptions {
+        token: token.map(str::to_string),
+        ..ApiOptions::default()
+    };
+    let router = app(AppState::new(engine.clone(), registry, &options));
     TestApp {
         router,
         engine,
@@ -95,6 +94,7 @@ impl TestApp {
 pub struct Reply {
     pub status: StatusCode,
     pub content_type: Option<String>,
+    pub www_authenticate: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -130,6 +130,10 @@ fn content_type_of(response: &axum::response::Response) -> Option<String> {
 /// Reads a whole response.
 async fn into_reply(response: axum::response::Response, content_type: Option<String>) -> Reply {
     let status = response.status();
+    let www_authenticate = response
+        .headers()
+        .get(header::WWW_AUTHENTICATE)
+        .map(|v| v.to_str().unwrap().to_owned());
     let body = response
         .into_body()
         .collect()
@@ -140,6 +144,7 @@ async fn into_reply(response: axum::response::Response, content_type: Option<Str
     Reply {
         status,
         content_type,
+        www_authenticate,
         body,
     }
 }

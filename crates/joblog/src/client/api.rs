@@ -36,7 +36,7 @@ impl fmt::Display for ApiError {
         if self.status == StatusCode::UNAUTHORIZED {
             write!(
                 f,
-                "{msg} (HTTP 401 from {}; give the API token with --token or JOBLOG_TOKEN)",
+                "{msg} (HTTP 401 from {}; give the API token with --token-file, JOBLOG_TOKEN or --token)",
                 self.server
             )
         } else if self.status.is_server_error() {
@@ -204,6 +204,13 @@ impl Api {
     pub(crate) async fn post_raw(&self, url: Url, body: &Value) -> anyhow::Result<Vec<u8>> {
         let resp = self
             .send(self.http.post(url).json(body), Some(REQUEST_TIMEOUT))
+            .await?;
+        self.read_body(resp).await
+    }
+
+    pub(crate) async fn delete_raw(&self, url: Url) -> anyhow::Result<Vec<u8>> {
+        let resp = self
+            .send(self.http.delete(url), Some(REQUEST_TIMEOUT))
             .await?;
         self.read_body(resp).await
     }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand};
-use joblog_core::{JobState, Stream};
+use joblog_core::{JobState, Role, Stream};
 
 #[derive(Args, Debug, Clone)]
 pub struct Global {
@@ -16,9 +16,35 @@ pub struct Global {
         default_value = "http://127.0.0.1:7878"
     )]
     pub server: String,
-    /// API token (sent as `Authorization: Bearer`).
+    /// API token (sent as `Authorization: Bearer`). Shows in `ps`: prefer
+    /// --token-file or JOBLOG_TOKEN.
     #[arg(long, global = true, env = "JOBLOG_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// File whose first line is the API token.
+    #[arg(
+        long,
+        global = true,
+        env = "JOBLOG_TOKEN_FILE",
+        value_name = "FILE",
+        conflicts_with = "token"
+    )]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+impl Global {
+    /// The token to send: `--token`, or the first line of `--token-file`.
+    pub fn token(&self) -> anyhow::Result<Option<String>> {
+        match (&self.token, &self.token_file) {
+            (Some(t), _) if !t.is_empty() => Ok(Some(t.clone())),
+            (_, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!("--token-file: cannot read {}: {e}", path.display())
+                })?;
+                Ok(text.lines().next().map(|l| l.trim().to_string()))
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -38,6 +64,53 @@ pub enum ClientCommand {
     Cancel(IdArgs),
     /// Delete old jobs with their logs and results (retention).
     Groom(GroomArgs),
+    /// Create, list and revoke API tokens (needs an admin token).
+    Token(TokenArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCommand {
+    /// Create a token and print it: it is shown this once (the server keeps
+    /// only its hash).
+    Create {
+        /// Name of the token (letters, digits, '.', '_', '-').
+        #[arg(long)]
+        name: String,
+        /// What the token may do.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// The token stops working after this long (e.g. 90d); default never.
+        #[arg(long, value_name = "DUR", value_parser = joblog_core::parse_positive_duration)]
+        expires: Option<Duration>,
+        /// Print the API's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tokens: name, role, created, expiry, last use (never the tokens).
+    List {
+        /// Print the API's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token: it stops working at once.
+    Revoke {
+        /// Name of the token.
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Print the API's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_role(s: &str) -> Result<Role, String> {
+    Role::parse(s).ok_or_else(|| format!("unknown role {s:?} (viewer, operator or admin)"))
 }
 
 #[derive(Args, Debug)]

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::api::{Api, TransportError, REQUEST_TIMEOUT};
 use super::args::{GroomArgs, IdArgs, JobsArgs, KeyValue, LogsArgs, RunArgs};
-use super::wire::{GroomReport, JobView, JobsPage, LogRecord};
+use super::wire::{GroomReport, JobView, JobsPage, LogRecord, TokenView};
 use super::UsageError;
 
 /// How long a follow request asks the server to hold it (the API allows 30 s).
@@ -35,6 +35,11 @@ pub(super) enum Answer {
     /// The job as the cancel request left it.
     Cancelled(JobView),
     Groomed(GroomReport),
+    /// A new API token, with its text (shown this once).
+    TokenCreated(TokenView),
+    Tokens(Vec<TokenView>),
+    /// The name of a revoked token.
+    Revoked(String),
 }
 
 /// Where a command that follows a log hands what it produces.

@@ -6,6 +6,7 @@ mod api;
 mod args;
 mod commands;
 mod render;
+mod tokens;
 mod wire;
 
 use std::fmt;
@@ -33,7 +34,7 @@ impl std::error::Error for UsageError {}
 
 pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
     let result = async {
-        let api = Api::new(&global.server, global.token.as_deref())?;
+        let api = Api::new(&global.server, global.token()?.as_deref())?;
         match cmd {
             ClientCommand::Run(a) => {
                 let mut printer = Printer::stdio(false, a.json);
@@ -48,6 +49,7 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
             ClientCommand::JobResult(a) => print(commands::result(&api, a).await?),
             ClientCommand::Cancel(a) => print(commands::cancel(&api, a).await?),
             ClientCommand::Groom(a) => print(commands::groom(&api, a).await?),
+            ClientCommand::Token(a) => print(tokens::run(&api, a.command).await?),
         }
     }
     .await;

@@ -93,3 +93,24 @@ pub(super) struct GroomReport {
     #[serde(default)]
     pub records_deleted: u64,
 }
+
+/// An API token as `/api/v1/tokens` lists it; `token` only in the answer
+/// that created it.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct TokenView {
+    pub name: String,
+    pub role: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    #[serde(default)]
+    pub last_used_at: Option<String>,
+    #[serde(default)]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct TokenList {
+    pub tokens: Vec<TokenView>,
+}

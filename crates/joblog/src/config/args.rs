@@ -99,6 +99,7 @@ fn value_name(kind: &str) -> &'static str {
         "duration" => "DURATION",
         "size" => "SIZE",
         "normal | full" => "normal|full",
+        "host names" => "NAMES",
         _ => "TEXT",
     }
 }

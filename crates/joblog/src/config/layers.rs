@@ -44,8 +44,7 @@ impl Layers {
     /// Adds the settings of a `joblog.toml`. Unknown keys are an error, so
     /// that a typo does not silently fall back to a default.
     pub fn add_file(&mut self, path: &Path, text: &str) -> anyhow::Result<()> {
-        let table: toml::Table = toml::from_str(text)
-            .with_context(|| format!("invalid configuration file {}", path.display()))?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
         let mut flat = Vec::new();
         flatten("", table, &mut flat)
             .with_context(|| format!("invalid configuration file {}", path.display()))?;
@@ -81,6 +80,26 @@ impl Layers {
             Err(e) => bail!("{key} (from {origin}): {e}"),
         }
     }
+}
+
+/// A file that is not TOML. The parser's own text quotes the line at
+/// fault, which may hold the token or a database password: this says
+/// where and what was wrong, never the line.
+fn syntax_error(path: &Path, text: &str, e: &toml::de::Error) -> anyhow::Error {
+    let at = match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!(", line {line}, column {column}")
+        }
+        None => String::new(),
+    };
+    anyhow::anyhow!(
+        "invalid configuration file {}{at}: {}",
+        path.display(),
+        e.message().trim().replace('\n', "; ")
+    )
 }
 
 /// `[log] max_records = 5` → `("log.max_records", "5")`.
@@ -146,6 +165,20 @@ mod tests {
             e.contains("kill_grace (from joblog.toml)") && e.contains("soon"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_malformed_line_is_located_but_never_quoted() {
+        for text in [
+            "listen = \"127.0.0.1:1\"\ntoken = hunter2-secret-value\n",
+            "token = \"hunter2-secret-value\n",
+            "database = postgres://u:hunter2-secret-value@h/db\n",
+            "token = 'hunter2-secret-value' x\n",
+        ] {
+            let e = format!("{:#}", file(text).unwrap_err());
+            assert!(!e.contains("hunter2"), "{e}");
+            assert!(e.contains("joblog.toml, line "), "{e}");
+        }
     }
 
     #[test]

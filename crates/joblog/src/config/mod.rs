@@ -18,10 +18,20 @@ use anyhow::Context;
 pub use args::ServeArgs;
 pub use settings::Settings;
 
+/// What the global options give the server: `--token`, `--token-file`.
+#[derive(Debug, Default)]
+pub struct GlobalSecrets {
+    pub token: Option<String>,
+    pub token_file: Option<PathBuf>,
+}
+
 /// Reads every layer: the file (`--config`, or `./joblog.toml` when it
-/// exists), the environment and the flags. `token` is the global
-/// `--token`/`JOBLOG_TOKEN`.
-pub fn load(args: &ServeArgs, token: Option<String>) -> anyhow::Result<Settings> {
+/// exists), the environment (through `env`) and the flags.
+pub fn load(
+    args: &ServeArgs,
+    global: GlobalSecrets,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<Settings> {
     let mut layers = layers::Layers::default();
     let (path, required) = match &args.config {
         Some(p) => (p.clone(), true),
@@ -35,10 +45,17 @@ pub fn load(args: &ServeArgs, token: Option<String>) -> anyhow::Result<Settings>
                 .with_context(|| format!("cannot read configuration file {}", path.display()))
         }
     }
-    layers.add_env(|var| std::env::var(var).ok());
+    layers.add_env(env);
     args.add_to(&mut layers);
-    if let Some(token) = token.filter(|t| !t.is_empty()) {
+    if let Some(token) = global.token.filter(|t| !t.is_empty()) {
         layers.give("token", token, layers::Origin::Flag("token"));
+    }
+    if let Some(path) = global.token_file {
+        layers.give(
+            "token_file",
+            path.display().to_string(),
+            layers::Origin::Flag("token-file"),
+        );
     }
     Settings::resolve(&layers)
 }

@@ -11,7 +11,7 @@ use joblog_pipeline::LogLimits;
 use joblog_store::SyncMode;
 
 use super::declare::settings;
-use super::value::ByteSize;
+use super::value::{ByteSize, HostList};
 
 /// The engine's own defaults, so that a setting's default and the library's
 /// are one value.
@@ -43,10 +43,21 @@ settings! {
     /// its running jobs become `interrupted` (at least 1s).
     heartbeat_timeout: Duration = engine().heartbeat_timeout,
         key "heartbeat_timeout", env "JOBLOG_HEARTBEAT_TIMEOUT", flag Some("heartbeat-timeout");
-    /// API token: with it, every `/api/v1` call and `/metrics` need
-    /// `Authorization: Bearer <token>`. The flag is the global `--token`.
+    /// Bootstrap API token (an admin, at least 32 characters): with it,
+    /// every call but `/healthz` and `/openapi.json` needs
+    /// `Authorization: Bearer <token>`. Prefer `token_file`: a flag shows
+    /// in `ps`. The flag is the global `--token`.
     token: Option<String> = None,
         key "token", env "JOBLOG_TOKEN", flag None;
+    /// File holding the bootstrap API token (its first line), instead of
+    /// `token`. The flag is the global `--token-file`.
+    token_file: Option<PathBuf> = None,
+        key "token_file", env "JOBLOG_TOKEN_FILE", flag None;
+    /// Host names the server answers to, besides IP addresses and
+    /// `localhost` (comma-separated; `*` for any). A request naming
+    /// another host is refused, which stops DNS-rebinding pages.
+    allowed_hosts: HostList = HostList::default(),
+        key "allowed_hosts", env "JOBLOG_ALLOWED_HOSTS", flag Some("allowed-hosts");
     /// SQLite durability: `normal` survives a crash of joblog, `full` also
     /// power loss.
     sync: SyncMode = SyncMode::default(),

@@ -151,9 +151,47 @@ impl SettingValue for ByteSize {
     }
 }
 
+/// Host names, comma-separated: `joblog.example.org, jobs.internal`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostList(pub Vec<String>);
+
+impl SettingValue for HostList {
+    const KIND: &'static str = "host names";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        let mut names = Vec::new();
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let plain = name == "*"
+                || name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+            if !plain {
+                return Err(format!(
+                    "{name:?} is not a host name (no scheme, port or path: joblog.example.org)"
+                ));
+            }
+            names.push(name.to_ascii_lowercase());
+        }
+        Ok(HostList(names))
+    }
+    fn render(&self) -> String {
+        self.0.join(",")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_lists_are_plain_names() {
+        assert_eq!(
+            HostList::parse_setting(" Jobs.Example.org, b ,").unwrap().0,
+            vec!["jobs.example.org", "b"]
+        );
+        assert!(HostList::parse_setting("https://x.org").is_err());
+        assert!(HostList::parse_setting("x.org:443").is_err());
+        assert_eq!(HostList::parse_setting("*").unwrap().render(), "*");
+    }
 
     #[test]
     fn sizes_parse_with_units_and_render_in_the_largest_exact_one() {

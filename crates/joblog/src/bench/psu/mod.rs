@@ -321,17 +321,18 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
     // own process group and would otherwise be left behind).
     let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
     let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let token = global.token()?;
     let server = if args.external {
         None
     } else {
         eprintln!("bench: starting a joblog server");
-        Some(start_server(&args, global.token.as_deref(), &mut sigint).await?)
+        Some(start_server(&args, token.as_deref(), &mut sigint).await?)
     };
     let url = server
         .as_ref()
         .map(|s| s.url.clone())
         .unwrap_or_else(|| global.server.clone());
-    let outcome = match Api::new(&url, global.token.as_deref()) {
+    let outcome = match Api::new(&url, token.as_deref()) {
         Ok(api) => {
             let script = format!(
                 "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo \"message $i of job $JOBLOG_JOB_ID\"; done",

@@ -29,7 +29,7 @@ fn format_duration_ms(ms: f64) -> String {
 }
 
 /// `2026-11-22T10:15:01.000001Z` → `2026-11-22 10:15:01` (UTC).
-fn short_time(ts: Option<&str>) -> String {
+pub(super) fn short_time(ts: Option<&str>) -> String {
     match ts {
         Some(t) if t.len() >= 19 && t.is_char_boundary(19) => t[..19].replacen('T', " ", 1),
         Some(t) => escape_display(t, false).into_owned(),
@@ -71,14 +71,23 @@ pub(super) fn jobs_table(jobs: &[JobView]) -> String {
             ]
         })
         .collect();
-    let mut widths: [usize; 7] = header.map(str::len);
-    for r in &rows {
+    // Numbers read best right-aligned.
+    let right = [true, false, false, true, false, true, true];
+    table(&header, &rows, &right)
+}
+
+/// Aligned columns, two spaces apart; `right[i]` aligns column i right.
+pub(super) fn table<const N: usize>(
+    header: &[&str; N],
+    rows: &[[String; N]],
+    right: &[bool; N],
+) -> String {
+    let mut widths: [usize; N] = header.map(str::len);
+    for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
         }
     }
-    // Numbers read best right-aligned.
-    let right = [true, false, false, true, false, true, true];
     let mut out = String::new();
     let mut line = |cells: &[String]| {
         let mut l = String::new();
@@ -101,7 +110,7 @@ pub(super) fn jobs_table(jobs: &[JobView]) -> String {
         out.push('\n');
     };
     line(&header.map(String::from));
-    for r in &rows {
+    for r in rows {
         line(r);
     }
     out

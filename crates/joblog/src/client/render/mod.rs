@@ -4,6 +4,7 @@
 mod escape;
 mod job;
 mod log;
+mod token;
 
 use std::io::{self, Write};
 
@@ -47,6 +48,22 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
             "deleted {} jobs and {} records",
             r.jobs_deleted, r.records_deleted
         )?,
+        Answer::TokenCreated(t) => {
+            // The token alone on stdout (`> token-file` keeps just it);
+            // what it is, on stderr.
+            writeln!(out, "{}", t.token.as_deref().unwrap_or_default())?;
+            let expires = t
+                .expires_at
+                .as_deref()
+                .map_or_else(|| "never expires".to_string(), |e| format!("expires {e}"));
+            eprintln!(
+                "joblog: token {:?} ({}, {expires}) is shown only now; keep it secret",
+                escape_display(&t.name, false),
+                escape_display(&t.role, false)
+            );
+        }
+        Answer::Tokens(tokens) => out.write_all(token::tokens_table(tokens).as_bytes())?,
+        Answer::Revoked(name) => writeln!(out, "revoked token {}", escape_display(name, false))?,
     }
     Ok(())
 }

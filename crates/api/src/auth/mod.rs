@@ -1,0 +1,269 @@
+//! Who is calling, and whether they may: the bearer token of a request
+//! becomes an [`Identity`] (a stored token, the configuration's bootstrap
+//! token, or nobody on a server that needs no token), which the route's
+//! rule in [`rules`] then admits or refuses.
+//!
+//! Invariants: tokens are looked up by their SHA-256 only, so an unknown
+//! token and a wrong one take the same path; the bootstrap token is
+//! compared in constant time; a route with no rule is refused to everyone.
+
+pub mod rules;
+pub mod secret;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderMap};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use joblog_core::{Role, Timestamp};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::AppState;
+use rules::Access;
+
+/// A token's `last_used_at` is written at most this often, so that
+/// authenticating is not a write per request.
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
+
+/// Who made a request, for handlers and middleware (audit, the web UI):
+/// available as an `axum::Extension<Identity>` on every route that needs a
+/// role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub actor: Actor,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// A token created with `joblog token create`, by its name.
+    Token(String),
+    /// The `token` of the server's configuration.
+    Bootstrap,
+    /// Nobody: the server needs no token (loopback, none configured).
+    Anonymous,
+}
+
+impl Identity {
+    /// The actor's name as logs and the audit record it: the token's name,
+    /// `bootstrap` or `anonymous`.
+    pub fn name(&self) -> &str {
+        match &self.actor {
+            Actor::Token(name) => name,
+            Actor::Bootstrap => "bootstrap",
+            Actor::Anonymous => "anonymous",
+        }
+    }
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Actor::Token(name) => write!(f, "token {name:?}"),
+            Actor::Bootstrap => f.write_str("the configured token"),
+            Actor::Anonymous => f.write_str("a caller without a token"),
+        }
+    }
+}
+
+/// How this server authenticates.
+pub(crate) struct Auth {
+    /// SHA-256 of the configuration's token: an admin, and the sign that
+    /// every request needs a token.
+    bootstrap: Option<[u8; 32]>,
+    /// When each token's use was last written.
+    touched: Mutex<HashMap<String, Instant>>,
+}
+
+impl Auth {
+    pub fn new(bootstrap: Option<&str>) -> Auth {
+        Auth {
+            bootstrap: bootstrap.filter(|t| !t.is_empty()).map(secret::hash),
+            touched: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Without a configured token, a request without one is let in as an
+    /// admin (the loopback default); one that carries a token is still
+    /// held to that token's role.
+    fn required(&self) -> bool {
+        self.bootstrap.is_some()
+    }
+
+    /// Whether the use of `name` should be written now.
+    fn should_touch(&self, name: &str, now: Instant) -> bool {
+        let mut touched = self.touched.lock().unwrap_or_else(|p| p.into_inner());
+        match touched.get(name) {
+            Some(at) if now.duration_since(*at) < TOUCH_EVERY => false,
+            _ => {
+                touched.insert(name.to_string(), now);
+                true
+            }
+        }
+    }
+
+    pub fn forget(&self, name: &str) {
+        self.touched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+    }
+}
+
+/// The middleware on every route: finds the route's rule, authenticates
+/// when the rule asks for a role, and refuses a role too low.
+pub(crate) async fn authorize(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(path) = req.extensions().get::<MatchedPath>().cloned() else {
+        // Not routed: the fallback answers 404.
+        return next.run(req).await;
+    };
+    let needed = match rules::access(req.method(), path.as_str()) {
+        Some(Access::Public) => return next.run(req).await,
+        Some(Access::Role(role)) => role,
+        None => {
+            tracing::error!(method = %req.method(), path = path.as_str(), "route has no access rule; refused");
+            return ApiError::new(
+                ErrorCode::Forbidden,
+                "this route has no access rule, so nobody may call it",
+            )
+            .into_response();
+        }
+    };
+    let identity = match authenticate(&state, req.headers()).await {
+        Ok(identity) => identity,
+        Err(e) => return e.into_response(),
+    };
+    if identity.role < needed {
+        return ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "this needs the {needed} role; {} has the {} role",
+                identity.actor, identity.role
+            ),
+        )
+        .into_response();
+    }
+    req.extensions_mut().insert(identity);
+    next.run(req).await
+}
+
+/// The token of `Authorization: Bearer …`; `Ok(None)` without the header.
+fn bearer(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let malformed = || {
+        ApiError::new(
+            ErrorCode::Unauthorized,
+            "the Authorization header must be `Bearer <token>`",
+        )
+    };
+    let value = value.to_str().map_err(|_| malformed())?;
+    let (scheme, token) = value.split_once(' ').ok_or_else(malformed)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return Err(malformed());
+    }
+    Ok(Some(token))
+}
+
+async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity, ApiError> {
+    let auth = &state.auth;
+    let Some(token) = bearer(headers)? else {
+        if auth.required() {
+            return Err(ApiError::new(
+                ErrorCode::Unauthorized,
+                "this server needs an API token (Authorization: Bearer <token>)",
+            ));
+        }
+        return Ok(Identity {
+            actor: Actor::Anonymous,
+            role: Role::Admin,
+        });
+    };
+    let hash = secret::hash(token);
+    if let Some(bootstrap) = &auth.bootstrap {
+        if secret::same_hash(bootstrap, &hash) {
+            return Ok(Identity {
+                actor: Actor::Bootstrap,
+                role: Role::Admin,
+            });
+        }
+    }
+    let now = Timestamp::now();
+    match state.engine.store().token_by_hash(hash).await? {
+        Some(t) if t.is_expired(now) => Err(ApiError::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "the API token {:?} expired at {}",
+                t.name,
+                t.expires_at.unwrap_or(now).to_rfc3339()
+            ),
+        )),
+        Some(t) => {
+            if auth.should_touch(&t.name, Instant::now()) {
+                let pipeline = state.engine.pipeline().clone();
+                let name = t.name.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = pipeline.touch_token(name, now).await {
+                        tracing::warn!(error = %e, "noting a token's last use");
+                    }
+                });
+            }
+            Ok(Identity {
+                actor: Actor::Token(t.name),
+                role: t.role,
+            })
+        }
+        None => Err(ApiError::new(
+            ErrorCode::Unauthorized,
+            "unknown API token (wrong, or revoked)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_use_is_written_once_a_minute() {
+        let auth = Auth::new(None);
+        let t0 = Instant::now();
+        assert!(auth.should_touch("ci", t0));
+        assert!(!auth.should_touch("ci", t0 + Duration::from_secs(59)));
+        assert!(auth.should_touch("other", t0));
+        assert!(auth.should_touch("ci", t0 + TOUCH_EVERY));
+        auth.forget("other");
+        assert!(auth.should_touch("other", t0 + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn bearer_tokens_are_read_strictly() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h).unwrap(), None);
+        h.insert(header::AUTHORIZATION, "Bearer  jl_x ".parse().unwrap());
+        assert_eq!(bearer(&h).unwrap(), Some("jl_x"));
+        h.insert(header::AUTHORIZATION, "bearer jl_x".parse().unwrap());
+        assert_eq!(bearer(&h).unwrap(), Some("jl_x"));
+        for bad in ["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "jl_x"] {
+            h.insert(header::AUTHORIZATION, bad.parse().unwrap());
+            assert!(bearer(&h).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn without_a_configured_token_none_is_required() {
+        assert!(!Auth::new(None).required());
+        assert!(!Auth::new(Some("")).required());
+        assert!(Auth::new(Some("s3cret")).required());
+    }
+}

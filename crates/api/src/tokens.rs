@@ -1,0 +1,107 @@
+//! `/api/v1/tokens`: create (the token is shown once, in this answer, and
+//! stored only as its hash), list and revoke API tokens.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use joblog_core::{validate_token_name, NewToken, Role, Timestamp, TokenInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::auth::{secret, Identity};
+use crate::error::{ApiError, ErrorCode};
+use crate::extract::JsonBody;
+use crate::AppState;
+
+/// Longest lifetime a token may be given: a hundred years is "never" to a
+/// person and still far from overflowing a timestamp.
+const MAX_EXPIRES_S: f64 = 100.0 * 365.0 * 86_400.0;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateToken {
+    name: String,
+    role: Role,
+    /// Seconds from now; absent or null: never expires.
+    expires_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Created {
+    #[serde(flatten)]
+    info: TokenInfo,
+    /// The token itself: shown this once, never again.
+    token: String,
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Identity>,
+    JsonBody(req): JsonBody<CreateToken>,
+) -> Result<Response, ApiError> {
+    validate_token_name(&req.name)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, format!("name: {e}")))?;
+    let created_at = Timestamp::now();
+    let expires_at = match req.expires_s {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s <= MAX_EXPIRES_S => {
+            Some(Timestamp(created_at.micros() + (s * 1_000_000.0) as i64))
+        }
+        Some(_) => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "expires_s: must be a number of seconds above 0 and at most 100 years",
+            ))
+        }
+    };
+    let token = secret::generate()
+        .map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
+    let new = NewToken {
+        name: req.name.clone(),
+        role: req.role,
+        hash: secret::hash(&token),
+        created_at,
+        expires_at,
+    };
+    if !state.engine.pipeline().create_token(new).await? {
+        return Err(ApiError::new(
+            ErrorCode::TokenExists,
+            format!("a token named {:?} exists; revoke it first", req.name),
+        ));
+    }
+    tracing::info!(name = %req.name, role = %req.role, by = caller.name(), "API token created");
+    let info = TokenInfo {
+        name: req.name,
+        role: req.role,
+        created_at,
+        expires_at,
+        last_used_at: None,
+    };
+    Ok((StatusCode::CREATED, Json(Created { info, token })).into_response())
+}
+
+#[derive(Serialize)]
+struct TokenList {
+    tokens: Vec<TokenInfo>,
+}
+
+pub async fn list(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let tokens = state.engine.store().list_tokens().await?;
+    Ok(Json(TokenList { tokens }).into_response())
+}
+
+pub async fn revoke(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Identity>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    if !state.engine.pipeline().revoke_token(name.clone()).await? {
+        return Err(ApiError::new(
+            ErrorCode::TokenNotFound,
+            format!("no token named {name:?}"),
+        ));
+    }
+    state.auth.forget(&name);
+    tracing::info!(name = %name, by = caller.name(), "API token revoked");
+    Ok(Json(serde_json::json!({ "revoked": name })).into_response())
+}

@@ -1,0 +1,381 @@
+//! Tokens, roles and the guards against browsers being used as proxies:
+//! every route for every role, the token lifecycle, and the hostile
+//! requests a probe of the server found.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use joblog_api::rules::{Access, RULES};
+use joblog_core::Role;
+use joblog_store::testing::TestDatabase;
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+const BOOTSTRAP: &str = "bootstrap-token-for-the-tests-0123456789";
+
+joblog_store::backend_tests! {
+    every_route_admits_exactly_the_roles_its_rule_names,
+    tokens_are_shown_once_stored_hashed_listed_and_revoked,
+    expired_unknown_and_malformed_tokens_get_401_with_a_challenge,
+    without_a_configured_token_requests_without_one_are_admitted,
+    cross_site_requests_and_foreign_hosts_are_refused,
+    a_wrong_method_gets_a_json_405,
+}
+
+/// A request with an optional bearer token and a JSON body (for methods
+/// that take one).
+fn request(method: &str, uri: &str, token: Option<&str>, body: Option<&Value>) -> Request<Body> {
+    let mut req = Request::builder()
+        .method(Method::from_bytes(method.as_bytes()).unwrap())
+        .uri(uri);
+    if let Some(token) = token {
+        req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    match body {
+        Some(b) => req
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(b.to_string()))
+            .unwrap(),
+        None => req.body(Body::empty()).unwrap(),
+    }
+}
+
+async fn create_token(t: &TestApp, by: &str, body: Value) -> Reply {
+    send(
+        &t.router,
+        request("POST", "/api/v1/tokens", Some(by), Some(&body)),
+    )
+    .await
+}
+
+/// Creates a token and returns its text.
+async fn token_of_role(t: &TestApp, name: &str, role: Role) -> String {
+    let reply = create_token(t, BOOTSTRAP, json!({"name": name, "role": role.name()})).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{:?}", reply.text());
+    reply.json()["token"].as_str().unwrap().to_string()
+}
+
+/// Each route of the rules table, asked by each role: refused with 403
+/// (naming the role needed) exactly when the role is below the rule's,
+/// and never refused otherwise; without a token, 401 unless public. The
+/// requests name a job and a token that do not exist and carry an empty
+/// JSON body, so an admitted request does nothing (404 or 400).
+async fn every_route_admits_exactly_the_roles_its_rule_names(db: TestDatabase) {
+    let t = start_app_with_token(db, 1, Some(BOOTSTRAP)).await;
+    let mut tokens = Vec::new();
+    for role in Role::ALL {
+        tokens.push((role, token_of_role(&t, &format!("t-{role}"), role).await));
+    }
+    assert!(RULES.len() >= 16, "{} rules", RULES.len());
+    for (method, path, access) in RULES {
+        let uri = path
+            .replace("{id}", "999999")
+            .replace("{name}", "no-such-token");
+        let body = (*method != "GET" && *method != "DELETE").then(|| json!({}));
+        let anonymous = send(&t.router, request(method, &uri, None, body.as_ref())).await;
+        match access {
+            Access::Public => {
+                assert!(
+                    anonymous.status.is_success(),
+                    "{method} {path} is public: {}",
+                    anonymous.status
+                );
+                continue;
+            }
+            Access::Role(_) => {
+                assert_error(&anonymous, StatusCode::UNAUTHORIZED, "unauthorized");
+            }
+        }
+        let Access::Role(needed) = access else {
+            unreachable!()
+        };
+        for (role, token) in &tokens {
+            let reply = send(&t.router, request(method, &uri, Some(token), body.as_ref())).await;
+            if role < needed {
+                let message = assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+                assert!(
+                    message.contains(&format!("needs the {needed} role"))
+                        && message.contains(&format!("has the {role} role")),
+                    "{method} {path} as {role}: {message}"
+                );
+            } else {
+                assert!(
+                    reply.status != StatusCode::FORBIDDEN
+                        && reply.status != StatusCode::UNAUTHORIZED,
+                    "{method} {path} as {role}: {} {}",
+                    reply.status,
+                    String::from_utf8_lossy(&reply.body)
+                );
+            }
+        }
+    }
+    // A viewer cannot submit: nothing was queued by any refused request.
+    let jobs = send(
+        &t.router,
+        request("GET", "/api/v1/jobs", Some(&tokens[0].1), None),
+    )
+    .await;
+    assert_eq!(jobs.json()["jobs"], json!([]));
+    t.shutdown().await;
+}
+
+async fn tokens_are_shown_once_stored_hashed_listed_and_revoked(db: TestDatabase) {
+    let t = start_app_with_token(db, 1, Some(BOOTSTRAP)).await;
+    let reply = create_token(
+        &t,
+        BOOTSTRAP,
+        json!({"name": "ci", "role": "operator", "expires_s": 3600}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    let created = reply.json();
+    let token = created["token"].as_str().unwrap().to_string();
+    assert!(token.starts_with("jl_") && token.len() == 46, "{token}");
+    assert_eq!(created["name"], "ci");
+    assert_eq!(created["role"], "operator");
+    assert!(created["expires_at"].is_string(), "{created}");
+
+    // The operator token submits; the job is run.
+    let reply = send(
+        &t.router,
+        request(
+            "POST",
+            "/api/v1/jobs",
+            Some(&token),
+            Some(&json!({"command": ["true"]})),
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+
+    // Listed without its text or hash; its use is noted (written in the
+    // background, so wait for it).
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let listed = loop {
+        let list = send(
+            &t.router,
+            request("GET", "/api/v1/tokens", Some(BOOTSTRAP), None),
+        )
+        .await;
+        assert_eq!(list.status, StatusCode::OK);
+        let text = list.text();
+        assert!(!text.contains(&token) && !text.contains("hash"), "{text}");
+        let listed = list.json()["tokens"][0].clone();
+        if listed["last_used_at"].is_string() {
+            break listed;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(listed["name"], "ci");
+    assert_eq!(listed["role"], "operator");
+
+    // Names are unique and plain; roles are the three.
+    let again = create_token(&t, BOOTSTRAP, json!({"name": "ci", "role": "viewer"})).await;
+    assert_error(&again, StatusCode::CONFLICT, "token_exists");
+    let bad = create_token(&t, BOOTSTRAP, json!({"name": "a b", "role": "viewer"})).await;
+    let message = assert_error(&bad, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(message.starts_with("name:"), "{message}");
+    let bad = create_token(&t, BOOTSTRAP, json!({"name": "x", "role": "root"})).await;
+    assert_error(&bad, StatusCode::BAD_REQUEST, "invalid_json");
+    let bad = create_token(
+        &t,
+        BOOTSTRAP,
+        json!({"name": "x", "role": "viewer", "expires_s": -1}),
+    )
+    .await;
+    let message = assert_error(&bad, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(message.starts_with("expires_s:"), "{message}");
+
+    // An operator cannot make itself an admin.
+    let escalate = create_token(&t, &token, json!({"name": "mine", "role": "admin"})).await;
+    assert_error(&escalate, StatusCode::FORBIDDEN, "forbidden");
+
+    // Revoked: gone at once.
+    let revoke = send(
+        &t.router,
+        request("DELETE", "/api/v1/tokens/ci", Some(BOOTSTRAP), None),
+    )
+    .await;
+    assert_eq!(revoke.status, StatusCode::OK, "{}", revoke.text());
+    assert_eq!(revoke.json(), json!({"revoked": "ci"}));
+    let after = send(
+        &t.router,
+        request("GET", "/api/v1/jobs", Some(&token), None),
+    )
+    .await;
+    assert_error(&after, StatusCode::UNAUTHORIZED, "unauthorized");
+    let twice = send(
+        &t.router,
+        request("DELETE", "/api/v1/tokens/ci", Some(BOOTSTRAP), None),
+    )
+    .await;
+    assert_error(&twice, StatusCode::NOT_FOUND, "token_not_found");
+    t.shutdown().await;
+}
+
+async fn expired_unknown_and_malformed_tokens_get_401_with_a_challenge(db: TestDatabase) {
+    let t = start_app_with_token(db, 1, Some(BOOTSTRAP)).await;
+    let reply = create_token(
+        &t,
+        BOOTSTRAP,
+        json!({"name": "brief", "role": "admin", "expires_s": 0.05}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    let brief = reply.json()["token"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let valid_looking = format!("jl_{}", "A".repeat(43));
+    let mut wrong_bootstrap = BOOTSTRAP.to_string();
+    wrong_bootstrap.pop();
+    for (auth, why) in [
+        (None, "needs an API token"),
+        (Some(format!("Bearer {brief}")), "expired"),
+        (Some(format!("Bearer {valid_looking}")), "unknown"),
+        (Some(format!("Bearer {wrong_bootstrap}")), "unknown"),
+        (Some(format!("Basic {BOOTSTRAP}")), "Bearer <token>"),
+        (Some(BOOTSTRAP.to_string()), "Bearer <token>"),
+    ] {
+        let mut req = Request::get("/api/v1/jobs");
+        if let Some(auth) = &auth {
+            req = req.header(header::AUTHORIZATION, auth);
+        }
+        let reply = send(&t.router, req.body(Body::empty()).unwrap()).await;
+        let message = assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+        assert!(message.contains(why), "{auth:?}: {message}");
+        assert_eq!(
+            reply.www_authenticate.as_deref(),
+            Some("Bearer realm=\"joblog\""),
+            "{auth:?}"
+        );
+    }
+    t.shutdown().await;
+}
+
+async fn without_a_configured_token_requests_without_one_are_admitted(db: TestDatabase) {
+    let t = start_app(db, 1).await;
+    // No token: admitted as admin (a loopback server, as before tokens).
+    let reply = create_token(&t, "", json!({"name": "v", "role": "viewer"})).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+    let reply = send(
+        &t.router,
+        request(
+            "POST",
+            "/api/v1/tokens",
+            None,
+            Some(&json!({"name": "v", "role": "viewer"})),
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    let viewer = reply.json()["token"].as_str().unwrap().to_string();
+    // A request that carries a token is held to that token's role.
+    let reply = send(
+        &t.router,
+        request(
+            "POST",
+            "/api/v1/jobs",
+            Some(&viewer),
+            Some(&json!({"command": ["true"]})),
+        ),
+    )
+    .await;
+    assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(get_json(&t.router, "/api/v1/jobs").await["jobs"], json!([]));
+    t.shutdown().await;
+}
+
+/// The probe's high finding: a web page could make the operator's browser
+/// run a command on a loopback server with no token (a `text/plain` POST
+/// from a foreign origin), or reach it through DNS rebinding.
+async fn cross_site_requests_and_foreign_hosts_are_refused(db: TestDatabase) {
+    let t = start_app(db, 1).await;
+    let job = json!({"command": ["touch", t.path("pwned").to_str().unwrap()]}).to_string();
+    let attempts: Vec<(Request<Body>, StatusCode, &str)> = vec![
+        (
+            Request::post("/api/v1/jobs")
+                .header(header::CONTENT_TYPE, "text/plain")
+                .body(Body::from(job.clone()))
+                .unwrap(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
+        (
+            Request::post("/api/v1/jobs")
+                .body(Body::from(job.clone()))
+                .unwrap(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
+        (
+            Request::post("/api/v1/jobs")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::HOST, "127.0.0.1:7878")
+                .header(header::ORIGIN, "http://attacker.example")
+                .body(Body::from(job.clone()))
+                .unwrap(),
+            StatusCode::FORBIDDEN,
+            "cross_site_request",
+        ),
+        (
+            Request::post("/api/v1/jobs")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header("sec-fetch-site", "cross-site")
+                .body(Body::from(job.clone()))
+                .unwrap(),
+            StatusCode::FORBIDDEN,
+            "cross_site_request",
+        ),
+        (
+            Request::post("/api/v1/jobs")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::HOST, "attacker.example:7878")
+                .body(Body::from(job.clone()))
+                .unwrap(),
+            StatusCode::MISDIRECTED_REQUEST,
+            "host_not_allowed",
+        ),
+        (
+            Request::get("/api/v1/jobs")
+                .header(header::HOST, "attacker.example")
+                .body(Body::empty())
+                .unwrap(),
+            StatusCode::MISDIRECTED_REQUEST,
+            "host_not_allowed",
+        ),
+    ];
+    for (req, status, code) in attempts {
+        let what = format!("{} {:?}", req.method(), req.headers());
+        let reply = send(&t.router, req).await;
+        assert_eq!(reply.status, status, "{what}: {}", reply.text());
+        assert_error(&reply, status, code);
+    }
+    // The same server's own page may post.
+    let reply = send(
+        &t.router,
+        Request::post("/api/v1/jobs")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::HOST, "127.0.0.1:7878")
+            .header(header::ORIGIN, "http://127.0.0.1:7878")
+            .header("sec-fetch-site", "same-origin")
+            .body(Body::from(r#"{"command": ["true"]}"#))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    let jobs = get_json(&t.router, "/api/v1/jobs").await;
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 1, "{jobs}");
+    assert!(!t.path("pwned").exists());
+    t.shutdown().await;
+}
+
+async fn a_wrong_method_gets_a_json_405(db: TestDatabase) {
+    let t = start_app(db, 1).await;
+    let reply = send(&t.router, request("DELETE", "/api/v1/jobs", None, None)).await;
+    assert_error(&reply, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+    let reply = send(&t.router, request("PUT", "/healthz", None, None)).await;
+    assert_error(&reply, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+    t.shutdown().await;
+}
