@@ -66,10 +66,15 @@ error_codes! {
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";
     JobElsewhere = "job_elsewhere", CONFLICT, "The job runs on another node that this store cannot reach.";
-    BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE, "The request body is larger than 1 MiB.";
+    RequestTimeout = "request_timeout", REQUEST_TIMEOUT, "The request took longer than `http.request_timeout`; the connection is closed.";
+    BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE, "The request body is larger than the route accepts (`http.max_body_bytes` for a job, 64 KiB for others).";
+    UriTooLong = "uri_too_long", URI_TOO_LONG, "The URL is longer than `http.max_uri_bytes`.";
+    QueueFull = "queue_full", TOO_MANY_REQUESTS, "`max_queued` jobs are waiting already; retry after `Retry-After` seconds.";
+    TooManyViewers = "too_many_viewers", TOO_MANY_REQUESTS, "The live tail's viewer limits are reached (`http.max_viewers`, `http.max_viewers_per_job`).";
     Internal = "internal", INTERNAL_SERVER_ERROR, "Something failed inside the server; the cause is in its error log.";
     StoreUnavailable = "store_unavailable", SERVICE_UNAVAILABLE, "The database is unavailable (locked, full or unreachable); retry shortly.";
     ShuttingDown = "shutting_down", SERVICE_UNAVAILABLE, "The server is stopping and takes no new work.";
+    TooManyConnections = "too_many_connections", SERVICE_UNAVAILABLE, "The server has `http.max_connections` connections open; this one is closed after this answer.";
 }
 
 /// An error as the client sees it: a stable code (with its status) and a
@@ -107,6 +112,12 @@ impl IntoResponse for ApiError {
         let body =
             serde_json::json!({"error": {"code": self.code.as_str(), "message": self.message}});
         let mut response = (self.code.status(), axum::Json(body)).into_response();
+        if matches!(self.code, ErrorCode::QueueFull | ErrorCode::TooManyViewers) {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("10"),
+            );
+        }
         if self.code == ErrorCode::Unauthorized {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,
@@ -159,6 +170,17 @@ impl From<EngineError> for ApiError {
                 ErrorCode::ShuttingDown,
                 "the server is shutting down and takes no new jobs",
             ),
+            EngineError::QueueFull(n) => ApiError::new(
+                ErrorCode::QueueFull,
+                format!("{n} jobs are queued, the server's limit (max_queued); retry later"),
+            ),
+            EngineError::WritesFailing(why) => {
+                tracing::error!(error = %why, "refused a write: the store does not accept writes");
+                ApiError::new(
+                    ErrorCode::StoreUnavailable,
+                    "the database does not accept writes now (full, locked or unreachable); nothing was done, retry shortly",
+                )
+            }
             EngineError::Pipeline(e) => e.into(),
             EngineError::Store(e) => e.into(),
             e @ EngineError::Io(_) => ApiError::internal("engine error", &e),

@@ -12,6 +12,7 @@ mod contract_tests;
 mod error;
 mod extract;
 mod guard;
+pub mod limits;
 mod routes;
 mod sse;
 mod tokens;
@@ -37,6 +38,8 @@ pub struct AppState {
     pub registry: Arc<Registry>,
     auth: Arc<auth::Auth>,
     hosts: Arc<guard::HostGuard>,
+    limits: Arc<limits::Limits>,
+    viewers: Arc<limits::Viewers>,
 }
 
 /// How the API admits requests.
@@ -49,6 +52,7 @@ pub struct ApiOptions {
     /// Host names the server answers to besides IP addresses and
     /// `localhost` (`*`: any).
     pub allowed_hosts: Vec<String>,
+    pub limits: limits::Limits,
 }
 
 impl AppState {
@@ -58,12 +62,11 @@ impl AppState {
             registry: Arc::new(registry),
             auth: Arc::new(auth::Auth::new(options.token.as_deref())),
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
+            limits: Arc::new(options.limits.clone()),
+            viewers: Arc::default(),
         }
     }
 }
-
-/// Largest request body accepted; larger → 413.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
 
 /// The whole HTTP surface, testable without a socket. Who may call each
 /// route is in [`rules::RULES`].
@@ -96,8 +99,13 @@ pub fn app(state: AppState) -> Router {
                 "this endpoint does not take that method",
             )
         })
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            limits::enforce,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // Bodies are limited per route by `limits::enforce`.
+        .layer(DefaultBodyLimit::disable())
         .with_state(state)
 }
 

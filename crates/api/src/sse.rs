@@ -65,6 +65,7 @@ pub async fn log_events(
     // not missed.
     let commits = state.engine.pipeline().subscribe();
     let job = load_job(&state, id).await?;
+    let slot = state.viewers.admit(id, &state.limits)?;
     // Read before any record: if it had finished then, every record it
     // wrote is committed, and reading to the end is all that is left.
     let finished = job.state.is_finished().then_some(job);
@@ -77,6 +78,7 @@ pub async fn log_events(
         last: after,
         step: Step::Read,
         finished,
+        _slot: slot,
     };
     let events = futures_util::stream::unfold(tail, |mut tail| async move {
         let event = tail.next_event().await?;
@@ -142,6 +144,9 @@ struct Tail {
     /// The job, once it was seen finished (read before the records that
     /// are still to be sent, so it covers them all).
     finished: Option<Job>,
+    /// This viewer's place among the bounded viewers, held as long as
+    /// the stream.
+    _slot: crate::limits::ViewerSlot,
 }
 
 impl Tail {

@@ -8,6 +8,8 @@
 #[path = "api/auth.rs"]
 mod auth;
 mod common;
+#[path = "api/limits.rs"]
+mod limits;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -358,7 +360,7 @@ async fn bad_input_gets_a_clear_error(db: TestDatabase) {
         message.contains("command") || message.contains("sequence"),
         "{message}"
     );
-    let big = json!({"command": ["echo", "x".repeat(joblog_api::MAX_BODY_BYTES + 10)]});
+    let big = json!({"command": ["echo", "x".repeat(joblog_api::limits::Limits::default().max_body_bytes + 10)]});
     let reply = post(r, "/api/v1/jobs", &big).await;
     assert_error(&reply, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large");
     let list = get_json(r, "/api/v1/jobs").await;

@@ -14,6 +14,10 @@ pub enum EngineError {
     NotHere(JobId),
     #[error("the server is shutting down and takes no new jobs")]
     ShuttingDown,
+    #[error("{0} jobs are queued, the limit (max_queued)")]
+    QueueFull(u64),
+    #[error("the store does not accept writes: {0}")]
+    WritesFailing(String),
     #[error(transparent)]
     Pipeline(#[from] joblog_pipeline::PipelineError),
     #[error(transparent)]

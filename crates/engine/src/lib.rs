@@ -53,6 +53,9 @@ pub struct EngineConfig {
     /// its running jobs are marked interrupted. Nodes heartbeat three times
     /// per period.
     pub heartbeat_timeout: Duration,
+    /// Jobs that may wait in the queue (on a shared store: of all nodes);
+    /// a submission past it is refused, to be retried later.
+    pub max_queued: u64,
     /// The server's own secrets (its API token, the database password):
     /// masked in every job's log, like a job's own secrets, in case a job
     /// finds them.
@@ -71,6 +74,7 @@ impl EngineConfig {
             drain_after_exit: Duration::from_secs(2),
             max_result_bytes: 64 << 20,
             heartbeat_timeout: Duration::from_secs(30),
+            max_queued: 10_000,
             server_secrets: Vec::new(),
         }
     }
@@ -259,6 +263,12 @@ impl Engine {
             spec,
             secrets,
         } = request.validate()?;
+        self.check_writable()?;
+        let max = self.inner.config.max_queued;
+        let queued = self.inner.store.count_queued(max).await?;
+        if queued >= max {
+            return Err(EngineError::QueueFull(queued));
+        }
         let submitting = if secrets.is_empty() {
             None
         } else {
@@ -271,6 +281,16 @@ impl Engine {
         drop(submitting);
         self.inner.wake.notify_one();
         Ok(job)
+    }
+
+    /// Fails fast while the store refuses writes (a full disk, a lost
+    /// database): a write asked of it would wait until it recovers, and a
+    /// client that gave up and retried would then find its job twice.
+    fn check_writable(&self) -> Result<(), EngineError> {
+        match self.inner.pipeline.health() {
+            joblog_pipeline::Health::Ok => Ok(()),
+            joblog_pipeline::Health::Failing(why) => Err(EngineError::WritesFailing(why)),
+        }
     }
 
     /// Cancels a queued job at once, or stops a running one (its state
@@ -333,6 +353,7 @@ impl Engine {
     /// transactions so that the writer never holds the store for long.
     pub async fn groom(&self, policy: GroomPolicy) -> Result<GroomReport, EngineError> {
         const CHUNK: u32 = 5_000;
+        self.check_writable()?;
         let mut report = GroomReport::default();
         let mut candidates = self.inner.store.groom_candidates(policy).await?;
         if candidates.is_empty() {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use joblog_api::limits::Limits;
 use joblog_api::{ApiOptions, AppState};
 use joblog_core::Backoff;
 use joblog_engine::{Engine, EngineConfig};
@@ -14,6 +15,7 @@ use joblog_pipeline::{LogLimits, Pipeline, PipelineConfig};
 use joblog_store::{GroomPolicy, StoreOptions, SyncMode};
 
 use crate::config::{self, GlobalSecrets, ServeArgs, Settings};
+use crate::http::HttpLimits;
 
 /// Shortest bootstrap token accepted: 32 characters of a random token are
 /// at least 128 bits however they are written.
@@ -63,6 +65,9 @@ struct ServeConfig {
     data_dir: PathBuf,
     database: String,
     api: ApiOptions,
+    http: HttpLimits,
+    /// Certificate and key files, for HTTPS.
+    tls: Option<(PathBuf, PathBuf)>,
     sync: SyncMode,
     grace_period: Duration,
     engine: EngineConfig,
@@ -81,7 +86,7 @@ fn hostname() -> String {
 /// other settings (the database from the data dir, the node from the port).
 fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     let listen = s.listen;
-    let token = bootstrap_token(s.token, s.token_file.as_deref())?;
+    let token = bootstrap_token(s.token.clone(), s.token_file.as_deref())?;
     if !listen.ip().is_loopback() && token.is_none() {
         bail!(
             "refusing to listen on {listen} without an API token: set token_file (or JOBLOG_TOKEN), or listen on 127.0.0.1"
@@ -93,6 +98,12 @@ fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     if s.log_max_bytes.0 < 1024 {
         bail!("log.max_bytes: must be at least 1KiB");
     }
+    let tls = match (s.tls_cert.clone(), s.tls_key.clone()) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => bail!("tls_cert and tls_key go together: set both, or neither"),
+    };
+    let (http, limits) = http_limits(&s)?;
     let database = s
         .database
         .unwrap_or_else(|| format!("sqlite://{}", s.data_dir.join("joblog.db").display()));
@@ -115,6 +126,7 @@ fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.max_concurrency = s.max_concurrency;
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;
+    engine.max_queued = s.max_queued;
     engine.server_secrets = token
         .iter()
         .cloned()
@@ -144,12 +156,70 @@ fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         api: ApiOptions {
             token,
             allowed_hosts: s.allowed_hosts.0,
+            limits,
         },
+        http,
+        tls,
         sync: s.sync,
         grace_period: s.grace_period,
         engine,
         retention,
     })
+}
+
+/// The limits on connections and requests, each checked for a value that
+/// would make the server unusable.
+fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
+    let at_least = |name: &str, value: u64, min: u64, unit: &str| {
+        if value < min {
+            bail!("{name}: must be at least {min}{unit}");
+        }
+        Ok(())
+    };
+    at_least("max_queued", s.max_queued, 1, "")?;
+    at_least("http.max_connections", s.http_max_connections as u64, 1, "")?;
+    at_least(
+        "http.max_header_bytes",
+        s.http_max_header_bytes.0,
+        8192,
+        " bytes",
+    )?;
+    at_least("http.max_uri_bytes", s.http_max_uri_bytes.0, 256, " bytes")?;
+    at_least(
+        "http.max_body_bytes",
+        s.http_max_body_bytes.0,
+        1024,
+        " bytes",
+    )?;
+    at_least("http.max_viewers", s.http_max_viewers as u64, 1, "")?;
+    at_least(
+        "http.max_viewers_per_job",
+        s.http_max_viewers_per_job as u64,
+        1,
+        "",
+    )?;
+    if s.http_header_read_timeout < Duration::from_secs(1) {
+        bail!("http.header_read_timeout: must be at least 1s");
+    }
+    // A long poll may wait 30 s for records: the timeout must let it.
+    if s.http_request_timeout <= Duration::from_secs(30) {
+        bail!("http.request_timeout: must be more than 30s (a long poll waits up to 30s)");
+    }
+    let size = |b: crate::config::value::ByteSize| usize::try_from(b.0).unwrap_or(usize::MAX);
+    Ok((
+        HttpLimits {
+            max_connections: s.http_max_connections,
+            header_read_timeout: s.http_header_read_timeout,
+            max_header_bytes: size(s.http_max_header_bytes),
+        },
+        Limits {
+            request_timeout: s.http_request_timeout,
+            max_uri_bytes: size(s.http_max_uri_bytes),
+            max_body_bytes: size(s.http_max_body_bytes),
+            max_viewers: s.http_max_viewers,
+            max_viewers_per_job: s.http_max_viewers_per_job,
+        },
+    ))
 }
 
 /// The bootstrap token from `token` or the first line of `token_file`
@@ -224,6 +294,20 @@ pub async fn run(args: ServeArgs, global: GlobalSecrets, env: Environment) -> an
     let cfg = resolve(config::load(&args, global, |var| env.get(var))?)?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
+    // Loaded before anything starts: a bad certificate stops the server
+    // at once, with the reason.
+    let tls = match &cfg.tls {
+        Some((cert, key)) => Some(crate::tls::Acceptor::load(cert, key)?),
+        None => None,
+    };
+    let open_files = crate::http::raise_open_files_limit();
+    if (cfg.http.max_connections as u64).saturating_add(256) > open_files {
+        tracing::warn!(
+            max_connections = cfg.http.max_connections,
+            open_files,
+            "http.max_connections is close to the limit on open files; connections may fail before it is reached"
+        );
+    }
     let options = StoreOptions {
         sync: cfg.sync,
         readers: 0,
@@ -249,29 +333,41 @@ pub async fn run(args: ServeArgs, global: GlobalSecrets, env: Environment) -> an
         node = engine.node(),
         max_concurrency = cfg.engine.max_concurrency,
         auth = cfg.api.token.is_some(),
+        tls = tls.is_some(),
         "joblog is serving"
     );
+    if !cfg.listen.ip().is_loopback() && tls.is_none() {
+        tracing::warn!(
+            listen = %cfg.listen,
+            "serving plain HTTP on a network address: tokens and job output cross the network in clear text; set tls_cert and tls_key, or put a TLS proxy in front"
+        );
+    }
+    if let Some(tls) = &tls {
+        tls.reload_on_sighup()?;
+    }
     if let Some((policy, older, every)) = cfg.retention {
         tokio::spawn(retention_loop(engine.clone(), policy, older, every));
     }
     let app = joblog_api::app(AppState::new(engine.clone(), registry, &cfg.api));
 
     let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = http_stopped.await;
-            })
-            .await
-    });
+    let server = tokio::spawn(crate::http::serve(
+        listener,
+        app,
+        cfg.http.clone(),
+        tls,
+        async {
+            let _ = http_stopped.await;
+        },
+    ));
 
     let signal = wait_for_signal().await?;
     tracing::info!(signal, grace = ?cfg.grace_period, "stopping: no new jobs");
     // Jobs first, while the API still answers reads (submissions get 503).
     engine.shutdown(cfg.grace_period).await;
     let _ = stop_http.send(());
-    // Long polls may hold connections open; do not wait for them for long.
-    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    // Long polls may hold connections open: the server gives them a moment.
+    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
     pipeline.close();
     tokio::task::spawn_blocking(move || writer.join()).await?;
     tracing::info!("stopped; every record handed over is committed");
@@ -365,6 +461,43 @@ mod tests {
             bootstrap_token(None, Some(&dir.path().join("none"))).unwrap_err()
         );
         assert!(e.contains("token_file: cannot read"), "{e}");
+    }
+
+    /// Values that would panic a task or make the server unusable are
+    /// refused at load, naming the setting.
+    #[test]
+    fn unusable_values_are_refused_at_load_naming_the_setting() {
+        use crate::config::layers::{Layers, Origin};
+        let resolve_with = |pairs: &[(&'static str, &str)]| {
+            let mut layers = Layers::default();
+            for (key, value) in pairs {
+                layers.give(key, value.to_string(), Origin::Flag("test"));
+            }
+            resolve(Settings::resolve(&layers).unwrap()).map(|_| ())
+        };
+        assert!(resolve_with(&[]).is_ok());
+        for (pairs, named) in [
+            (&[("retention.every", "0s")][..], "retention.every"),
+            (
+                &[("http.request_timeout", "30s")][..],
+                "http.request_timeout",
+            ),
+            (
+                &[("http.header_read_timeout", "0s")][..],
+                "http.header_read_timeout",
+            ),
+            (&[("http.max_connections", "0")][..], "http.max_connections"),
+            (
+                &[("http.max_header_bytes", "1KiB")][..],
+                "http.max_header_bytes",
+            ),
+            (&[("max_queued", "0")][..], "max_queued"),
+            (&[("log.max_bytes", "10")][..], "log.max_bytes"),
+            (&[("tls_cert", "/x.pem")][..], "tls_cert and tls_key"),
+        ] {
+            let e = resolve_with(pairs).unwrap_err().to_string();
+            assert!(e.contains(named), "{pairs:?}: {e}");
+        }
     }
 
     #[test]

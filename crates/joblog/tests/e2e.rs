@@ -2,6 +2,8 @@
 //! real SQLite file (or PostgreSQL, for several nodes), real jobs, real
 //! signals.
 
+#[path = "e2e/limits.rs"]
+mod limits;
 #[path = "e2e/nodes.rs"]
 mod nodes;
 #[path = "e2e/security.rs"]
@@ -15,6 +17,12 @@ use joblog::bench::server::free_port;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_joblog");
+
+/// An HTTP client for the tests (with the TLS provider joblog uses).
+fn http_client() -> reqwest::Client {
+    joblog::client::install_tls_provider();
+    reqwest::Client::new()
+}
 
 struct Server {
     child: Child,
@@ -52,7 +60,7 @@ impl Server {
             child,
             url: format!("http://127.0.0.1:{port}"),
             dir: dir.to_path_buf(),
-            http: reqwest::Client::new(),
+            http: http_client(),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {

@@ -56,6 +56,11 @@ pub trait Store: Send + Sync + 'static {
     /// Finished jobs that retention should delete, oldest first.
     async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>>;
 
+    /// Queued jobs (of every node), counted up to `up_to`: a bound to
+    /// check, not a figure to show, so a long queue costs no more than
+    /// `up_to` index entries.
+    async fn count_queued(&self, up_to: u64) -> Result<u64>;
+
     /// The API token whose SHA-256 is `hash`, expired or not. Tokens are
     /// found by their hash only: the store never sees a token's text.
     async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>>;

@@ -41,11 +41,25 @@ pub async fn start_app_with_token(
     max_concurrency: usize,
     token: Option<&str>,
 ) -> TestApp {
-    let options = StoreOptions {
+    let options = ApiOptions {
+        token: token.map(str::to_string),
+        ..ApiOptions::default()
+    };
+    start_app_with(db, max_concurrency, options, |_| {}).await
+}
+
+/// [`start_app`] with the API's options and a last say on the engine's.
+pub async fn start_app_with(
+    db: TestDatabase,
+    max_concurrency: usize,
+    options: ApiOptions,
+    engine: impl FnOnce(&mut EngineConfig),
+) -> TestApp {
+    let store_options = StoreOptions {
         node: "test-node".into(),
         ..Default::default()
     };
-    let store = joblog_store::open(db.url(), &options).unwrap();
+    let store = joblog_store::open(db.url(), &store_options).unwrap();
     let mut registry = prometheus_client::registry::Registry::default();
     let (pipeline, writer) = Pipeline::start(
         store.open_writer().unwrap(),
@@ -54,13 +68,10 @@ pub async fn start_app_with_token(
     );
     let mut config = EngineConfig::new("test-node".into(), db.dir().to_path_buf());
     config.max_concurrency = max_concurrency;
+    engine(&mut config);
     let engine = Engine::start(store, pipeline.clone(), config, &mut registry)
         .await
         .unwrap();
-    let options = ApiOptions {
-        token: token.map(str::to_string),
-        ..ApiOptions::default()
-    };
     let router = app(AppState::new(engine.clone(), registry, &options));
     TestApp {
         router,

@@ -76,6 +76,17 @@ pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Api {
     pub(crate) fn new(server: &str, token: Option<&str>) -> anyhow::Result<Api> {
+        Self::with_ca(server, token, None)
+    }
+
+    /// [`Api::new`], trusting the CA certificates of a PEM file (for a
+    /// server whose certificate the system does not know: a private CA,
+    /// a self-signed one) besides the system's.
+    pub(crate) fn with_ca(
+        server: &str,
+        token: Option<&str>,
+        cacert: Option<&std::path::Path>,
+    ) -> anyhow::Result<Api> {
         let url = Url::parse(server.trim())
             .map_err(|e| UsageError(format!("invalid --server URL {server:?}: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -94,7 +105,30 @@ impl Api {
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
-        let http = reqwest::Client::builder()
+        super::install_tls_provider();
+        let mut builder = reqwest::Client::builder();
+        if let Some(path) = cacert {
+            let pem = std::fs::read(path).map_err(|e| {
+                UsageError(format!("--cacert: cannot read {}: {e}", path.display()))
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                UsageError(format!(
+                    "--cacert: {} is not PEM certificates: {e}",
+                    path.display()
+                ))
+            })?;
+            if certs.is_empty() {
+                return Err(UsageError(format!(
+                    "--cacert: {} holds no certificate",
+                    path.display()
+                ))
+                .into());
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder
             .user_agent(concat!("joblog/", env!("CARGO_PKG_VERSION")))
             .default_headers(headers)
             .connect_timeout(Duration::from_secs(10))

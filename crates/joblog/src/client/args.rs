@@ -29,6 +29,10 @@ pub struct Global {
         conflicts_with = "token"
     )]
     pub token_file: Option<std::path::PathBuf>,
+    /// PEM file of CA certificates to trust, besides the system's, for an
+    /// https:// server (a private CA or a self-signed certificate).
+    #[arg(long, global = true, env = "JOBLOG_CACERT", value_name = "FILE")]
+    pub cacert: Option<std::path::PathBuf>,
 }
 
 impl Global {

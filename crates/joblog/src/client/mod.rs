@@ -20,6 +20,14 @@ pub(crate) use wire::JobView;
 use commands::Answer;
 use render::Printer;
 
+/// Makes ring the crypto provider of every TLS client in the process (as
+/// it is the server's): the HTTP client is built without a provider of its
+/// own, to keep aws-lc (and its build tools) out. Must run before any
+/// `reqwest::Client` is built; running it again does nothing.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Bad usage found after clap has parsed: the command exits 2.
 #[derive(Debug)]
 pub(crate) struct UsageError(pub String);
@@ -34,7 +42,11 @@ impl std::error::Error for UsageError {}
 
 pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
     let result = async {
-        let api = Api::new(&global.server, global.token()?.as_deref())?;
+        let api = Api::with_ca(
+            &global.server,
+            global.token()?.as_deref(),
+            global.cacert.as_deref(),
+        )?;
         match cmd {
             ClientCommand::Run(a) => {
                 let mut printer = Printer::stdio(false, a.json);

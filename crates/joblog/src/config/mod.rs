@@ -5,7 +5,7 @@
 
 mod args;
 pub(crate) mod declare;
-mod layers;
+pub(crate) mod layers;
 #[cfg(test)]
 mod reference;
 mod settings;

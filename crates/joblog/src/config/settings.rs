@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use joblog_api::limits::Limits;
 use joblog_engine::EngineConfig;
 use joblog_pipeline::LogLimits;
 use joblog_store::SyncMode;
@@ -53,6 +54,13 @@ settings! {
     /// `token`. The flag is the global `--token-file`.
     token_file: Option<PathBuf> = None,
         key "token_file", env "JOBLOG_TOKEN_FILE", flag None;
+    /// PEM file of the server's certificate (and chain): with `tls_key`,
+    /// the API is served over HTTPS. Both are read again on SIGHUP.
+    tls_cert: Option<PathBuf> = None,
+        key "tls_cert", env "JOBLOG_TLS_CERT", flag Some("tls-cert");
+    /// PEM file of the private key of `tls_cert`.
+    tls_key: Option<PathBuf> = None,
+        key "tls_key", env "JOBLOG_TLS_KEY", flag Some("tls-key");
     /// Host names the server answers to, besides IP addresses and
     /// `localhost` (comma-separated; `*` for any). A request naming
     /// another host is refused, which stops DNS-rebinding pages.
@@ -81,6 +89,40 @@ settings! {
     /// (fewer than `log.max_records`).
     log_tail_records: usize = LogLimits::default().tail_records,
         key "log.tail_records", env "JOBLOG_LOG_TAIL_RECORDS", flag Some("log-tail-records");
+    /// Jobs that may wait in the queue (of all nodes, on PostgreSQL); a
+    /// submission past it gets `429 queue_full` with `Retry-After`.
+    max_queued: u64 = engine().max_queued,
+        key "max_queued", env "JOBLOG_MAX_QUEUED", flag Some("max-queued");
+    /// Connections open at once; one more is answered `503
+    /// too_many_connections` and closed.
+    http_max_connections: usize = 1024,
+        key "http.max_connections", env "JOBLOG_HTTP_MAX_CONNECTIONS", flag Some("http-max-connections");
+    /// Time a client has to send a request's headers, and that an idle
+    /// keep-alive connection stays open; then it is closed.
+    http_header_read_timeout: Duration = Duration::from_secs(10),
+        key "http.header_read_timeout", env "JOBLOG_HTTP_HEADER_READ_TIMEOUT", flag Some("http-header-read-timeout");
+    /// Request line and headers together; more gets `431`.
+    http_max_header_bytes: ByteSize = ByteSize(16 << 10),
+        key "http.max_header_bytes", env "JOBLOG_HTTP_MAX_HEADER_BYTES", flag Some("http-max-header-bytes");
+    /// Path and query; longer gets `414 uri_too_long`.
+    http_max_uri_bytes: ByteSize = ByteSize(Limits::default().max_uri_bytes as u64),
+        key "http.max_uri_bytes", env "JOBLOG_HTTP_MAX_URI_BYTES", flag Some("http-max-uri-bytes");
+    /// Body of a job submission; other routes take at most 64KiB. More
+    /// gets `413 body_too_large` (at once when `Content-Length` says so).
+    http_max_body_bytes: ByteSize = ByteSize(Limits::default().max_body_bytes as u64),
+        key "http.max_body_bytes", env "JOBLOG_HTTP_MAX_BODY_BYTES", flag Some("http-max-body-bytes");
+    /// From a request's headers to its answer's (a live tail's or a text
+    /// log's body streams on after); then `408 request_timeout`. Above the
+    /// longest long poll (30s).
+    http_request_timeout: Duration = Limits::default().request_timeout,
+        key "http.request_timeout", env "JOBLOG_HTTP_REQUEST_TIMEOUT", flag Some("http-request-timeout");
+    /// Live-tail (SSE) viewers open at once on this node; one more gets
+    /// `429 too_many_viewers`.
+    http_max_viewers: usize = Limits::default().max_viewers,
+        key "http.max_viewers", env "JOBLOG_HTTP_MAX_VIEWERS", flag Some("http-max-viewers");
+    /// Live-tail viewers of one job at once on this node.
+    http_max_viewers_per_job: usize = Limits::default().max_viewers_per_job,
+        key "http.max_viewers_per_job", env "JOBLOG_HTTP_MAX_VIEWERS_PER_JOB", flag Some("http-max-viewers-per-job");
     /// Periodic retention: delete finished jobs older than this (with
     /// `retention.keep_per_name`, only those beyond the newest N of their
     /// name). Retention is off unless this or `keep_per_name` is set.

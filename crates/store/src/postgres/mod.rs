@@ -37,8 +37,9 @@ use crate::rows::stream_mask;
 use crate::{Committed, GroomPolicy, Result, Store, StoreError, StoreOptions, StoreWriter};
 use pool::Pool;
 use sql::{
-    jobs_from_rows, record_from_row, tokens_from_rows, GROOM_CANDIDATES, LIST_ALL, LIST_NAME,
-    LIST_NAME_STATE, LIST_STATE, LIST_TOKENS, READ_LOG, READ_RESULT, SELECT_JOB, TOKEN_BY_HASH,
+    jobs_from_rows, record_from_row, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_ALL,
+    LIST_NAME, LIST_NAME_STATE, LIST_STATE, LIST_TOKENS, READ_LOG, READ_RESULT, SELECT_JOB,
+    TOKEN_BY_HASH,
 };
 use writer::PgWriter;
 
@@ -251,6 +252,22 @@ impl Store for PgStore {
                     rows.iter()
                         .map(|r| r.try_get(0).map_err(StoreError::from))
                         .collect()
+                })
+            })
+            .await
+    }
+
+    async fn count_queued(&self, up_to: u64) -> Result<u64> {
+        let up_to = i64::try_from(up_to).unwrap_or(i64::MAX);
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c.query(COUNT_QUEUED, &[&up_to]).await?;
+                    let n: i64 = match rows.first() {
+                        Some(r) => r.try_get(0)?,
+                        None => 0,
+                    };
+                    Ok(n as u64)
                 })
             })
             .await

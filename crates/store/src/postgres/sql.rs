@@ -83,6 +83,8 @@ pub(super) const READ_LOG: &str = "SELECT seq, ts, stream, message, fields FROM 
               WHERE job_id = $1 AND seq > $2 AND ((1::bigint << stream) & $4) <> 0
               ORDER BY seq LIMIT $3) page
     ) sized WHERE before < $5 ORDER BY seq";
+pub(super) const COUNT_QUEUED: &str =
+    "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' LIMIT $1) q";
 pub(super) const READ_RESULT: &str = "SELECT body FROM results WHERE job_id = $1";
 pub(super) const GROOM_CANDIDATES: &str = "SELECT id FROM (
         SELECT id, finished_at,

@@ -318,6 +318,19 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn count_queued(&self, up_to: u64) -> Result<u64> {
+        let up_to = i64::try_from(up_to).unwrap_or(i64::MAX);
+        self.read(move |c| {
+            let n: i64 = c
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' LIMIT ?1)",
+                )?
+                .query_row([up_to], |r| r.get(0))?;
+            Ok(n as u64)
+        })
+        .await
+    }
+
     async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>> {
         self.read(move |c| tokens::by_hash(c, &hash)).await
     }

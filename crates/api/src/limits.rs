@@ -1,0 +1,223 @@
+//! Hard limits against careless and hostile clients, at the request level:
+//! how long a request may take, how long its URL may be, how large a body
+//! may be declared, and how many live-tail viewers may be open. (The
+//! connection-level limits — connections, header size, header-read time —
+//! are the HTTP server's, in the binary.)
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use joblog_core::JobId;
+
+use crate::error::{ApiError, ErrorCode};
+use crate::AppState;
+
+/// The request-level limits, each a setting of the server.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Time from the request's head to the response's head. Streaming
+    /// bodies (the live tail, the text log) go on after it.
+    pub request_timeout: Duration,
+    /// Longest path and query.
+    pub max_uri_bytes: usize,
+    /// Largest body of a job submission.
+    pub max_body_bytes: usize,
+    /// Live-tail viewers open at once on this node.
+    pub max_viewers: usize,
+    /// Live-tail viewers of one job at once on this node.
+    pub max_viewers_per_job: usize,
+}
+
+/// Largest body of every other route (tokens, groom): they take a few
+/// small fields.
+pub const SMALL_BODY_BYTES: usize = 64 << 10;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            request_timeout: Duration::from_secs(60),
+            max_uri_bytes: 8 << 10,
+            max_body_bytes: 1 << 20,
+            max_viewers: 1000,
+            max_viewers_per_job: 100,
+        }
+    }
+}
+
+/// In front of every route: the URL length, a declared body size over the
+/// route's limit (refused before a byte of it is read), and the request
+/// timeout.
+pub(crate) async fn enforce(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let limits = &state.limits;
+    let uri_len = req.uri().path().len() + req.uri().query().map_or(0, |q| q.len() + 1);
+    if uri_len > limits.max_uri_bytes {
+        return ApiError::new(
+            ErrorCode::UriTooLong,
+            format!(
+                "the URL is {uri_len} bytes; the limit is {} (http.max_uri_bytes)",
+                limits.max_uri_bytes
+            ),
+        )
+        .into_response();
+    }
+    let body_limit = body_limit(limits, req.uri().path());
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > body_limit as u64) {
+        return close(
+            ApiError::new(
+                ErrorCode::BodyTooLarge,
+                format!("the request body may be at most {body_limit} bytes"),
+            )
+            .into_response(),
+        );
+    }
+    // Also bounds a body sent without a length, or longer than declared.
+    let req = req.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, body_limit)));
+    let timeout = limits.request_timeout;
+    match tokio::time::timeout(timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => close(
+            ApiError::new(
+                ErrorCode::RequestTimeout,
+                format!(
+                    "the request took longer than {} (http.request_timeout)",
+                    humantime_secs(timeout)
+                ),
+            )
+            .into_response(),
+        ),
+    }
+}
+
+/// A job submission may be large (scripts, environments); everything else
+/// is small.
+pub(crate) fn body_limit(limits: &Limits, path: &str) -> usize {
+    if path == "/api/v1/jobs" {
+        limits.max_body_bytes
+    } else {
+        SMALL_BODY_BYTES.min(limits.max_body_bytes)
+    }
+}
+
+fn humantime_secs(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
+}
+
+/// Ends the connection after this response: what the client was still
+/// sending (a body too large, a request too slow) is not worth reading.
+fn close(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// The live-tail viewers open on this node, in total and per job.
+#[derive(Debug, Default)]
+pub(crate) struct Viewers {
+    open: Mutex<ViewerCounts>,
+}
+
+#[derive(Debug, Default)]
+struct ViewerCounts {
+    total: usize,
+    per_job: HashMap<JobId, usize>,
+}
+
+/// One viewer's place; given back when the stream is dropped.
+#[derive(Debug)]
+pub(crate) struct ViewerSlot {
+    viewers: Arc<Viewers>,
+    job: JobId,
+}
+
+impl Viewers {
+    /// A place for a viewer of `job`, or an error saying which bound is
+    /// reached.
+    pub fn admit(self: &Arc<Self>, job: JobId, limits: &Limits) -> Result<ViewerSlot, ApiError> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if open.total >= limits.max_viewers {
+            return Err(ApiError::new(
+                ErrorCode::TooManyViewers,
+                format!(
+                    "{} live-tail viewers are open on this server, its limit (http.max_viewers); try again later",
+                    open.total
+                ),
+            ));
+        }
+        let of_job = open.per_job.get(&job).copied().unwrap_or(0);
+        if of_job >= limits.max_viewers_per_job {
+            return Err(ApiError::new(
+                ErrorCode::TooManyViewers,
+                format!(
+                    "{of_job} viewers follow job {job} already, its limit (http.max_viewers_per_job); try again later"
+                ),
+            ));
+        }
+        open.total += 1;
+        *open.per_job.entry(job).or_insert(0) += 1;
+        Ok(ViewerSlot {
+            viewers: self.clone(),
+            job,
+        })
+    }
+
+    #[cfg(test)]
+    fn total(&self) -> usize {
+        self.open.lock().unwrap().total
+    }
+}
+
+impl Drop for ViewerSlot {
+    fn drop(&mut self) {
+        let mut open = self.viewers.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.total = open.total.saturating_sub(1);
+        if let Some(n) = open.per_job.get_mut(&self.job) {
+            *n -= 1;
+            if *n == 0 {
+                open.per_job.remove(&self.job);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn viewers_are_bounded_in_total_and_per_job_and_given_back() {
+        let limits = Limits {
+            max_viewers: 3,
+            max_viewers_per_job: 2,
+            ..Limits::default()
+        };
+        let v = Arc::new(Viewers::default());
+        let a1 = v.admit(1, &limits).unwrap();
+        let _a2 = v.admit(1, &limits).unwrap();
+        let e = v.admit(1, &limits).unwrap_err();
+        assert!(e.message.contains("job 1"), "{}", e.message);
+        let _b1 = v.admit(2, &limits).unwrap();
+        let e = v.admit(3, &limits).unwrap_err();
+        assert!(e.message.contains("http.max_viewers"), "{}", e.message);
+        drop(a1);
+        assert_eq!(v.total(), 2);
+        let _a3 = v.admit(1, &limits).unwrap();
+    }
+
+    #[test]
+    fn only_job_submissions_take_large_bodies() {
+        let limits = Limits::default();
+        assert_eq!(body_limit(&limits, "/api/v1/jobs"), 1 << 20);
+        assert_eq!(body_limit(&limits, "/api/v1/tokens"), SMALL_BODY_BYTES);
+    }
+}

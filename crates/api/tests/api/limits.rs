@@ -1,0 +1,187 @@
+//! The request-level hard limits: URL length, body sizes (declared or
+//! not), the request timeout, live-tail viewers and the queue.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use joblog_api::limits::{Limits, SMALL_BODY_BYTES};
+use joblog_api::ApiOptions;
+use joblog_store::testing::TestDatabase;
+use serde_json::json;
+
+use crate::common::*;
+
+joblog_store::backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    long_urls_and_large_bodies_are_refused_before_they_are_read,
+    a_request_past_its_timeout_gets_408_and_the_connection_closes,
+    live_tail_viewers_are_bounded_per_job_and_in_total,
+    a_full_queue_refuses_submissions_with_retry_after,
+}
+
+fn options(limits: Limits) -> ApiOptions {
+    ApiOptions {
+        limits,
+        ..ApiOptions::default()
+    }
+}
+
+async fn long_urls_and_large_bodies_are_refused_before_they_are_read(db: TestDatabase) {
+    let limits = Limits {
+        max_uri_bytes: 1024,
+        max_body_bytes: 100_000,
+        ..Limits::default()
+    };
+    let t = start_app_with(db, 1, options(limits), |_| {}).await;
+    let long = format!("/api/v1/jobs?name={}", "x".repeat(1100));
+    let message = assert_error(
+        &get(&t.router, &long).await,
+        StatusCode::URI_TOO_LONG,
+        "uri_too_long",
+    );
+    assert!(message.contains("http.max_uri_bytes"), "{message}");
+
+    // Declared too large: refused from the header, and the connection is
+    // not kept for the body.
+    let reply_for = |uri: &str, length: &str| {
+        Request::post(uri)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_LENGTH, length)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let response =
+        tower::ServiceExt::oneshot(t.router.clone(), reply_for("/api/v1/jobs", "99999999999"))
+            .await
+            .unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(response.headers()[header::CONNECTION], "close");
+    // Other routes take small bodies only.
+    let reply = send(
+        &t.router,
+        reply_for("/api/v1/tokens", &(SMALL_BODY_BYTES + 1).to_string()),
+    )
+    .await;
+    assert_error(&reply, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large");
+
+    // Not declared (streamed): cut at the limit all the same.
+    let big = json!({"command": ["echo", "x".repeat(150_000)]}).to_string();
+    let chunks: Vec<Result<String, std::io::Error>> = big
+        .as_bytes()
+        .chunks(10_000)
+        .map(|c| Ok(String::from_utf8(c.to_vec()).unwrap()))
+        .collect();
+    let reply = send(
+        &t.router,
+        Request::post("/api/v1/jobs")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from_stream(futures_util::stream::iter(chunks)))
+            .unwrap(),
+    )
+    .await;
+    assert_error(&reply, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large");
+    // Under the limit, a large submission is fine.
+    submit(&t.router, json!({"command": ["echo", "x".repeat(90_000)]})).await;
+    assert_eq!(
+        get_json(&t.router, "/api/v1/jobs").await["jobs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    t.shutdown().await;
+}
+
+async fn a_request_past_its_timeout_gets_408_and_the_connection_closes(db: TestDatabase) {
+    let limits = Limits {
+        request_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let t = start_app_with(db, 1, options(limits), |_| {}).await;
+    let id = id_of(&submit_sh(&t.router, "sleep 30").await);
+    wait_running(&t.router, id).await;
+    // A long poll for records that do not come outlasts the timeout.
+    let response = tower::ServiceExt::oneshot(
+        t.router.clone(),
+        Request::get(format!("/api/v1/jobs/{id}/log?after_seq=0&wait_ms=5000"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
+    assert_eq!(response.headers()[header::CONNECTION], "close");
+    // A stream answers within the timeout and goes on past it.
+    let mut events = events(&t.router, &format!("/api/v1/jobs/{id}/log/events"), None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cancel = post(&t.router, &format!("/api/v1/jobs/{id}/cancel"), &json!({})).await;
+    assert_eq!(cancel.status, StatusCode::OK);
+    let mut last = None;
+    while let Some(e) = events.next().await {
+        last = Some(e.kind().to_string());
+    }
+    assert_eq!(last.as_deref(), Some("end"));
+    t.shutdown().await;
+}
+
+async fn live_tail_viewers_are_bounded_per_job_and_in_total(db: TestDatabase) {
+    let limits = Limits {
+        max_viewers: 3,
+        max_viewers_per_job: 2,
+        ..Limits::default()
+    };
+    let t = start_app_with(db, 4, options(limits), |_| {}).await;
+    let a = id_of(&submit_sh(&t.router, "sleep 30").await);
+    let b = id_of(&submit_sh(&t.router, "sleep 30").await);
+    let c = id_of(&submit_sh(&t.router, "sleep 30").await);
+    let tail = |id: i64| format!("/api/v1/jobs/{id}/log/events");
+    let a1 = events(&t.router, &tail(a), None).await;
+    let _a2 = events(&t.router, &tail(a), None).await;
+    let refused = open_events(&t.router, &tail(a), None).await.err().unwrap();
+    let message = assert_error(&refused, StatusCode::TOO_MANY_REQUESTS, "too_many_viewers");
+    assert!(message.contains(&format!("job {a}")), "{message}");
+    let _b1 = events(&t.router, &tail(b), None).await;
+    let refused = open_events(&t.router, &tail(c), None).await.err().unwrap();
+    let message = assert_error(&refused, StatusCode::TOO_MANY_REQUESTS, "too_many_viewers");
+    assert!(message.contains("http.max_viewers"), "{message}");
+    // A viewer that leaves gives its place back.
+    drop(a1);
+    let _c1 = events(&t.router, &tail(c), None).await;
+    for id in [a, b, c] {
+        post(&t.router, &format!("/api/v1/jobs/{id}/cancel"), &json!({})).await;
+    }
+    t.shutdown().await;
+}
+
+async fn a_full_queue_refuses_submissions_with_retry_after(db: TestDatabase) {
+    let t = start_app_with(db, 1, ApiOptions::default(), |e| e.max_queued = 2).await;
+    let running = id_of(&submit_sh(&t.router, "sleep 30").await);
+    wait_running(&t.router, running).await;
+    submit_sh(&t.router, "true").await;
+    submit_sh(&t.router, "true").await;
+    let response = tower::ServiceExt::oneshot(
+        t.router.clone(),
+        Request::post("/api/v1/jobs")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(r#"{"command": ["true"]}"#))
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(response.headers().contains_key(header::RETRY_AFTER));
+    let jobs = get_json(&t.router, "/api/v1/jobs").await;
+    assert_eq!(
+        jobs["jobs"].as_array().unwrap().len(),
+        3,
+        "nothing queued past the limit"
+    );
+    post(
+        &t.router,
+        &format!("/api/v1/jobs/{running}/cancel"),
+        &json!({}),
+    )
+    .await;
+    t.shutdown().await;
+}

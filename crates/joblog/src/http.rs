@@ -1,0 +1,248 @@
+//! The HTTP server around the API's router: accepts connections up to a
+//! limit, times out clients that are slow to send their headers (or idle
+//! between requests), bounds header sizes, and stops gracefully.
+//!
+//! Invariants: a connection past `max_connections` is answered with a
+//! clear 503 and closed, never queued; a socket that sends nothing is
+//! closed after `header_read_timeout`; nothing here knows about jobs.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use joblog_api::{ApiError, ErrorCode};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// The connection-level limits.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    pub max_connections: usize,
+    /// For a request's headers to arrive, and for the next request on an
+    /// idle keep-alive connection.
+    pub header_read_timeout: Duration,
+    /// Request line and headers together (at least 8 KiB).
+    pub max_header_bytes: usize,
+}
+
+/// How long a connection refused past the limit gets to take its answer.
+const REFUSAL_WRITE: Duration = Duration::from_secs(1);
+
+/// How long connections get to finish once the server stops.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Serves `app` on `listener` until `stop` resolves, then lets open
+/// connections finish for a moment and returns.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: HttpLimits,
+    tls: Option<crate::tls::Acceptor>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let builder = Arc::new(Builders {
+        auto: connection_builder(&limits),
+        h1: connection_builder(&limits).http1_only(),
+        h2: connection_builder(&limits).http2_only(),
+    });
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut backoff = joblog_core::Backoff::new(Duration::from_millis(10), Duration::from_secs(1));
+    tokio::pin!(stop);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors, say: wait for some to close
+                    // rather than spin.
+                    let delay = backoff.next_delay();
+                    tracing::error!(error = %e, "accepting a connection failed; retrying in {delay:?}");
+                    tokio::time::sleep(delay).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        backoff = joblog_core::Backoff::new(Duration::from_millis(10), Duration::from_secs(1));
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(stream, peer, limits.max_connections, tls.is_some()));
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
+        let header_timeout = limits.header_read_timeout;
+        tokio::spawn(async move {
+            let _slot = slot;
+            match tls {
+                None => {
+                    // Until a first byte comes, hyper does not know the
+                    // protocol and runs no header timer of its own: a
+                    // socket that stays silent is closed here.
+                    let mut first = [0u8; 1];
+                    if !matches!(
+                        tokio::time::timeout(header_timeout, stream.peek(&mut first)).await,
+                        Ok(Ok(1..))
+                    ) {
+                        tracing::debug!(%peer, "closed a connection that sent nothing");
+                        return;
+                    }
+                    let conn = builder
+                        .auto
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    if let Err(e) = watcher.watch(conn).await {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                }
+                Some(acceptor) => {
+                    // The handshake is bounded like headers are: a client
+                    // that opens a socket and says nothing holds nothing.
+                    let stream =
+                        match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
+                            Ok(Ok(s)) => s,
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "TLS handshake timed out");
+                                return;
+                            }
+                        };
+                    // ALPN has told the protocol: hyper starts its header
+                    // timer at once (an auto-detecting connection would
+                    // first wait, untimed, for bytes to sniff).
+                    let builder = if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                        &builder.h2
+                    } else {
+                        &builder.h1
+                    };
+                    let conn =
+                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    if let Err(e) = watcher.watch(conn).await {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                }
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::info!("closing connections still open after {DRAIN:?} (long polls, live tails)");
+    }
+}
+
+/// One way to serve a connection per way its protocol is known: sniffed
+/// from its first bytes (plain TCP), or told by TLS's ALPN.
+struct Builders {
+    auto: auto::Builder<TokioExecutor>,
+    h1: auto::Builder<TokioExecutor>,
+    h2: auto::Builder<TokioExecutor>,
+}
+
+fn connection_builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_headers(100)
+        // The read buffer bounds a request's head: one that does not fit
+        // is answered 431. (hyper needs at least 8 KiB.)
+        .max_buf_size(limits.max_header_bytes.max(8192));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .keep_alive_timeout(limits.header_read_timeout)
+        .max_concurrent_streams(100);
+    builder
+}
+
+/// Answers a connection past the limit with a 503 and closes it. Over TLS
+/// there is no cheap way to answer (a handshake is the expensive part), so
+/// the connection is just closed.
+async fn refuse(mut stream: TcpStream, peer: SocketAddr, max: usize, tls: bool) {
+    tracing::warn!(%peer, max, "refused a connection: max_connections reached");
+    if tls {
+        return;
+    }
+    let body = refusal_body(max);
+    let _ = tokio::time::timeout(REFUSAL_WRITE, write_refusal(&mut stream, &body)).await;
+}
+
+fn refusal_body(max: usize) -> String {
+    let e = ApiError::new(
+        ErrorCode::TooManyConnections,
+        format!("the server has {max} connections open, its limit (http.max_connections); retry shortly"),
+    );
+    serde_json::json!({"error": {"code": e.code.as_str(), "message": e.message}}).to_string()
+}
+
+async fn write_refusal<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    body: &str,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// Raises the soft limit on open files to the hard limit, so that the
+/// connection limit, not the file table, decides when connections are
+/// refused; returns the limit now in force.
+pub fn raise_open_files_limit() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => hard,
+            Err(_) => soft,
+        },
+        Ok((soft, _)) => soft,
+        Err(_) => 1024,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_refused_connection_gets_a_whole_json_503() {
+        let (mut client, mut server) = tokio::io::duplex(4096);
+        write_refusal(&mut server, &refusal_body(7)).await.unwrap();
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut client, &mut text)
+            .await
+            .unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["error"]["code"], "too_many_connections");
+        assert!(v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("7 connections"));
+    }
+}
