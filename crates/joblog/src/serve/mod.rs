@@ -1,0 +1,200 @@
+//! `joblog serve`: resolves the configuration (file < environment < flags),
+//! starts store, pipeline, engine and API, and stops them in order.
+//! `secrets` keeps the server's secrets from its jobs; `resolve` turns
+//! settings into a node's configuration.
+
+mod resolve;
+mod secrets;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use joblog_api::AppState;
+use joblog_core::Backoff;
+use joblog_engine::Engine;
+use joblog_pipeline::{Pipeline, PipelineConfig};
+use joblog_store::{GroomPolicy, StoreOptions};
+
+use crate::config::{self, GlobalSecrets, ServeArgs};
+use resolve::resolve;
+pub use secrets::{take_environment, Environment};
+
+/// Opens the store and its writer. A database that is not reachable yet
+/// (starting at the same time as joblog, say) is waited for, for a minute.
+async fn open_store(
+    url: &str,
+    options: &StoreOptions,
+) -> anyhow::Result<(
+    Arc<dyn joblog_store::Store>,
+    Box<dyn joblog_store::StoreWriter>,
+)> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
+    loop {
+        let opened = joblog_store::open(url, options)
+            .and_then(|store| store.open_writer().map(|writer| (store, writer)));
+        match opened {
+            Ok(pair) => return Ok(pair),
+            Err(e) if e.is_transient() && tokio::time::Instant::now() < deadline => {
+                let delay = backoff.next_delay();
+                tracing::warn!(error = %e, "database not available yet; retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+pub async fn run(args: ServeArgs, global: GlobalSecrets, env: Environment) -> anyhow::Result<i32> {
+    init_tracing();
+    let cfg = resolve(config::load(&args, global, |var| env.get(var))?)?;
+    std::fs::create_dir_all(&cfg.data_dir)
+        .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
+    // Loaded before anything starts: a bad certificate stops the server
+    // at once, with the reason.
+    let tls = match &cfg.tls {
+        Some((cert, key)) => Some(crate::tls::Acceptor::load(cert, key)?),
+        None => None,
+    };
+    let open_files = crate::http::raise_open_files_limit();
+    if (cfg.http.max_connections as u64).saturating_add(256) > open_files {
+        tracing::warn!(
+            max_connections = cfg.http.max_connections,
+            open_files,
+            "http.max_connections is close to the limit on open files; connections may fail before it is reached"
+        );
+    }
+    let options = StoreOptions {
+        sync: cfg.sync,
+        readers: 0,
+        node: cfg.engine.node.clone(),
+    };
+    let (store, store_writer) = open_store(&cfg.database, &options).await?;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let (pipeline, writer) =
+        Pipeline::start(store_writer, PipelineConfig::default(), &mut registry);
+    let engine = Engine::start(
+        store.clone(),
+        pipeline.clone(),
+        cfg.engine.clone(),
+        &mut registry,
+    )
+    .await?;
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    tracing::info!(
+        listen = %cfg.listen,
+        store = %store.describe(),
+        node = engine.node(),
+        max_concurrency = cfg.engine.max_concurrency,
+        auth = cfg.api.token.is_some(),
+        tls = tls.is_some(),
+        "joblog is serving"
+    );
+    if !cfg.listen.ip().is_loopback() && tls.is_none() {
+        tracing::warn!(
+            listen = %cfg.listen,
+            "serving plain HTTP on a network address: tokens and job output cross the network in clear text; set tls_cert and tls_key, or put a TLS proxy in front"
+        );
+    }
+    if let Some(tls) = &tls {
+        tls.reload_on_sighup()?;
+    }
+    if let Some((policy, older, every)) = cfg.retention {
+        tokio::spawn(retention_loop(engine.clone(), policy, older, every));
+    }
+    let app = joblog_api::app(AppState::new(engine.clone(), registry, &cfg.api));
+
+    let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::http::serve(
+        listener,
+        app,
+        cfg.http.clone(),
+        tls,
+        async {
+            let _ = http_stopped.await;
+        },
+    ));
+
+    let signal = wait_for_signal().await?;
+    tracing::info!(signal, grace = ?cfg.grace_period, "stopping: no new jobs");
+    // Jobs first, while the API still answers reads (submissions get 503).
+    engine.shutdown(cfg.grace_period).await;
+    let _ = stop_http.send(());
+    // Long polls may hold connections open: the server gives them a moment.
+    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    pipeline.close();
+    tokio::task::spawn_blocking(move || writer.join()).await?;
+    tracing::info!("stopped; every record handed over is committed");
+    Ok(0)
+}
+
+async fn retention_loop(engine: Engine, policy: GroomPolicy, older: Duration, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let mut p = policy;
+        if !older.is_zero() {
+            let older = i64::try_from(older.as_micros()).unwrap_or(i64::MAX);
+            p.finished_before = Some(joblog_core::Timestamp::now().micros().saturating_sub(older));
+        }
+        match engine.groom(p).await {
+            Ok(r) if r.jobs_deleted > 0 => tracing::info!(
+                jobs = r.jobs_deleted,
+                records = r.records_deleted,
+                "retention deleted old jobs"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "retention failed"),
+        }
+    }
+}
+
+async fn wait_for_signal() -> anyhow::Result<&'static str> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    })
+}
+
+fn init_tracing() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("JOBLOG_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let colour = use_colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(colour)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Colour only on a terminal, and never when `NO_COLOR` is set to anything
+/// but the empty string (no-color.org): escape codes in a log file or a
+/// pipe are noise.
+fn use_colour(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::*;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some(OsStr::new(""))));
+        assert!(!use_colour(true, Some(OsStr::new("1"))));
+        assert!(!use_colour(false, None));
+    }
+}

@@ -1,0 +1,225 @@
+//! From settings to a node's configuration: settings checked against each
+//! other (and for values that would make the server unusable), and what
+//! defaults to other settings derived (the database from the data dir, the
+//! node from the host and port).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::bail;
+use joblog_api::limits::Limits;
+use joblog_api::ApiOptions;
+use joblog_engine::EngineConfig;
+use joblog_pipeline::LogLimits;
+use joblog_store::{GroomPolicy, SyncMode};
+
+use super::secrets::{bootstrap_token, database_password};
+use crate::config::Settings;
+use crate::http::HttpLimits;
+
+/// The resolved configuration of one node.
+#[derive(Debug)]
+pub(super) struct ServeConfig {
+    pub(super) listen: SocketAddr,
+    pub(super) data_dir: PathBuf,
+    pub(super) database: String,
+    pub(super) api: ApiOptions,
+    pub(super) http: HttpLimits,
+    /// Certificate and key files, for HTTPS.
+    pub(super) tls: Option<(PathBuf, PathBuf)>,
+    pub(super) sync: SyncMode,
+    pub(super) grace_period: Duration,
+    pub(super) engine: EngineConfig,
+    pub(super) retention: Option<(GroomPolicy, Duration, Duration)>,
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Checks the settings against each other and derives what defaults to
+/// other settings (the database from the data dir, the node from the port).
+pub(super) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
+    let listen = s.listen;
+    let token = bootstrap_token(s.token.clone(), s.token_file.as_deref())?;
+    if !listen.ip().is_loopback() && token.is_none() {
+        bail!(
+            "refusing to listen on {listen} without an API token: set token_file (or JOBLOG_TOKEN), or listen on 127.0.0.1"
+        );
+    }
+    if s.retention_every < Duration::from_secs(1) {
+        bail!("retention.every: must be at least 1s");
+    }
+    if s.log_max_bytes.0 < 1024 {
+        bail!("log.max_bytes: must be at least 1KiB");
+    }
+    let tls = match (s.tls_cert.clone(), s.tls_key.clone()) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => bail!("tls_cert and tls_key go together: set both, or neither"),
+    };
+    let (http, limits) = http_limits(&s)?;
+    let database = s
+        .database
+        .unwrap_or_else(|| format!("sqlite://{}", s.data_dir.join("joblog.db").display()));
+    if s.max_concurrency == 0 || s.max_concurrency > 10_000 {
+        bail!(
+            "max_concurrency: {} is not between 1 and 10000",
+            s.max_concurrency
+        );
+    }
+    if s.heartbeat_timeout < Duration::from_secs(1) {
+        bail!("heartbeat_timeout: must be at least 1s");
+    }
+    if s.log_tail_records as u64 >= s.log_max_records {
+        bail!("log.tail_records must be smaller than log.max_records");
+    }
+    let node = s
+        .node
+        .unwrap_or_else(|| format!("{}:{}", hostname(), listen.port()));
+    let mut engine = EngineConfig::new(node, s.data_dir.clone());
+    engine.max_concurrency = s.max_concurrency;
+    engine.heartbeat_timeout = s.heartbeat_timeout;
+    engine.kill_grace = s.kill_grace;
+    engine.max_queued = s.max_queued;
+    engine.server_secrets = token
+        .iter()
+        .cloned()
+        .chain(database_password(&database))
+        .collect();
+    engine.log_limits = LogLimits {
+        max_records: s.log_max_records,
+        max_bytes: s.log_max_bytes.0,
+        tail_records: s.log_tail_records,
+        ..LogLimits::default()
+    };
+    let retention = match (s.retention_older_than, s.retention_keep_per_name) {
+        (None, None) => None,
+        (older, keep) => Some((
+            GroomPolicy {
+                finished_before: None,
+                keep_per_name: keep,
+            },
+            older.unwrap_or(Duration::ZERO),
+            s.retention_every,
+        )),
+    };
+    Ok(ServeConfig {
+        listen,
+        data_dir: s.data_dir,
+        database,
+        api: ApiOptions {
+            token,
+            allowed_hosts: s.allowed_hosts.0,
+            limits,
+        },
+        http,
+        tls,
+        sync: s.sync,
+        grace_period: s.grace_period,
+        engine,
+        retention,
+    })
+}
+
+/// The limits on connections and requests, each checked for a value that
+/// would make the server unusable.
+fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
+    let at_least = |name: &str, value: u64, min: u64, unit: &str| {
+        if value < min {
+            bail!("{name}: must be at least {min}{unit}");
+        }
+        Ok(())
+    };
+    at_least("max_queued", s.max_queued, 1, "")?;
+    at_least("http.max_connections", s.http_max_connections as u64, 1, "")?;
+    at_least(
+        "http.max_header_bytes",
+        s.http_max_header_bytes.0,
+        8192,
+        " bytes",
+    )?;
+    at_least("http.max_uri_bytes", s.http_max_uri_bytes.0, 256, " bytes")?;
+    at_least(
+        "http.max_body_bytes",
+        s.http_max_body_bytes.0,
+        1024,
+        " bytes",
+    )?;
+    at_least("http.max_viewers", s.http_max_viewers as u64, 1, "")?;
+    at_least(
+        "http.max_viewers_per_job",
+        s.http_max_viewers_per_job as u64,
+        1,
+        "",
+    )?;
+    if s.http_header_read_timeout < Duration::from_secs(1) {
+        bail!("http.header_read_timeout: must be at least 1s");
+    }
+    // A long poll may wait 30 s for records: the timeout must let it.
+    if s.http_request_timeout <= Duration::from_secs(30) {
+        bail!("http.request_timeout: must be more than 30s (a long poll waits up to 30s)");
+    }
+    let size = |b: crate::config::value::ByteSize| usize::try_from(b.0).unwrap_or(usize::MAX);
+    Ok((
+        HttpLimits {
+            max_connections: s.http_max_connections,
+            header_read_timeout: s.http_header_read_timeout,
+            max_header_bytes: size(s.http_max_header_bytes),
+        },
+        Limits {
+            request_timeout: s.http_request_timeout,
+            max_uri_bytes: size(s.http_max_uri_bytes),
+            max_body_bytes: size(s.http_max_body_bytes),
+            max_viewers: s.http_max_viewers,
+            max_viewers_per_job: s.http_max_viewers_per_job,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values that would panic a task or make the server unusable are
+    /// refused at load, naming the setting.
+    #[test]
+    fn unusable_values_are_refused_at_load_naming_the_setting() {
+        use crate::config::layers::{Layers, Origin};
+        let resolve_with = |pairs: &[(&'static str, &str)]| {
+            let mut layers = Layers::default();
+            for (key, value) in pairs {
+                layers.give(key, value.to_string(), Origin::Flag("test"));
+            }
+            resolve(Settings::resolve(&layers).unwrap()).map(|_| ())
+        };
+        assert!(resolve_with(&[]).is_ok());
+        for (pairs, named) in [
+            (&[("retention.every", "0s")][..], "retention.every"),
+            (
+                &[("http.request_timeout", "30s")][..],
+                "http.request_timeout",
+            ),
+            (
+                &[("http.header_read_timeout", "0s")][..],
+                "http.header_read_timeout",
+            ),
+            (&[("http.max_connections", "0")][..], "http.max_connections"),
+            (
+                &[("http.max_header_bytes", "1KiB")][..],
+                "http.max_header_bytes",
+            ),
+            (&[("max_queued", "0")][..], "max_queued"),
+            (&[("log.max_bytes", "10")][..], "log.max_bytes"),
+            (&[("tls_cert", "/x.pem")][..], "tls_cert and tls_key"),
+        ] {
+            let e = resolve_with(pairs).unwrap_err().to_string();
+            assert!(e.contains(named), "{pairs:?}: {e}");
+        }
+    }
+}

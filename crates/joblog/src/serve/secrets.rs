@@ -1,0 +1,132 @@
+//! The server's secrets: its bootstrap token (from `token` or
+//! `token_file`) and the secret environment variables, taken out of the
+//! process's environment before any thread starts and hidden from its jobs.
+
+use anyhow::{bail, Context};
+
+/// Shortest bootstrap token accepted: 32 characters of a random token are
+/// at least 128 bits however they are written.
+const MIN_TOKEN_CHARS: usize = 32;
+
+/// Environment variables that hold the server's secrets. They are read
+/// once, then removed from the process's environment, so that nothing the
+/// server starts inherits them.
+const SECRET_VARS: &[&str] = &["JOBLOG_TOKEN", "JOBLOG_DATABASE_URL"];
+
+/// The `JOBLOG_*` environment as it was when the server started.
+#[derive(Debug, Default)]
+pub struct Environment(std::collections::HashMap<String, String>);
+
+impl Environment {
+    pub(super) fn get(&self, var: &str) -> Option<String> {
+        self.0.get(var).cloned()
+    }
+}
+
+/// Takes the server's environment before any thread starts: keeps a copy
+/// of the `JOBLOG_*` variables, removes the secret ones from the process,
+/// and makes the process non-dumpable, which makes `/proc/<pid>/environ`
+/// (the environment as it was at exec, secrets included), `mem` and `fd`
+/// readable by root only, not by the server's own jobs. Must run before
+/// the runtime starts threads (changing the environment is not thread
+/// safe).
+pub fn take_environment() -> Environment {
+    let vars = std::env::vars()
+        .filter(|(k, _)| k.starts_with("JOBLOG_"))
+        .collect();
+    for var in SECRET_VARS {
+        std::env::remove_var(var);
+    }
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!(
+            "joblog: warning: cannot hide the process's memory and environment from jobs: {e}"
+        );
+    }
+    Environment(vars)
+}
+
+/// The bootstrap token from `token` or the first line of `token_file`
+/// (not both), at least [`MIN_TOKEN_CHARS`] long. Errors never quote it.
+pub(super) fn bootstrap_token(
+    token: Option<String>,
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<Option<String>> {
+    let token = match (token.filter(|t| !t.is_empty()), file) {
+        (Some(_), Some(_)) => bail!("token and token_file are both set; keep one"),
+        (Some(t), None) => t,
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("token_file: cannot read {}", path.display()))?;
+            let line = text.lines().next().unwrap_or("").trim().to_string();
+            if line.is_empty() {
+                bail!("token_file: {} is empty", path.display());
+            }
+            line
+        }
+        (None, None) => return Ok(None),
+    };
+    if token.chars().count() < MIN_TOKEN_CHARS {
+        bail!(
+            "the API token is {} characters; it must be at least {MIN_TOKEN_CHARS} (make one with `openssl rand -base64 32`)",
+            token.chars().count()
+        );
+    }
+    if token.chars().any(|c| c.is_control() || c == ' ') {
+        bail!("the API token must not contain spaces or control characters");
+    }
+    Ok(Some(token))
+}
+
+/// The password of a `postgres://user:password@…` URL, to be masked in
+/// jobs' logs.
+pub(super) fn database_password(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let userinfo = &rest[..rest.rfind('@')?];
+    let password = userinfo.split_once(':')?.1;
+    (!password.is_empty()).then(|| password.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bootstrap_token_is_long_from_one_place_and_never_quoted() {
+        let long = "x".repeat(40);
+        assert_eq!(
+            bootstrap_token(Some(long.clone()), None).unwrap(),
+            Some(long.clone())
+        );
+        assert_eq!(bootstrap_token(Some(String::new()), None).unwrap(), None);
+        let e = bootstrap_token(Some("hunter2".into()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least 32") && !e.contains("hunter2"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, format!("{long}\n")).unwrap();
+        assert_eq!(
+            bootstrap_token(None, Some(&file)).unwrap(),
+            Some(long.clone())
+        );
+        let e = bootstrap_token(Some(long), Some(&file))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("both"), "{e}");
+        let e = format!(
+            "{:#}",
+            bootstrap_token(None, Some(&dir.path().join("none"))).unwrap_err()
+        );
+        assert!(e.contains("token_file: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn a_database_password_is_found_for_masking() {
+        assert_eq!(
+            database_password("postgres://u:p%40ss@h:5432/db"),
+            Some("p%40ss".into())
+        );
+        assert_eq!(database_password("postgres://u@h/db"), None);
+        assert_eq!(database_password("sqlite:///x/joblog.db"), None);
+    }
+}
