@@ -20,6 +20,8 @@ use crate::AppState;
 pub const DEFAULT_LOG_LIMIT: u32 = 1000;
 pub const MAX_LOG_LIMIT: u32 = 10_000;
 pub const MAX_WAIT_MS: u64 = 30_000;
+/// Bytes of a job's command shown in a listing; `GET /jobs/{id}` has all.
+pub const LISTED_COMMAND_BYTES: usize = 4096;
 
 pub async fn submit(
     State(state): State<AppState>,
@@ -73,6 +75,10 @@ pub async fn list(
             before_id: p.before_id,
         })
         .await?;
+    let mut jobs = jobs;
+    for job in &mut jobs {
+        job.abbreviate_command(LISTED_COMMAND_BYTES);
+    }
     let next_before_id = if jobs.len() == limit as usize {
         jobs.last().map(|j| j.id)
     } else {
@@ -217,10 +223,15 @@ async fn wait_for_job(
 pub struct TextParams {
     streams: Option<String>,
     timestamps: Option<bool>,
+    escape: Option<bool>,
 }
 
 /// The whole log as plain text, streamed page by page so that memory does
-/// not grow with the log.
+/// not grow with the log. Raw, it is the job's bytes as stored (control
+/// characters and escape sequences included), so it is sent as a file to
+/// save, not to show: a `curl` of it into a terminal would run them. With
+/// `escape=true` every control character but TAB is written visibly
+/// (`\x1b`, `\0`), for reading.
 pub async fn log_text(
     State(state): State<AppState>,
     JobIdPath(id): JobIdPath,
@@ -229,6 +240,7 @@ pub async fn log_text(
     load_job(&state, id).await?;
     let streams = parse_streams(p.streams.as_deref())?;
     let timestamps = p.timestamps.unwrap_or(false);
+    let escape = p.escape.unwrap_or(false);
     let store = state.engine.store().clone();
     let pages = futures_util::stream::unfold(Some(0u64), move |after| {
         let store = store.clone();
@@ -245,7 +257,11 @@ pub async fn log_text(
                             text.push_str(&r.ts.to_rfc3339());
                             text.push(' ');
                         }
-                        text.push_str(&r.message);
+                        if escape {
+                            text.push_str(&joblog_core::escape_display(&r.message, false));
+                        } else {
+                            text.push_str(&r.message);
+                        }
                         text.push('\n');
                     }
                     Some((Ok::<_, std::io::Error>(text), next))
@@ -257,8 +273,17 @@ pub async fn log_text(
             }
         }
     });
+    let disposition = if escape {
+        "inline".to_string()
+    } else {
+        format!("attachment; filename=\"job-{id}.log\"")
+    };
     Ok((
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        ],
         Body::from_stream(pages),
     )
         .into_response())

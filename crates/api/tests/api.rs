@@ -464,9 +464,28 @@ async fn invalid_utf8_and_nul_bytes_are_stored_and_served_as_json(db: TestDataba
             ("output".to_string(), "tab\there\u{1b}[31mred".to_string()),
         ]
     );
+    // Raw: the stored bytes, as a file to save (a terminal would run the
+    // escapes).
+    let response = tower::ServiceExt::oneshot(
+        t.router.clone(),
+        Request::get(format!("/api/v1/jobs/{id}/log/text"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        response.headers()[header::CONTENT_DISPOSITION],
+        format!("attachment; filename=\"job-{id}.log\"").as_str()
+    );
+    assert_eq!(response.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
     let text = get(&t.router, &format!("/api/v1/jobs/{id}/log/text")).await;
     assert_eq!(text.status, StatusCode::OK);
     assert_eq!(text.text(), "a\u{FFFD}b\u{0}c\ntab\there\u{1b}[31mred\n");
+    // Escaped: safe to show, every control character but TAB visible.
+    let text = get(&t.router, &format!("/api/v1/jobs/{id}/log/text?escape=true")).await;
+    assert_eq!(text.text(), "a\u{FFFD}b\\0c\ntab\there\\x1b[31mred\n");
+    assert!(!text.body.iter().any(|b| *b == 0x1b || *b == 0), "{:?}", text.text());
     t.shutdown().await;
 }
 

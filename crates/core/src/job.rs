@@ -78,6 +78,10 @@ pub struct Job {
     pub state: JobState,
     pub exit_code: Option<i32>,
     pub command: Vec<String>,
+    /// Set when `command` was shortened for a listing
+    /// ([`Job::abbreviate_command`]); absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub command_truncated: bool,
     pub node: Option<String>,
     pub created_at: Timestamp,
     pub started_at: Option<Timestamp>,
@@ -99,6 +103,29 @@ impl Job {
             _ => None,
         };
         self
+    }
+
+    /// Shortens `command` to about `max_bytes` of arguments for a listing:
+    /// whole arguments while they fit, then the one that does not fit cut
+    /// (at a character boundary) and marked with `…`, then nothing. A job
+    /// with a 1 MB argument must not make every page of jobs 1 MB.
+    pub fn abbreviate_command(&mut self, max_bytes: usize) {
+        let mut used = 0;
+        for (i, arg) in self.command.iter_mut().enumerate() {
+            if used + arg.len() <= max_bytes {
+                used += arg.len();
+                continue;
+            }
+            let mut cut = max_bytes.saturating_sub(used);
+            while !arg.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            arg.truncate(cut);
+            arg.push('…');
+            self.command.truncate(i + 1);
+            self.command_truncated = true;
+            return;
+        }
     }
 
     pub fn set_result_bytes(&mut self, bytes: Option<u64>) {
@@ -266,6 +293,38 @@ pub struct JobQuery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_command_is_abbreviated_for_listings() {
+        let mut job = Job {
+            id: 1,
+            name: None,
+            state: JobState::Queued,
+            exit_code: None,
+            command: vec!["sh".into(), "-c".into(), "é".repeat(3000), "tail".into()],
+            command_truncated: false,
+            node: None,
+            created_at: Timestamp(0),
+            started_at: None,
+            finished_at: None,
+            duration_ms: None,
+            log: LogSummary::default(),
+            result: None,
+            spec: JobSpec::default(),
+        };
+        let mut short = job.clone();
+        short.abbreviate_command(10_000);
+        assert!(!short.command_truncated);
+        assert_eq!(short.command, job.command);
+        job.abbreviate_command(1000);
+        assert!(job.command_truncated);
+        assert_eq!(job.command.len(), 3);
+        assert!(job.command[2].ends_with('…'));
+        let total: usize = job.command.iter().map(String::len).sum();
+        assert!(total <= 1000 + '…'.len_utf8(), "{total}");
+        let json = serde_json::to_value(&job).unwrap();
+        assert_eq!(json["command_truncated"], true);
+    }
 
     fn req(json: &str) -> Result<NewJobRequest, serde_json::Error> {
         serde_json::from_str(json)

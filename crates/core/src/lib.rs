@@ -5,11 +5,13 @@
 //! SQL, HTTP, processes or files.
 
 mod duration;
+mod escape;
 mod job;
 mod record;
 mod time;
 mod token;
 
+pub use escape::escape_display;
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use job::{
     Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,

@@ -52,6 +52,7 @@ impl JobRow {
             state,
             exit_code: self.exit_code,
             command: spec.command.clone(),
+            command_truncated: false,
             node: self.node,
             created_at: Timestamp(self.created_at),
             started_at: self.started_at.map(Timestamp),

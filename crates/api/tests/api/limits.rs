@@ -18,6 +18,7 @@ joblog_store::backend_tests! {
     a_request_past_its_timeout_gets_408_and_the_connection_closes,
     live_tail_viewers_are_bounded_per_job_and_in_total,
     a_full_queue_refuses_submissions_with_retry_after,
+    listings_carry_an_abbreviated_command,
 }
 
 fn options(limits: Limits) -> ApiOptions {
@@ -183,5 +184,23 @@ async fn a_full_queue_refuses_submissions_with_retry_after(db: TestDatabase) {
         &json!({}),
     )
     .await;
+    t.shutdown().await;
+}
+
+/// The probe's finding: a job with a 1 MB argument made every listing
+/// 1 MB. Listings abbreviate; the job itself still has all of it.
+async fn listings_carry_an_abbreviated_command(db: TestDatabase) {
+    let t = start_app(db, 1).await;
+    let huge = "x".repeat(900_000);
+    let id = id_of(&submit(&t.router, json!({"command": ["echo", huge]})).await);
+    let list = get(&t.router, "/api/v1/jobs").await;
+    assert!(list.body.len() < 10_000, "{} bytes", list.body.len());
+    let listed = &list.json()["jobs"][0];
+    assert_eq!(listed["command_truncated"], true);
+    assert!(listed["command"][1].as_str().unwrap().ends_with('…'));
+    let full = show(&t.router, id).await;
+    assert_eq!(full["command"][1].as_str().unwrap().len(), 900_000);
+    assert!(full.get("command_truncated").is_none(), "{}", full["id"]);
+    wait_finished(&t.router, id).await;
     t.shutdown().await;
 }

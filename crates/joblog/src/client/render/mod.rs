@@ -1,14 +1,13 @@
 //! Turns what the commands produced into text: a one-shot [`Answer`] on
 //! stdout, a log through [`Printer`]. Nothing here talks to the server.
 
-mod escape;
 mod job;
 mod log;
 mod token;
 
 use std::io::{self, Write};
 
-pub(crate) use escape::escape_display;
+pub(crate) use joblog_core::escape_display;
 pub(super) use log::Printer;
 
 use super::commands::Answer;

@@ -1,6 +1,7 @@
 //! Untrusted text made safe for a terminal: job output and server strings
 //! can carry control characters and escape sequences that would rewrite
-//! the screen; only colours survive, and only on a terminal.
+//! the screen; only colours survive, and only when asked for. Shared by the
+//! CLI's output and the API's escaped text log.
 
 use std::borrow::Cow;
 
@@ -31,7 +32,7 @@ fn sgr_len(s: &str) -> Option<usize> {
 /// `keep_sgr` (a terminal), colour sequences pass through and a reset is
 /// appended so a colour cannot leak into the next line; every other escape
 /// sequence is shown escaped, since it could rewrite the terminal.
-pub(crate) fn escape_display(s: &str, keep_sgr: bool) -> Cow<'_, str> {
+pub fn escape_display(s: &str, keep_sgr: bool) -> Cow<'_, str> {
     let needs = |c: char| (c.is_control() && c != '\t') || is_bidi_control(c);
     if !s.chars().any(needs) {
         return Cow::Borrowed(s);
