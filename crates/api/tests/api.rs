@@ -8,8 +8,8 @@
 #[path = "api/auth.rs"]
 mod auth;
 mod common;
-#[path = "api/limits.rs"]
-mod limits;
+#[path = "api/hardening.rs"]
+mod hardening;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -478,14 +478,25 @@ async fn invalid_utf8_and_nul_bytes_are_stored_and_served_as_json(db: TestDataba
         response.headers()[header::CONTENT_DISPOSITION],
         format!("attachment; filename=\"job-{id}.log\"").as_str()
     );
-    assert_eq!(response.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    assert_eq!(
+        response.headers()[header::X_CONTENT_TYPE_OPTIONS],
+        "nosniff"
+    );
     let text = get(&t.router, &format!("/api/v1/jobs/{id}/log/text")).await;
     assert_eq!(text.status, StatusCode::OK);
     assert_eq!(text.text(), "a\u{FFFD}b\u{0}c\ntab\there\u{1b}[31mred\n");
     // Escaped: safe to show, every control character but TAB visible.
-    let text = get(&t.router, &format!("/api/v1/jobs/{id}/log/text?escape=true")).await;
+    let text = get(
+        &t.router,
+        &format!("/api/v1/jobs/{id}/log/text?escape=true"),
+    )
+    .await;
     assert_eq!(text.text(), "a\u{FFFD}b\\0c\ntab\there\\x1b[31mred\n");
-    assert!(!text.body.iter().any(|b| *b == 0x1b || *b == 0), "{:?}", text.text());
+    assert!(
+        !text.body.iter().any(|b| *b == 0x1b || *b == 0),
+        "{:?}",
+        text.text()
+    );
     t.shutdown().await;
 }
 

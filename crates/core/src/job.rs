@@ -266,6 +266,14 @@ impl NewJobRequest {
             if c.is_empty() || c.contains('\0') {
                 return Err(invalid("cwd", "must be a non-empty path"));
             }
+            // Relative to what? The server's own directory is nothing a
+            // submitter knows or should depend on.
+            if !c.starts_with('/') {
+                return Err(invalid(
+                    "cwd",
+                    format!("must be an absolute path, not {c:?}"),
+                ));
+            }
         }
         Ok(ValidJob {
             name: self.name,

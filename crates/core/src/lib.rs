@@ -11,8 +11,8 @@ mod record;
 mod time;
 mod token;
 
-pub use escape::escape_display;
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
+pub use escape::escape_display;
 pub use job::{
     Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
     ValidationError, MAX_LIST_LIMIT,

@@ -1,6 +1,7 @@
 //! One job's run: reads its pipes, feeds the record path, enforces its
 //! timeout, and finishes it after its last record.
 
+use std::path::Path;
 use std::time::Duration;
 
 use joblog_core::{Job, JobState, Stream, Timestamp};
@@ -44,7 +45,7 @@ impl Engine {
         let mut log = OutputParser::new(cfg.log_limits.clone(), masks);
         let mut out = Vec::new();
         let result_path = cfg.data_dir.join("results").join(format!("{id}.json"));
-        let _ = std::fs::remove_file(&result_path);
+        remove_result_path(&result_path);
 
         let missing: Vec<&String> = job
             .spec
@@ -60,6 +61,16 @@ impl Engine {
                     "joblog: not started: its secrets ({}) are kept only in the memory of the node it was submitted to, and that is gone (server restarted?); submit the job again",
                     names.join(", ")
                 ),
+                None,
+                Timestamp::now(),
+                &mut out,
+            );
+            Ending::NotStarted
+        } else if let Some(cwd) = job.spec.cwd.as_deref().filter(|c| !Path::new(c).is_dir()) {
+            // Said plainly: spawning would report the *program* missing.
+            log.note(
+                Stream::Error,
+                &format!("joblog: not started: the working directory {cwd:?} does not exist or is not a directory"),
                 None,
                 Timestamp::now(),
                 &mut out,
@@ -123,7 +134,7 @@ impl Engine {
                 None
             }
         };
-        let _ = std::fs::remove_file(&result_path);
+        remove_result_path(&result_path);
 
         log.finish(Timestamp::now(), &mut out);
         let summary = log.summary();
@@ -298,12 +309,23 @@ impl Engine {
         }
     }
 
+    /// The job's result file: a regular file, never followed through a
+    /// link (a job could point it at a file of the server's).
     async fn read_result_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
         let max = self.inner.config.max_result_bytes;
-        let meta = match tokio::fs::metadata(path).await {
+        let meta = match tokio::fs::symlink_metadata(path).await {
             Ok(m) => m,
             Err(_) => return Ok(None),
         };
+        if meta.file_type().is_symlink() {
+            return Err("joblog: the result file is a symbolic link; links are not followed, result not stored".into());
+        }
+        if !meta.is_file() {
+            return Err(
+                "joblog: the result path is not a regular file (a directory?); result not stored"
+                    .into(),
+            );
+        }
         if meta.len() == 0 {
             return Ok(None);
         }
@@ -313,12 +335,48 @@ impl Engine {
                 meta.len()
             ));
         }
-        let body = tokio::fs::read(path)
+        let body = read_no_follow(path, max)
             .await
             .map_err(|e| format!("joblog: cannot read the result file: {e}"))?;
         serde_json::from_slice::<serde::de::IgnoredAny>(&body)
             .map_err(|e| format!("joblog: the result file is not valid JSON: {e}"))?;
         Ok(Some(body))
+    }
+}
+
+/// Opens with `O_NOFOLLOW`, so a link swapped in after the check above is
+/// refused too, and reads at most `max` bytes.
+async fn read_no_follow(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(path)?;
+        let mut body = Vec::new();
+        file.take(max + 1).read_to_end(&mut body)?;
+        if body.len() as u64 > max {
+            return Err(std::io::Error::other("it grew past the limit while read"));
+        }
+        Ok(body)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// Removes whatever a job left at its result path: a file, a link (not
+/// what it points to) or a directory tree.
+fn remove_result_path(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+        }
+        Err(_) => {}
     }
 }
 

@@ -1,5 +1,7 @@
-//! The request-level hard limits: URL length, body sizes (declared or
-//! not), the request timeout, live-tail viewers and the queue.
+//! The request-level hard limits (URL length, body sizes declared or not,
+//! the request timeout, live-tail viewers, the queue) and the other
+//! findings of a hostile-input probe (huge commands in listings, relative
+//! and missing working directories, result paths that are links).
 
 use std::time::Duration;
 
@@ -19,6 +21,8 @@ joblog_store::backend_tests! {
     live_tail_viewers_are_bounded_per_job_and_in_total,
     a_full_queue_refuses_submissions_with_retry_after,
     listings_carry_an_abbreviated_command,
+    working_directories_are_absolute_and_must_exist,
+    a_result_path_that_is_a_link_or_a_directory_is_refused_and_removed,
 }
 
 fn options(limits: Limits) -> ApiOptions {
@@ -202,5 +206,78 @@ async fn listings_carry_an_abbreviated_command(db: TestDatabase) {
     assert_eq!(full["command"][1].as_str().unwrap().len(), 900_000);
     assert!(full.get("command_truncated").is_none(), "{}", full["id"]);
     wait_finished(&t.router, id).await;
+    t.shutdown().await;
+}
+
+/// The probe's findings: a relative `cwd` resolved against the server's
+/// directory, and a missing one was reported as the program not existing.
+async fn working_directories_are_absolute_and_must_exist(db: TestDatabase) {
+    let t = start_app(db, 1).await;
+    let reply = post(
+        &t.router,
+        "/api/v1/jobs",
+        &json!({"command": ["pwd"], "cwd": "some/dir"}),
+    )
+    .await;
+    let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(
+        message.contains("cwd") && message.contains("absolute"),
+        "{message}"
+    );
+    let missing = t.path("no-such-dir");
+    let job = submit(
+        &t.router,
+        json!({"command": ["pwd"], "cwd": missing.to_str().unwrap()}),
+    )
+    .await;
+    let job = wait_finished(&t.router, id_of(&job)).await;
+    assert_eq!(job["state"], "failed");
+    let log = whole_log(&t.router, id_of(&job)).await;
+    let text = log[0]["message"].as_str().unwrap();
+    assert!(
+        text.contains("working directory") && text.contains("no-such-dir"),
+        "{text}"
+    );
+    let here = t.path("");
+    let job = submit(
+        &t.router,
+        json!({"command": ["pwd"], "cwd": here.to_str().unwrap()}),
+    )
+    .await;
+    let job = wait_finished(&t.router, id_of(&job)).await;
+    assert_eq!(job["state"], "succeeded");
+    t.shutdown().await;
+}
+
+/// The probe's findings: a `JOBLOG_RESULT` made a link was followed (a
+/// job could have the server read any file it can), and one made a
+/// directory was left behind.
+async fn a_result_path_that_is_a_link_or_a_directory_is_refused_and_removed(db: TestDatabase) {
+    let t = start_app(db, 1).await;
+    let secret = t.path("server-only.json");
+    std::fs::write(&secret, r#"{"server": "secret"}"#).unwrap();
+    let link = run_sh(
+        &t.router,
+        &format!("ln -s {} \"$JOBLOG_RESULT\"", secret.display()),
+    )
+    .await;
+    assert_eq!(link["state"], "failed", "{link}");
+    assert!(link["result"].is_null(), "{link}");
+    let log = whole_log(&t.router, id_of(&link)).await;
+    assert!(
+        log.iter()
+            .any(|r| r["message"].as_str().unwrap().contains("symbolic link")),
+        "{log:?}"
+    );
+    let dir = run_sh(
+        &t.router,
+        "mkdir \"$JOBLOG_RESULT\"; touch \"$JOBLOG_RESULT/x\"",
+    )
+    .await;
+    assert_eq!(dir["state"], "failed", "{dir}");
+    let results = t.path("results");
+    let left: Vec<_> = std::fs::read_dir(&results).unwrap().collect();
+    assert!(left.is_empty(), "left in {}: {left:?}", results.display());
+    assert!(secret.exists(), "the link's target is never touched");
     t.shutdown().await;
 }
