@@ -89,7 +89,13 @@ impl Engine {
             if running.cancel_on_start.remove(&job.id) {
                 let _ = stop_tx.send(Some(StopReason::Cancel));
             }
-            running.jobs.insert(job.id, stop_tx);
+            running.jobs.insert(
+                job.id,
+                crate::RunningJob {
+                    stop: stop_tx,
+                    pgid: None,
+                },
+            );
         }
         self.inner.metrics.in_use.set(self.in_use() as i64);
         let engine = self.clone();
@@ -99,6 +105,9 @@ impl Engine {
             drop(permit);
             engine.lock_running().jobs.remove(&id);
             engine.inner.metrics.in_use.set(engine.in_use() as i64);
+            // Anything of the job's that left its process group goes now.
+            let sweeper = engine.clone();
+            let _ = tokio::task::spawn_blocking(move || sweeper.sweep_orphans()).await;
             engine.inner.idle.notify_waiters();
         });
     }

@@ -11,6 +11,7 @@
 mod dispatch;
 mod error;
 mod nodes;
+mod orphans;
 mod process;
 mod run;
 
@@ -104,6 +105,11 @@ struct Inner {
     accepting: AtomicBool,
     shutdown: watch::Sender<bool>,
     running: Mutex<Running>,
+    /// Kills what is left of ended jobs outside their process groups.
+    orphans: orphans::Sweeper,
+    /// Held while a job's process is spawned and its pid recorded, so the
+    /// orphan sweep never takes a new main process for an orphan.
+    spawning: Mutex<()>,
     /// Secrets of queued jobs: held in memory only, never stored.
     secrets: Mutex<HashMap<JobId, BTreeMap<String, String>>>,
     /// Held (shared) by each submission with secrets from before its insert
@@ -119,8 +125,21 @@ struct Inner {
 /// and a registration can never miss each other.
 #[derive(Default)]
 struct Running {
-    jobs: HashMap<JobId, watch::Sender<Option<StopReason>>>,
+    jobs: HashMap<JobId, RunningJob>,
     cancel_on_start: std::collections::HashSet<JobId>,
+}
+
+/// How often processes that outlived their jobs are looked for.
+const ORPHAN_SWEEP: Duration = Duration::from_secs(5);
+
+/// A job running on this node.
+struct RunningJob {
+    /// Tells its supervising task to stop it.
+    stop: watch::Sender<Option<StopReason>>,
+    /// Its process group, once it has started: a stop signals it directly
+    /// too, since the supervising task may be waiting on a writer that
+    /// cannot write (a full disk) and would signal only once it returns.
+    pgid: Option<u32>,
 }
 
 /// Handle to the engine. Cheap to clone.
@@ -168,6 +187,7 @@ impl Engine {
                 config.data_dir.join("results").display()
             ))
         })?;
+        orphans::become_subreaper();
         let metrics = Metrics {
             queue_wait: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
             run_time: Histogram::new(exponential_buckets(0.01, 4.0, 10)),
@@ -208,6 +228,8 @@ impl Engine {
                 accepting: AtomicBool::new(true),
                 shutdown: watch::channel(false).0,
                 running: Mutex::new(Running::default()),
+                orphans: orphans::Sweeper::new(),
+                spawning: Mutex::new(()),
                 secrets: Mutex::new(HashMap::new()),
                 submitting: tokio::sync::RwLock::new(()),
                 idle: Notify::new(),
@@ -227,6 +249,7 @@ impl Engine {
             tokio::spawn(engine.clone().heartbeats());
         }
         tokio::spawn(engine.clone().dispatch());
+        tokio::spawn(engine.clone().sweep_orphans_every(ORPHAN_SWEEP));
         Ok(engine)
     }
 
@@ -318,26 +341,79 @@ impl Engine {
         }
         // Claimed by our dispatcher and not registered yet: it will be
         // stopped the moment it is.
-        let mut running = self.lock_running();
-        match running.jobs.get(&id) {
-            Some(stop) => {
-                let _ = stop.send(Some(StopReason::Cancel));
-            }
-            None => {
-                running.cancel_on_start.insert(id);
-            }
+        if !self.stop_if_running(id) {
+            self.lock_running().cancel_on_start.insert(id);
         }
-        drop(running);
         Ok(job)
     }
 
     fn stop_if_running(&self, id: JobId) -> bool {
-        match self.lock_running().jobs.get(&id) {
-            Some(stop) => {
-                let _ = stop.send(Some(StopReason::Cancel));
-                true
+        self.stop_job(id, StopReason::Cancel)
+    }
+
+    /// Asks the job's task to stop it and, if its process has started,
+    /// sends its group SIGTERM now and SIGKILL after `kill_grace`; false
+    /// when the job does not run here.
+    fn stop_job(&self, id: JobId, reason: StopReason) -> bool {
+        let pgid = match self.lock_running().jobs.get(&id) {
+            Some(job) => {
+                let _ = job.stop.send(Some(reason));
+                job.pgid
             }
-            None => false,
+            None => return false,
+        };
+        if let Some(pgid) = pgid {
+            process::signal_group(Some(pgid), nix::sys::signal::Signal::SIGTERM);
+            let engine = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(engine.inner.config.kill_grace).await;
+                let same = engine
+                    .lock_running()
+                    .jobs
+                    .get(&id)
+                    .is_some_and(|j| j.pgid == Some(pgid));
+                if same {
+                    process::signal_group(Some(pgid), nix::sys::signal::Signal::SIGKILL);
+                }
+            });
+        }
+        true
+    }
+
+    /// Kills what is left of ended jobs: processes that escaped their
+    /// job's process group and were handed to this process (see
+    /// `orphans`).
+    pub(crate) fn sweep_orphans(&self) {
+        self.inner.orphans.sweep(|| {
+            let _spawning = self
+                .inner
+                .spawning
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let running = self.lock_running();
+            (
+                running.jobs.keys().copied().collect(),
+                running.jobs.values().filter_map(|j| j.pgid).collect(),
+            )
+        });
+    }
+
+    /// A sweep now and then reaps what the one at each job's end could not
+    /// see yet (a daemon whose parent exited after its job).
+    async fn sweep_orphans_every(self, period: Duration) {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let engine = self.clone();
+            let _ = tokio::task::spawn_blocking(move || engine.sweep_orphans()).await;
+        }
+    }
+
+    /// Notes the process group of a job that has started.
+    pub(crate) fn set_pgid(&self, id: JobId, pgid: Option<u32>) {
+        if let Some(job) = self.lock_running().jobs.get_mut(&id) {
+            job.pgid = pgid;
         }
     }
 
@@ -392,13 +468,10 @@ impl Engine {
             tracing::info!(jobs = n, ?grace, "waiting for running jobs to finish");
         }
         if tokio::time::timeout(grace, self.wait_idle()).await.is_err() {
-            let stops: Vec<_> = self.lock_running().jobs.values().cloned().collect();
-            tracing::warn!(
-                jobs = stops.len(),
-                "grace period over; stopping running jobs"
-            );
-            for s in stops {
-                let _ = s.send(Some(StopReason::Shutdown));
+            let ids: Vec<JobId> = self.lock_running().jobs.keys().copied().collect();
+            tracing::warn!(jobs = ids.len(), "grace period over; stopping running jobs");
+            for id in ids {
+                self.stop_job(id, StopReason::Shutdown);
             }
             self.wait_idle().await;
         }

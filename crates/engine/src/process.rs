@@ -15,6 +15,7 @@ const SERVER_ONLY_ENV: &[&str] = &["JOBLOG_TOKEN", "JOBLOG_DATABASE_URL"];
 
 pub(crate) fn spawn(
     id: JobId,
+    instance: &str,
     spec: &JobSpec,
     secrets: &BTreeMap<String, String>,
     result_path: &Path,
@@ -38,6 +39,8 @@ pub(crate) fn spawn(
     cmd.envs(&spec.env)
         .envs(secrets)
         .env("JOBLOG_JOB_ID", id.to_string())
+        // Marks the job's processes as this engine's, for `orphans`.
+        .env("JOBLOG_INSTANCE", instance)
         .env("JOBLOG_RESULT", result_path);
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);

@@ -77,7 +77,27 @@ impl Engine {
             );
             Ending::NotStarted
         } else {
-            match spawn(id, &job.spec, &secrets, &result_path) {
+            let spawned = {
+                // With the pid recorded under the same lock, the orphan
+                // sweep never mistakes this process for an orphan.
+                let _spawning = self
+                    .inner
+                    .spawning
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let spawned = spawn(
+                    id,
+                    self.inner.orphans.instance(),
+                    &job.spec,
+                    &secrets,
+                    &result_path,
+                );
+                if let Ok(child) = &spawned {
+                    self.set_pgid(id, child.id());
+                }
+                spawned
+            };
+            match spawned {
                 Ok(child) => self.supervise(&job, child, &mut log, &mut stop).await,
                 Err(e) => {
                     log.note(
@@ -253,10 +273,7 @@ impl Engine {
                 r = stop.changed(), if stopped.is_none() => {
                     let reason = if r.is_ok() { *stop.borrow() } else { Some(StopReason::Shutdown) };
                     if let Some(reason) = reason {
-                        let (state, why) = match reason {
-                            StopReason::Cancel => (JobState::Cancelled, "cancelled"),
-                            StopReason::Shutdown => (JobState::Interrupted, "interrupted: the server is stopping"),
-                        };
+                        let (state, why) = stopped_by(reason);
                         log.note(Stream::Error, &format!("joblog: {why}; stopping the job"), None, Timestamp::now(), &mut out);
                         stopped = Some(state);
                         signal_group(pgid, Signal::SIGTERM);
@@ -298,6 +315,32 @@ impl Engine {
                 }
                 // Time spent waiting for the writer is not the pipe's idleness.
                 last_data = Instant::now();
+            }
+        }
+        // Asked to stop while this task waited on the writer: the engine
+        // signalled the group itself, and the job ended of it.
+        if stopped.is_none() {
+            if let Some(reason) = *stop.borrow() {
+                let (state, why) = stopped_by(reason);
+                log.note(
+                    Stream::Error,
+                    &format!("joblog: {why}; the job was stopped"),
+                    None,
+                    Timestamp::now(),
+                    &mut out,
+                );
+                stopped = Some(state);
+            }
+        }
+        if !out.is_empty() {
+            let records = std::mem::take(&mut out);
+            if let Err(e) = self
+                .inner
+                .pipeline
+                .append(job.id, records, log.summary())
+                .await
+            {
+                tracing::error!(job = job.id, error = %e, "log pipeline closed under a running job");
             }
         }
         // Whatever else is left of the group goes with the job.
@@ -377,6 +420,14 @@ fn remove_result_path(path: &Path) {
             let _ = std::fs::remove_file(path);
         }
         Err(_) => {}
+    }
+}
+
+/// The state a stopped job ends in, and the words its log says it with.
+fn stopped_by(reason: StopReason) -> (JobState, &'static str) {
+    match reason {
+        StopReason::Cancel => (JobState::Cancelled, "cancelled"),
+        StopReason::Shutdown => (JobState::Interrupted, "interrupted: the server is stopping"),
     }
 }
 

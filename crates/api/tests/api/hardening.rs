@@ -23,6 +23,7 @@ joblog_store::backend_tests! {
     listings_carry_an_abbreviated_command,
     working_directories_are_absolute_and_must_exist,
     a_result_path_that_is_a_link_or_a_directory_is_refused_and_removed,
+    a_daemon_that_leaves_its_process_group_ends_with_its_job,
 }
 
 fn options(limits: Limits) -> ApiOptions {
@@ -280,4 +281,141 @@ async fn a_result_path_that_is_a_link_or_a_directory_is_refused_and_removed(db: 
     assert!(left.is_empty(), "left in {}: {left:?}", results.display());
     assert!(secret.exists(), "the link's target is never touched");
     t.shutdown().await;
+}
+
+/// The probe's finding: `setsid` and an ignored SIGTERM left a process
+/// running after its job had succeeded. The server is its subreaper and
+/// kills it when the job ends.
+async fn a_daemon_that_leaves_its_process_group_ends_with_its_job(db: TestDatabase) {
+    let t = start_app(db, 1).await;
+    let pidfile = t.path("daemon.pid");
+    let job = submit(
+        &t.router,
+        json!({
+            "command": ["sh", "-c", r#"setsid sh -c 'trap "" TERM; echo $$ > "$PIDFILE"; exec sleep 300' </dev/null >/dev/null 2>&1 &
+while [ ! -s "$PIDFILE" ]; do sleep 0.05; done"#],
+            "env": {"PIDFILE": pidfile.to_str().unwrap()},
+        }),
+    )
+    .await;
+    let job = wait_finished(&t.router, id_of(&job)).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        // Gone, or dead and waiting to be reaped.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the daemon {pid} still runs after its job: {stat}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    t.shutdown().await;
+}
+
+/// The probe's finding: with the store refusing writes (a full disk), a
+/// submission hung and ran later (a client's retry became a duplicate),
+/// and a cancel answered 200 while the job ran on. Now a submission fails
+/// at once with 503, and a cancel stops the job's processes at once, even
+/// while its log waits for the store. (SQLite: another connection holding
+/// the database's write lock stalls the writer as a full disk does.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_writes_failing_submissions_fail_fast_and_cancel_still_stops_the_job() {
+    let db = TestDatabase::sqlite();
+    let db_path = db.url().trim_start_matches("sqlite://").to_string();
+    let t = start_app_with(db, 1, ApiOptions::default(), |e| {
+        e.kill_grace = Duration::from_millis(500)
+    })
+    .await;
+    let pidfile = t.path("job.pid");
+    let job = submit(
+        &t.router,
+        json!({
+            "command": ["sh", "-c", r#"echo $$ > "$PIDFILE"; while :; do echo "a line of output that fills the pipeline's budget"; done"#],
+            "env": {"PIDFILE": pidfile.to_str().unwrap()},
+        }),
+    )
+    .await;
+    let id = id_of(&job);
+    wait_for(&t.router, id, "writing", |j| {
+        j["log"]["records"].as_u64() > Some(1000)
+    })
+    .await;
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+
+    let lock = rusqlite::Connection::open(&db_path).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let health = get(&t.router, "/healthz").await;
+        if health.status == StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(health.json()["store"], "unavailable: writes fail");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "writes never failed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let started = tokio::time::Instant::now();
+    let reply = post(&t.router, "/api/v1/jobs", &json!({"command": ["true"]})).await;
+    assert_error(&reply, StatusCode::SERVICE_UNAVAILABLE, "store_unavailable");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the submission waited"
+    );
+
+    // Cancel: the process goes, though its last records cannot be stored.
+    let cancel = tokio::time::timeout(
+        Duration::from_secs(10),
+        post(&t.router, &format!("/api/v1/jobs/{id}/cancel"), &json!({})),
+    )
+    .await
+    .expect("cancel answered");
+    assert_eq!(cancel.status, StatusCode::OK, "{}", cancel.text());
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while nix_alive(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "job process {pid} still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Space is back: the job ends cancelled with a gap-free log.
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    let job = wait_finished(&t.router, id).await;
+    assert_eq!(job["state"], "cancelled", "{job}");
+    let log = whole_log(&t.router, id).await;
+    let seqs: Vec<u64> = log.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    t.shutdown().await;
+}
+
+/// Whether a process runs (a zombie does not count).
+fn nix_alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().next());
+    !matches!(state, None | Some("Z" | "X"))
 }

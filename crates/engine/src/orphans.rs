@@ -1,0 +1,223 @@
+//! Processes that left their job behind: a daemon that double-forks and
+//! calls `setsid` leaves the job's process group, so killing the group does
+//! not reach it. The server is made a child subreaper: such a process,
+//! once its parent is gone, becomes a child of the server instead of init,
+//! where a sweep finds it by the marks every job's environment carries
+//! (`JOBLOG_INSTANCE`, this engine's, and `JOBLOG_JOB_ID`) and kills it
+//! once its job is no longer running.
+//!
+//! Invariants: only children of this process that carry this engine's mark
+//! are touched, so other engines in the same process (tests) and anything
+//! else it started are left alone; a running job's processes are never
+//! touched, nor a job's main process (tokio waits for those); zombies are
+//! reaped by pid (only those seen marked and not a main process), never
+//! with a wait for any child, which would steal another's exit status.
+
+use std::collections::HashSet;
+
+use joblog_core::JobId;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::Pid;
+
+/// Makes this process the reaper of its orphaned descendants. Linux only;
+/// elsewhere (or if refused) escaped daemons are not tracked, and the
+/// server says so.
+pub(crate) fn become_subreaper() {
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::warn!(error = %e, "cannot become a child subreaper: daemons that escape their job's process group will not be stopped");
+    }
+}
+
+/// A child of this process, as `/proc` describes it.
+#[derive(Debug, PartialEq, Eq)]
+struct Child {
+    pid: i32,
+    zombie: bool,
+}
+
+/// Finds and ends the processes of this engine's jobs that outlived them.
+#[derive(Debug)]
+pub(crate) struct Sweeper {
+    /// This engine's mark, `JOBLOG_INSTANCE` in its jobs' environment.
+    instance: String,
+    /// Children seen carrying the mark: once they die, theirs to reap.
+    marked: std::sync::Mutex<HashSet<i32>>,
+}
+
+impl Sweeper {
+    pub fn new() -> Sweeper {
+        use std::hash::{BuildHasher, Hasher};
+        // Seeded afresh for each `RandomState`: enough to tell engines
+        // apart, not a secret.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        Sweeper {
+            instance: format!("{:016x}", h.finish()),
+            marked: std::sync::Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The value of `JOBLOG_INSTANCE` for this engine's jobs.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Kills every marked child of this process that is not a job's main
+    /// process and whose job is not running, and reaps the marked ones
+    /// that died. Returns how many it killed.
+    ///
+    /// `running` gives the running jobs and their main processes' pids. It
+    /// is asked after the children are read, and must answer under the
+    /// same lock a job's spawn and the recording of its pid are made
+    /// under: then a main process seen here is always known as one, and is
+    /// never reaped here (tokio waits for it).
+    pub fn sweep(&self, running: impl FnOnce() -> (HashSet<JobId>, HashSet<u32>)) -> usize {
+        let me = std::process::id() as i32;
+        let mut marked = self.marked.lock().unwrap_or_else(|p| p.into_inner());
+        let children = children_of(me);
+        let seen: Vec<(i32, bool, Option<JobId>)> = children
+            .iter()
+            .map(|c| {
+                let job = (!c.zombie).then(|| job_of(c.pid, &self.instance)).flatten();
+                (c.pid, c.zombie, job)
+            })
+            .collect();
+        let (jobs, main_pids) = running();
+        let mut killed = 0;
+        for (pid, zombie, job) in seen {
+            if main_pids.contains(&(pid as u32)) {
+                continue;
+            }
+            if zombie {
+                if marked.remove(&pid) {
+                    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+                }
+                continue;
+            }
+            let Some(job) = job else { continue };
+            marked.insert(pid);
+            if jobs.contains(&job) {
+                continue;
+            }
+            if kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok() {
+                killed += 1;
+                tracing::warn!(pid, job, "killed a process that outlived its job");
+            }
+        }
+        // Forget pids that are gone (reaped, or no longer ours).
+        let alive: HashSet<i32> = children.iter().map(|c| c.pid).collect();
+        marked.retain(|p| alive.contains(p));
+        killed
+    }
+}
+
+/// The children of `parent`, from `/proc/<pid>/stat`.
+fn children_of(parent: i32) -> Vec<Child> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (state, ppid) = parse_stat(&stat)?;
+            (ppid == parent).then_some(Child {
+                pid,
+                zombie: state == 'Z',
+            })
+        })
+        .collect()
+}
+
+/// `(state, ppid)` of a `/proc/<pid>/stat` line. The command name may hold
+/// spaces and parentheses, so the fields are read after its last `)`.
+fn parse_stat(stat: &str) -> Option<(char, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// The job a process was started for, if it carries `instance`'s mark,
+/// from its environment (as it was when it was executed).
+fn job_of(pid: i32, instance: &str) -> Option<JobId> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    job_id_in(&environ, instance)
+}
+
+fn job_id_in(environ: &[u8], instance: &str) -> Option<JobId> {
+    let mut ours = false;
+    let mut job = None;
+    for var in environ.split(|b| *b == 0) {
+        if let Some(v) = var.strip_prefix(b"JOBLOG_INSTANCE=") {
+            ours = v == instance.as_bytes();
+        } else if let Some(v) = var.strip_prefix(b"JOBLOG_JOB_ID=") {
+            job = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok());
+        }
+    }
+    job.filter(|_| ours)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_are_read_after_the_command_name() {
+        assert_eq!(parse_stat("42 (sh) S 7 42 42 0"), Some(('S', 7)));
+        assert_eq!(parse_stat("43 (a) b) (c) Z 9 1"), Some(('Z', 9)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn the_job_id_is_read_only_with_this_engines_mark() {
+        let env = b"A=1\0JOBLOG_JOB_ID=17\0JOBLOG_INSTANCE=ab\0B=2\0";
+        assert_eq!(job_id_in(env, "ab"), Some(17));
+        assert_eq!(job_id_in(env, "cd"), None, "another engine's");
+        assert_eq!(job_id_in(b"JOBLOG_JOB_ID=17\0", "ab"), None, "unmarked");
+        assert_eq!(
+            job_id_in(b"JOBLOG_INSTANCE=ab\0JOBLOG_JOB_ID=x\0", "ab"),
+            None
+        );
+        assert_eq!(job_id_in(b"", "ab"), None);
+        assert_ne!(Sweeper::new().instance(), Sweeper::new().instance());
+    }
+
+    /// A marked child whose job is not running is killed and then reaped;
+    /// an unmarked one is left alone.
+    #[test]
+    fn a_marked_child_of_an_ended_job_is_killed_and_reaped() {
+        let sweeper = Sweeper::new();
+        let mut marked = std::process::Command::new("sleep")
+            .arg("30")
+            .env("JOBLOG_INSTANCE", sweeper.instance())
+            .env("JOBLOG_JOB_ID", "7")
+            .spawn()
+            .unwrap();
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .env("JOBLOG_JOB_ID", "7")
+            .spawn()
+            .unwrap();
+        let none = || (HashSet::new(), HashSet::new());
+        assert_eq!(
+            sweeper.sweep(|| (HashSet::from([7]), HashSet::new())),
+            0,
+            "job 7 runs"
+        );
+        // Job 7's main process is never touched, even once job 7 ended
+        // (tokio reaps it).
+        let main = HashSet::from([marked.id()]);
+        assert_eq!(sweeper.sweep(|| (HashSet::new(), main.clone())), 0);
+        assert_eq!(sweeper.sweep(none), 1);
+        // Killed; the test reaps it itself here (the sweeper would at its
+        // next round).
+        let status = marked.wait().unwrap();
+        assert!(!status.success());
+        assert_eq!(other.try_wait().unwrap(), None, "unmarked: left running");
+        other.kill().unwrap();
+        other.wait().unwrap();
+    }
+}
