@@ -298,6 +298,21 @@ async fn results_from_the_result_file_and_invalid_results(db: TestDatabase) {
     let bad_file = submit_sh(&t.router, "printf 'not json' > \"$JOBLOG_RESULT\"").await;
     let bad_command = submit_sh(&t.router, "echo '::set-result::{bad'").await;
     let none = submit_sh(&t.router, "echo no result").await;
+    // A secret, and a value masked after a partial line, get out through
+    // neither result path nor the log.
+    let masked_file = submit(
+        &t.router,
+        json!({"command": ["sh", "-c", r#"printf 'working... '; echo '::add-mask::later-value-7'
+printf '{"t":"%s","u":"x?later-value-7"}' "$TOK" > "$JOBLOG_RESULT"; echo "used $TOK later-value-7""#],
+               "secrets": {"TOK": "tok-secret-9"}}),
+    )
+    .await;
+    let masked_command = submit(
+        &t.router,
+        json!({"command": ["sh", "-c", r#"echo "::set-result::{\"$TOK\": [\"$TOK\"]}""#],
+               "secrets": {"TOK": "tok-secret-9"}}),
+    )
+    .await;
 
     let job = wait_finished(&t.router, id_of(&good)).await;
     assert_eq!(job["state"], "succeeded", "{job}");
@@ -328,6 +343,19 @@ async fn results_from_the_result_file_and_invalid_results(db: TestDatabase) {
     );
     let reply = get(&t.router, &format!("/api/v1/jobs/{}/result", id_of(&none))).await;
     assert_error(&reply, StatusCode::NOT_FOUND, "result_not_found");
+
+    for (job, expected) in [
+        (&masked_file, json!({"t": "***", "u": "x?***"})),
+        (&masked_command, json!({"***": ["***"]})),
+    ] {
+        let id = id_of(job);
+        let job = wait_finished(&t.router, id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        let reply = get(&t.router, &format!("/api/v1/jobs/{id}/result")).await;
+        assert_eq!(reply.json(), expected);
+    }
+    let log = messages_of(&whole_log(&t.router, id_of(&masked_file)).await, "output");
+    assert_eq!(log, ["working... ", "used *** ***"]);
     t.shutdown().await;
 }
 

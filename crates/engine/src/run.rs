@@ -154,6 +154,8 @@ impl Engine {
                 None
             }
         };
+        // Masked like the log: a secret must not get out through a result.
+        let result = result.map(|body| log.mask_result(body));
         remove_result_path(&result_path);
 
         log.finish(Timestamp::now(), &mut out);

@@ -1,7 +1,9 @@
 //! Workflow commands (docs/records.md): parsing of `::name key=value,...::message`
 //! lines and of the percent escapes CI tools use inside them, and what each
 //! command does to the job's output. Commands are recognised only at the
-//! start of a line, and never while `::stop-commands::` is in effect.
+//! start of a line — except `::add-mask::`, recognised anywhere in a line
+//! (after `printf 'working... '`, say), since missing it leaks a secret —
+//! and never while `::stop-commands::` is in effect.
 
 use std::borrow::Cow;
 
@@ -34,6 +36,14 @@ const KNOWN: [&str; 12] = [
     "set-result",
     "stop-commands",
 ];
+
+/// `::add-mask::`, the one command recognised anywhere in a line.
+pub(super) const ADD_MASK: &str = "::add-mask::";
+
+/// Where `::add-mask::` starts in `bytes`, if it does.
+pub(super) fn find_add_mask(bytes: &[u8]) -> Option<usize> {
+    memchr::memmem::find(bytes, ADD_MASK.as_bytes())
+}
 
 /// A workflow command as written, before its effects.
 #[derive(Debug, PartialEq, Eq)]
@@ -153,6 +163,14 @@ impl OutputParser {
             self.emit(ordinary, text.into_owned(), None, ts, out);
             return Rest::Record(ordinary);
         }
+        if let Some(at) = find_add_mask(text.as_bytes()).filter(|at| *at > 0) {
+            // The mask first, so the text before it is masked with it too;
+            // what follows the value on a long line is the value's.
+            self.add_mask(&text[at + ADD_MASK.len()..], whole, ts, out);
+            let before = text[..at].to_owned();
+            self.line_start(src, before.as_bytes(), true, ts, out);
+            return Rest::Discard;
+        }
         let Some(cmd) = parse(&text) else {
             self.emit(ordinary, text.into_owned(), None, ts, out);
             return Rest::Record(ordinary);
@@ -199,7 +217,13 @@ impl OutputParser {
         Rest::Record(stream)
     }
 
-    fn add_mask(&mut self, raw: &str, whole: bool, ts: Timestamp, out: &mut Vec<Record>) {
+    pub(super) fn add_mask(
+        &mut self,
+        raw: &str,
+        whole: bool,
+        ts: Timestamp,
+        out: &mut Vec<Record>,
+    ) {
         let unescaped = unescape(raw, false);
         let values = [unescaped.trim(), raw.trim()];
         if values[0].is_empty() {

@@ -7,6 +7,7 @@
 use joblog_core::{Record, Stream, Timestamp};
 use serde_json::{Map, Value};
 
+use super::command::{find_add_mask, ADD_MASK};
 use super::{OutputParser, Source};
 
 /// What the rest of a line becomes once its first piece has been handled.
@@ -94,12 +95,28 @@ impl OutputParser {
         if let Some((start, _)) = self.masker.spanning(&buf, cut) {
             cut = start;
         }
-        if cut > 0 {
-            self.piece(src, &buf[..cut], false, ts, out);
-            buf.drain(..cut);
-            if self.lines[i].rest == Some(Rest::Discard) {
-                buf.clear();
-            }
+        if self.stop_token.is_none() {
+            // An `::add-mask::` (or what may become one) waits for its
+            // line's end: shown early, the rest of its value would pass
+            // unmasked.
+            cut = cut.min(add_mask_cut(&buf));
+        }
+        // What may be shown goes out in pieces of at most `line_max`, as a
+        // long line's would.
+        let mut start = 0;
+        while start < cut && self.lines[i].rest != Some(Rest::Discard) {
+            let end = if cut - start > self.line_max {
+                start + self.long_cut(&buf[start..cut])
+            } else {
+                cut
+            };
+            self.piece(src, &buf[start..end], false, ts, out);
+            start = end;
+        }
+        if self.lines[i].rest == Some(Rest::Discard) {
+            buf.clear();
+        } else {
+            buf.drain(..start);
         }
         self.lines[i].buf = buf;
     }
@@ -132,7 +149,25 @@ impl OutputParser {
     /// A line longer than this many buffered bytes gets a piece cut off; the
     /// margin past `line_max` lets the cut see any masked value across it.
     fn buffer_limit(&self) -> usize {
-        self.line_max + self.masker.max_len().max(1)
+        self.line_max + self.masker.max_len().max(ADD_MASK.len())
+    }
+
+    /// Where to cut an overlong line: at most `line_max` bytes in, never
+    /// inside a UTF-8 character nor an occurrence of a masked value (both
+    /// halves would pass unmasked); and an `::add-mask::` inside the piece
+    /// is cut before, so that it starts the next piece with `line_max`
+    /// bytes for its value rather than what was left of this one.
+    fn long_cut(&mut self, line: &[u8]) -> usize {
+        let mut cut = utf8_cut(line, self.line_max);
+        if let Some((start, end)) = self.masker.spanning(line, cut) {
+            cut = if start > 0 { start } else { end };
+        }
+        if self.stop_token.is_none() {
+            if let Some(start) = add_mask_within(line, cut) {
+                cut = start;
+            }
+        }
+        cut
     }
 
     /// Cuts at most `line_max` bytes off an overlong buffered line, never
@@ -140,12 +175,9 @@ impl OutputParser {
     fn emit_long_piece(&mut self, src: Source, ts: Timestamp, out: &mut Vec<Record>) {
         let i = src.index();
         let mut buf = std::mem::take(&mut self.lines[i].buf);
-        let mut cut = utf8_cut(&buf, self.line_max);
-        // The buffer holds at least `max_len` bytes past `cut`, so any
-        // occurrence across it is complete and visible here.
-        if let Some((start, end)) = self.masker.spanning(&buf, cut) {
-            cut = if start > 0 { start } else { end };
-        }
+        // The buffer holds at least `max_len` bytes, and the length of
+        // `::add-mask::`, past the cut, so whatever crosses it is visible.
+        let cut = self.long_cut(&buf);
         self.piece(src, &buf[..cut], false, ts, out);
         buf.drain(..cut);
         if self.lines[i].rest == Some(Rest::Discard) {
@@ -160,10 +192,7 @@ impl OutputParser {
         // like any longer one; the whole line is here, so any occurrence of
         // a masked value across the cut is visible.
         while line.len() > self.line_max {
-            let mut cut = utf8_cut(line, self.line_max);
-            if let Some((start, end)) = self.masker.spanning(line, cut) {
-                cut = if start > 0 { start } else { end };
-            }
+            let cut = self.long_cut(line);
             self.piece(src, &line[..cut], false, ts, out);
             line = &line[cut..];
         }
@@ -184,12 +213,25 @@ impl OutputParser {
         let rest = match self.lines[i].rest {
             None => Some(self.line_start(src, bytes, last, ts, out)),
             Some(Rest::Record(stream)) => {
+                let add_mask = self
+                    .stop_token
+                    .is_none()
+                    .then(|| find_add_mask(bytes))
+                    .flatten();
+                let (text, rest) = match add_mask {
+                    Some(at) => {
+                        let value = String::from_utf8_lossy(&bytes[at + ADD_MASK.len()..]);
+                        self.add_mask(&value, last, ts, out);
+                        (&bytes[..at], Rest::Discard)
+                    }
+                    None => (bytes, Rest::Record(stream)),
+                };
                 // Empty when a flushed partial line simply got its newline.
-                if !bytes.is_empty() {
-                    let message = String::from_utf8_lossy(bytes).into_owned();
+                if !text.is_empty() {
+                    let message = String::from_utf8_lossy(text).into_owned();
                     self.emit(stream, message, Some(continued()), ts, out);
                 }
-                Some(Rest::Record(stream))
+                Some(rest)
             }
             Some(Rest::Discard) => Some(Rest::Discard),
         };
@@ -203,6 +245,27 @@ pub(super) fn continued() -> Map<String, Value> {
     let mut fields = Map::new();
     fields.insert("continued".into(), true.into());
     fields
+}
+
+/// The start of the first `::add-mask::` that begins after the start of
+/// `line` and before `cut`, if there is one.
+fn add_mask_within(line: &[u8], cut: usize) -> Option<usize> {
+    let to = (cut + ADD_MASK.len() - 1).min(line.len());
+    find_add_mask(line.get(1..to)?).map(|at| 1 + at)
+}
+
+/// Where an idle flush of `buf` must stop so that an `::add-mask::` in it,
+/// or at its end the start of one, waits for the rest of its line.
+fn add_mask_cut(buf: &[u8]) -> usize {
+    let pattern = ADD_MASK.as_bytes();
+    if let Some(at) = find_add_mask(buf) {
+        return at;
+    }
+    let longest = (1..pattern.len().min(buf.len() + 1))
+        .rev()
+        .find(|n| buf.ends_with(&pattern[..*n]))
+        .unwrap_or(0);
+    buf.len() - longest
 }
 
 fn is_utf8_continuation(b: u8) -> bool {

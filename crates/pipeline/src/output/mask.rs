@@ -1,5 +1,5 @@
-//! Secret masking: replaces secrets, and the base64 forms they take inside
-//! encoded text, with `***`.
+//! Secret masking: replaces secrets, and the forms they take inside
+//! encoded text (base64, URL-encoded, JSON-escaped, hex), with `***`.
 
 use std::collections::HashSet;
 
@@ -18,6 +18,12 @@ const DFA_MAX_PATTERN_BYTES: usize = 4 * 1024;
 
 /// Shorter base64 fragments would match ordinary text far too often.
 const MIN_BASE64_LEN: usize = 4;
+
+/// Shorter URL or JSON forms likewise.
+const MIN_ENCODED_LEN: usize = 4;
+
+/// Hex digits of a value shorter than 4 bytes are an ordinary number.
+const MIN_HEX_LEN: usize = 8;
 
 /// The set of values to hide, compiled into one leftmost-longest automaton.
 #[derive(Debug, Default)]
@@ -48,6 +54,16 @@ impl Masker {
         for offset in 0..3 {
             self.add_pattern(aligned_base64(bytes, offset), MIN_BASE64_LEN);
         }
+        // A form equal to the value adds nothing; a short hex form would
+        // match ordinary numbers.
+        for form in encoded_forms(value) {
+            if form != value {
+                self.add_pattern(form, MIN_ENCODED_LEN);
+            }
+        }
+        let hex: String = value.bytes().map(|b| format!("{b:02x}")).collect();
+        self.add_pattern(hex.to_uppercase(), MIN_HEX_LEN);
+        self.add_pattern(hex, MIN_HEX_LEN);
         true
     }
 
@@ -134,6 +150,62 @@ impl Masker {
             .collect()
     }
 
+    /// A JSON document (a job's result) with every masked value hidden in
+    /// its keys and strings, and numbers that would show one turned into
+    /// the string `***`. A document with nothing to hide is returned as it
+    /// was written, byte for byte; one that changed is written anew
+    /// (compact, keys in order). Text that is not JSON is returned as it is
+    /// (results are checked to be JSON before this).
+    pub(crate) fn mask_document(&mut self, body: Vec<u8>) -> Vec<u8> {
+        if self.patterns.is_empty() && !self.broken {
+            return body;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(&body) else {
+            return body;
+        };
+        let mut changed = false;
+        let masked = self.mask_document_value(value, &mut changed);
+        if !changed {
+            return body;
+        }
+        serde_json::to_vec(&masked).unwrap_or_else(|_| MASK.as_bytes().to_vec())
+    }
+
+    fn mask_document_value(&mut self, value: Value, changed: &mut bool) -> Value {
+        let text = |masker: &mut Masker, s: String, changed: &mut bool| {
+            let masked = masker.mask(s.clone());
+            *changed |= masked != s;
+            masked
+        };
+        match value {
+            Value::String(s) => Value::String(text(self, s, changed)),
+            Value::Number(n) => {
+                let written = n.to_string();
+                if self.mask(written.clone()) != written {
+                    *changed = true;
+                    Value::String(MASK.to_owned())
+                } else {
+                    Value::Number(n)
+                }
+            }
+            Value::Array(items) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|v| self.mask_document_value(v, changed))
+                    .collect(),
+            ),
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| {
+                        let k = text(self, k, changed);
+                        (k, self.mask_document_value(v, changed))
+                    })
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+
     /// The occurrence that would be masked across position `cut` of `hay`,
     /// as (start, end), if any.
     pub(crate) fn spanning(&mut self, hay: &[u8], cut: usize) -> Option<(usize, usize)> {
@@ -155,6 +227,50 @@ impl Masker {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// The other ways a value is commonly written inside text: percent-encoded
+/// (upper- and lower-case hex, space as `%20` or `+`), JSON-escaped (as
+/// serde and Go write it, with `\/`, and with non-ASCII as `\uXXXX` as
+/// Python's `json.dumps` does). (Hex forms are added beside these.)
+fn encoded_forms(value: &str) -> Vec<String> {
+    let mut forms = Vec::with_capacity(8);
+    let url_upper = percent_encode(value.as_bytes(), false);
+    forms.push(url_upper.replace("%20", "+"));
+    forms.push(percent_encode(value.as_bytes(), true));
+    forms.push(url_upper);
+    let json = serde_json::to_string(value).unwrap_or_default();
+    let json = json[1..json.len().saturating_sub(1).max(1)].to_string();
+    forms.push(json.replace('/', "\\/"));
+    let mut ascii = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                ascii.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    forms.push(ascii);
+    forms.push(json);
+    forms
+}
+
+/// RFC 3986 percent-encoding of everything but the unreserved characters.
+fn percent_encode(bytes: &[u8], lower: bool) -> String {
+    let mut out = String::with_capacity(bytes.len() * 3);
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else if lower {
+            out.push_str(&format!("%{b:02x}"));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// The length of the longest proper prefix of `pattern` that `hay` ends

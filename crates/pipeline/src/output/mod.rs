@@ -12,6 +12,10 @@ mod command;
 mod lines;
 mod mask;
 #[cfg(test)]
+mod mask_tests;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 
 use joblog_core::{LogSummary, Record, Stream, Timestamp};
@@ -138,6 +142,13 @@ impl OutputParser {
     /// Counters of the records emitted so far.
     pub fn summary(&self) -> LogSummary {
         self.cap.summary()
+    }
+
+    /// The job's result with every value masked in its log hidden (see
+    /// `Masker::mask_document`): results are stored like records, and a
+    /// secret must not get out through them.
+    pub fn mask_result(&mut self, body: Vec<u8>) -> Vec<u8> {
+        self.masker.mask_document(body)
     }
 
     /// The last `::set-result::` seen, if any (taken).
