@@ -17,6 +17,9 @@ use joblog_store::testing::TestDatabase;
 use joblog_store::{GroomPolicy, Outcome, Store, StoreError, StoreOptions, StoreWriter, WriteOp};
 use serde_json::{json, Value};
 
+#[path = "store/tls.rs"]
+mod tls;
+
 joblog_store::backend_tests! {
     reopening_keeps_the_data,
     claim_next_takes_the_oldest_queued_job,

@@ -29,8 +29,9 @@ settings! {
     data_dir: PathBuf = PathBuf::from("joblog-data"),
         key "data_dir", env "JOBLOG_DATA_DIR", flag Some("data-dir");
     /// Database URL: `sqlite:///path/joblog.db` or
-    /// `postgres://user:password@host:5432/db`. Default: the SQLite file
-    /// `joblog.db` in the data directory.
+    /// `postgres://user:password@host:5432/db`, with
+    /// `?sslmode=verify-full&sslrootcert=ca.pem` for TLS (docs/cli.md).
+    /// Default: the SQLite file `joblog.db` in the data directory.
     database: Option<String> = None,
         key "database", env "JOBLOG_DATABASE_URL", flag Some("database");
     /// Jobs run at once on this node (1 to 10000).

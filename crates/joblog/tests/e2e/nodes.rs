@@ -3,12 +3,10 @@
 //! Skipped (with a note) unless JOBLOG_TEST_POSTGRES_URL is set.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use joblog::bench::server::free_port;
-use joblog_store::testing::TestDatabase;
+use joblog_store::testing::{PrivateCluster, TestDatabase};
 use serde_json::{json, Value};
 
 use super::Server;
@@ -334,122 +332,6 @@ async fn a_cancel_sent_to_node_b_stops_a_job_running_on_node_a() {
             .any(|r| r["message"].as_str().unwrap_or("").contains("cancelled")),
         "{log:?}"
     );
-}
-
-/// A PostgreSQL server of the test's own, in a temp dir, that the test
-/// may stop and start without disturbing anything else.
-struct PrivateCluster {
-    bin: PathBuf,
-    data: PathBuf,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl PrivateCluster {
-    fn bin_dir() -> PathBuf {
-        let out = Command::new("pg_config").arg("--bindir").output();
-        if let Ok(out) = out {
-            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-            if p.join("initdb").exists() {
-                return p;
-            }
-        }
-        let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.path().join("bin"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        found.sort();
-        found.pop().filter(|p| p.join("initdb").exists()).expect(
-            "PostgreSQL's initdb and pg_ctl (Debian: postgresql-15) for a private test cluster",
-        )
-    }
-
-    /// As root, the server must run as the `postgres` user.
-    fn command(&self, program: &str) -> Command {
-        let path = self.bin.join(program);
-        if is_root() {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(path);
-            c
-        } else {
-            Command::new(path)
-        }
-    }
-
-    fn start_new() -> PrivateCluster {
-        let dir = tempfile::tempdir().unwrap();
-        if is_root() {
-            let ok = Command::new("chown")
-                .args(["postgres:postgres"])
-                .arg(dir.path())
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "chown of the cluster directory");
-        }
-        let cluster = PrivateCluster {
-            bin: Self::bin_dir(),
-            data: dir.path().join("pgdata"),
-            port: free_port().expect("a free port"),
-            _dir: dir,
-        };
-        let out = cluster
-            .command("initdb")
-            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-D"])
-            .arg(&cluster.data)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "initdb: {out:?}");
-        cluster.pg_ctl("start");
-        cluster
-    }
-
-    fn pg_ctl(&self, action: &str) {
-        let opts = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-            self.port,
-            self.data.display()
-        );
-        let log = self.data.join("server.log");
-        let out = self
-            .command("pg_ctl")
-            .args(["-w", "-m", "fast", "-D"])
-            .arg(&self.data)
-            .arg("-o")
-            .arg(opts)
-            .arg("-l")
-            .arg(&log)
-            .arg(action)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "pg_ctl {action}: {out:?}");
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for PrivateCluster {
-    fn drop(&mut self) {
-        let _ = self
-            .command("pg_ctl")
-            .args(["-m", "immediate", "-D"])
-            .arg(&self.data)
-            .arg("stop")
-            .output();
-    }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
 }
 
 /// Two nodes; the database goes away for longer than the heartbeat

@@ -9,8 +9,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use joblog_core::Backoff;
 use tokio::sync::broadcast;
-use tokio_postgres::{AsyncMessage, Config, NoTls};
+use tokio_postgres::AsyncMessage;
 
+use super::Target;
 use crate::error::pg_message;
 use crate::{Committed, Result, StoreError};
 
@@ -47,11 +48,11 @@ pub(super) fn notice(node: &str, committed: Committed) -> Result<String> {
 /// the node's broadcast. Reconnects with backoff for as long as the node
 /// runs, and announces a `reset` after each (re)connection, since whatever
 /// was notified meanwhile is lost.
-pub(super) async fn listen(config: Config, node: String, sink: broadcast::Sender<Arc<Committed>>) {
+pub(super) async fn listen(target: Target, node: String, sink: broadcast::Sender<Arc<Committed>>) {
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut failing = false;
     loop {
-        match config.connect(NoTls).await {
+        match target.connect().await {
             Ok((client, mut conn)) => {
                 let mut messages = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
                 let forward = sink.clone();

@@ -20,6 +20,7 @@ pub(crate) mod partitions;
 mod pool;
 mod schema;
 mod sql;
+mod tls;
 pub(crate) mod writer;
 
 use std::str::FromStr;
@@ -30,7 +31,9 @@ use async_trait::async_trait;
 use joblog_core::{Job, JobId, JobQuery, JobState, Record, Stream, TokenInfo};
 use tokio::sync::broadcast;
 use tokio_postgres::config::Host;
-use tokio_postgres::{Config, NoTls};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::pg_message;
 use crate::rows::stream_mask;
@@ -47,7 +50,7 @@ pub use partitions::PARTITION_JOBS;
 
 /// A PostgreSQL database that several nodes may share.
 pub struct PgStore {
-    config: Config,
+    target: Target,
     description: String,
     node: String,
     pool: Arc<Pool>,
@@ -57,26 +60,19 @@ impl PgStore {
     /// Connects, brings the schema up to date and prepares the read pool.
     /// Works from any thread, inside a tokio runtime or not.
     pub fn open(url: &str, options: &StoreOptions) -> Result<Self> {
-        let mut config = Config::from_str(url)
-            .map_err(|e| StoreError::Config(format!("database URL {}: {e}", redact(url))))?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(10));
-        }
-        // Notice a vanished server on idle connections (the listener) in
-        // about a minute rather than the kernel's two hours.
-        config.keepalives_idle(Duration::from_secs(30));
-        if config.get_application_name().is_none() {
-            config.application_name("joblog");
-        }
-        let description = describe(&config);
-        let cfg = config.clone();
+        let target = Target::parse(url)?;
+        let description = target.describe();
+        let first = target.clone();
         on_own_runtime(move || async move {
-            let (mut client, conn) = cfg.connect(NoTls).await.map_err(|e| {
-                StoreError::Unavailable(format!(
-                    "cannot connect to {}: {}",
-                    describe(&cfg),
-                    pg_message(&e)
-                ))
+            let (mut client, conn) = first.connect().await.map_err(|e| {
+                let message = format!("cannot connect to {}: {}", first.describe(), pg_message(&e));
+                // A certificate not accepted, or a server without TLS, is
+                // not worth waiting for: say so at once.
+                if tls_refused(&e) {
+                    StoreError::Config(message)
+                } else {
+                    StoreError::Unavailable(message)
+                }
             })?;
             let driver = tokio::spawn(conn);
             let out = schema::migrate(&mut client).await;
@@ -90,11 +86,79 @@ impl PgStore {
             options.node.clone()
         };
         Ok(PgStore {
-            pool: Arc::new(Pool::new(config.clone(), options.readers)),
-            config,
+            pool: Arc::new(Pool::new(target.clone(), options.readers)),
+            target,
             description,
             node,
         })
+    }
+}
+
+/// How this node reaches its database: the URL as tokio-postgres parsed
+/// it, and the TLS that libpq's `sslmode` in it asks for. Every connection
+/// of the store (reads, the writer, the listener) is made through it.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub(crate) config: Config,
+    tls: MakeRustlsConnect,
+    mode: tls::SslMode,
+}
+
+/// A connection's driver, to be spawned (or polled for notifications).
+pub(crate) type Connection =
+    tokio_postgres::Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>;
+
+impl Target {
+    pub(crate) fn parse(url: &str) -> Result<Target> {
+        let bad = |e: String| StoreError::Config(format!("database URL {}: {e}", redact(url)));
+        let (rest, params) = tls::split_url(url).map_err(bad)?;
+        let mut config = Config::from_str(&rest).map_err(|e| bad(e.to_string()))?;
+        config.ssl_mode(params.mode.for_driver());
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        // Notice a vanished server on idle connections (the listener) in
+        // about a minute rather than the kernel's two hours.
+        config.keepalives_idle(Duration::from_secs(30));
+        if config.get_application_name().is_none() {
+            config.application_name("joblog");
+        }
+        Ok(Target {
+            config,
+            tls: tls::connector(&params).map_err(bad)?,
+            mode: params.mode,
+        })
+    }
+
+    pub(crate) async fn connect(
+        &self,
+    ) -> std::result::Result<(Client, Connection), tokio_postgres::Error> {
+        self.config.connect(self.tls.clone()).await
+    }
+
+    /// `postgres://user@host:port/db`, with `?sslmode=…` unless it is the
+    /// default; never the password.
+    pub(crate) fn describe(&self) -> String {
+        match self.mode {
+            tls::SslMode::Prefer => describe(&self.config),
+            mode => format!("{}?sslmode={}", describe(&self.config), mode.name()),
+        }
+    }
+}
+
+/// Whether `e` is a TLS failure no retry mends: the server has no TLS, or
+/// a certificate (its or ours) was not accepted. A connection cut during
+/// the handshake is not one.
+fn tls_refused(e: &tokio_postgres::Error) -> bool {
+    if e.to_string() != "error performing TLS handshake" {
+        return false;
+    }
+    match std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>()) {
+        Some(io) => io
+            .get_ref()
+            .is_some_and(|inner| inner.is::<rustls::Error>()),
+        // "server does not support TLS"
+        None => true,
     }
 }
 
@@ -129,7 +193,7 @@ fn redact(url: &str) -> String {
     }
 }
 
-fn describe(config: &Config) -> String {
+pub(crate) fn describe(config: &Config) -> String {
     format!(
         "postgres://{}/{}",
         server(config),
@@ -165,7 +229,7 @@ pub(crate) fn server(config: &Config) -> String {
 impl Store for PgStore {
     fn open_writer(&self) -> Result<Box<dyn StoreWriter>> {
         Ok(Box::new(PgWriter::new(
-            self.config.clone(),
+            self.target.clone(),
             self.node.clone(),
         )?))
     }
@@ -316,7 +380,7 @@ impl Store for PgStore {
 
     fn start_listener(&self, sink: broadcast::Sender<Arc<Committed>>) {
         tokio::spawn(listener::listen(
-            self.config.clone(),
+            self.target.clone(),
             self.node.clone(),
             sink,
         ));

@@ -8,15 +8,15 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Config, NoTls, Row, Statement};
+use tokio_postgres::{Client, Row, Statement};
 
-use super::describe;
+use super::Target;
 use crate::error::pg_message;
 use crate::{Result, StoreError};
 
 /// Read connections, each with the statements it has prepared.
 pub(super) struct Pool {
-    config: Config,
+    target: Target,
     idle: Mutex<Vec<PooledConn>>,
     max_idle: usize,
     /// Reads in flight at once, at most: a burst of requests waits here
@@ -54,9 +54,9 @@ impl PooledConn {
 
 impl Pool {
     /// A pool of `readers` idle connections at most (0 = a default).
-    pub(super) fn new(config: Config, readers: usize) -> Pool {
+    pub(super) fn new(target: Target, readers: usize) -> Pool {
         Pool {
-            config,
+            target,
             idle: Mutex::new(Vec::new()),
             // A connection costs the server a process, and opening one
             // takes milliseconds: keep enough for a busy node's
@@ -92,10 +92,10 @@ impl Pool {
                 None => break,
             }
         }
-        let (client, conn) = self.config.connect(NoTls).await.map_err(|e| {
+        let (client, conn) = self.target.connect().await.map_err(|e| {
             StoreError::Unavailable(format!(
                 "cannot connect to {}: {}",
-                describe(&self.config),
+                self.target.describe(),
                 pg_message(&e)
             ))
         })?;

@@ -8,10 +8,10 @@
 use std::collections::{HashMap, HashSet};
 
 use joblog_core::{JobState, Timestamp};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
 
-use super::describe;
 use super::sql::{jobs_from_rows, SELECT_JOB, TOKEN_BY_HASH};
+use super::Target;
 use crate::error::pg_message;
 use crate::rows::JOB_COLUMNS;
 use crate::{Outcome, Result, StoreError, StoreWriter, WriteOp};
@@ -25,7 +25,7 @@ mod tests;
 pub(super) struct PgWriter {
     /// Always `Some` until dropped.
     rt: Option<tokio::runtime::Runtime>,
-    config: Config,
+    target: Target,
     node: String,
     /// Names this writer's batches: `<pid>-<start micros>:<n>`.
     instance: String,
@@ -53,7 +53,7 @@ struct Attempt {
 }
 
 impl PgWriter {
-    pub(super) fn new(config: Config, node: String) -> Result<Self> {
+    pub(super) fn new(target: Target, node: String) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("joblog-pg-writer")
@@ -63,7 +63,7 @@ impl PgWriter {
         let instance = format!("{}-{}", std::process::id(), Timestamp::now().micros());
         let mut w = PgWriter {
             rt: Some(rt),
-            config,
+            target,
             node,
             instance,
             batch_no: 0,
@@ -81,13 +81,13 @@ impl PgWriter {
             self.conn = None;
         }
         if self.conn.is_none() {
-            let config = self.config.clone();
+            let target = self.target.clone();
             let rt = self
                 .rt
                 .as_ref()
                 .ok_or_else(|| StoreError::Database("writer runtime gone".into()))?;
             let task = rt.spawn(async move {
-                let (client, conn) = config.connect(NoTls).await?;
+                let (client, conn) = target.connect().await?;
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {
                         tracing::warn!(error = %pg_message(&e), "writer connection closed");
@@ -103,7 +103,7 @@ impl PgWriter {
                 .map_err(|e| {
                     StoreError::Unavailable(format!(
                         "cannot connect to {}: {}",
-                        describe(&self.config),
+                        self.target.describe(),
                         pg_message(&e)
                     ))
                 })?;

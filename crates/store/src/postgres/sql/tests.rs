@@ -2,7 +2,6 @@
 //! plans them.
 
 use joblog_core::{JobSpec, LogSummary, Record, Stream, Timestamp};
-use tokio_postgres::NoTls;
 
 use super::*;
 use crate::postgres::writer::PgWriter;
@@ -21,7 +20,7 @@ fn request_queries_use_indexes_and_never_sort() {
         return;
     };
     let store = PgStore::open(db.url(), &StoreOptions::default()).unwrap();
-    let mut w = PgWriter::new(store.config.clone(), "n".into()).unwrap();
+    let mut w = PgWriter::new(store.target.clone(), "n".into()).unwrap();
     let out = w
         .apply(&[
             WriteOp::InsertJob {
@@ -77,7 +76,7 @@ fn request_queries_use_indexes_and_never_sort() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let (client, conn) = store.config.connect(NoTls).await.unwrap();
+        let (client, conn) = store.target.connect().await.unwrap();
         tokio::spawn(conn);
         client
             .batch_execute(

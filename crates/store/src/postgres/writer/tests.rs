@@ -37,7 +37,7 @@ fn a_retried_batch_that_was_committed_is_not_applied_twice() {
         ..StoreOptions::default()
     };
     let store = PgStore::open(db.url(), &options).unwrap();
-    let mut w = PgWriter::new(store.config.clone(), "n".into()).unwrap();
+    let mut w = PgWriter::new(store.target.clone(), "n".into()).unwrap();
     let batch = ops("n");
     let first = w.apply(&batch).unwrap();
     let (Outcome::Job(inserted), Outcome::Claimed(Some(claimed))) = (&first[0], &first[1]) else {

@@ -7,7 +7,7 @@
 //! developer without a server still runs the SQLite half; with it, an
 //! unreachable server fails the test, so CI cannot pass by skipping.
 //! [`backend_tests!`](crate::backend_tests) runs each test of a suite once
-//! per backend.
+//! per backend. [`PrivateCluster`] is a PostgreSQL server of a test's own.
 //!
 //! Compiled only with the `testing` feature: other crates take it as
 //! `[dev-dependencies] joblog-store = { path = "../store", features = ["testing"] }`.
@@ -20,6 +20,10 @@ use std::sync::Once;
 use std::time::Duration;
 
 use tempfile::TempDir;
+
+mod cluster;
+
+pub use cluster::PrivateCluster;
 
 /// Instantiates each behaviour test of a suite once per backend, so that one
 /// suite checks that every store behaves the same.
