@@ -7,12 +7,10 @@
 //! Compiled only with the `bench` feature, which only the `joblog` binary
 //! enables: nothing else links this code.
 
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use joblog_core::{JobId, Record};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::NoTls;
 
 use crate::rows::fields_text;
 use crate::{Result, StoreError};
@@ -103,8 +101,9 @@ fn write_sqlite(url: &str, batches: &[Batch]) -> Result<Duration> {
 }
 
 fn write_postgres(url: &str, method: Method, batches: &[Batch]) -> Result<Duration> {
-    let config = tokio_postgres::Config::from_str(url)
-        .map_err(|e| StoreError::Config(format!("database URL: {e}")))?;
+    // The store's own way in, TLS included, so both sides of the
+    // comparison pay for the same encryption.
+    let target = crate::postgres::Target::parse(url)?;
     // Like the writer: the connection is driven by a worker thread while
     // this thread encodes, so the baseline is not handicapped by doing
     // both on one thread.
@@ -114,7 +113,7 @@ fn write_postgres(url: &str, method: Method, batches: &[Batch]) -> Result<Durati
         .build()
         .map_err(|e| StoreError::Database(format!("starting a runtime: {e}")))?;
     rt.block_on(async move {
-        let (mut client, conn) = config.connect(NoTls).await?;
+        let (mut client, conn) = target.connect().await?;
         tokio::spawn(conn);
         client.batch_execute("SET synchronous_commit TO on").await?;
         // Partitions first, outside the timing: the writer makes them once
