@@ -105,6 +105,10 @@ impl<S: Send + Sync> FromRequestParts<S> for JobIdPath {
 }
 
 #[cfg(test)]
+mod body_proptests;
+#[cfg(test)]
+mod query_proptests;
+#[cfg(test)]
 mod tests {
     #[test]
     fn only_json_bodies_are_json() {

@@ -11,6 +11,8 @@ mod auth;
 mod contract_tests;
 mod error;
 mod extract;
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 pub mod limits;
 mod routes;

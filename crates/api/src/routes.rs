@@ -46,36 +46,53 @@ struct JobList {
     next_before_id: Option<JobId>,
 }
 
+impl ListParams {
+    /// The listing asked for: `state` one of the states, `limit` 1 to
+    /// [`MAX_LIST_LIMIT`] (default 50), `name` without control characters
+    /// (no job has one, and PostgreSQL refuses a NUL); an empty `state` or
+    /// `name` is no filter. A bad value → 400 naming the parameter.
+    pub(crate) fn query(self) -> Result<JobQuery, ApiError> {
+        let state = match self.state.as_deref() {
+            None | Some("") => None,
+            Some(s) => Some(JobState::parse(s).ok_or_else(|| {
+                ApiError::new(ErrorCode::InvalidQuery,
+                    format!("state: unknown state {s:?} (queued, running, succeeded, failed, cancelled, timed_out, interrupted)"),
+                )
+            })?),
+        };
+        let limit = self.limit.unwrap_or(50);
+        if limit == 0 || limit > MAX_LIST_LIMIT {
+            return Err(ApiError::new(
+                ErrorCode::InvalidQuery,
+                format!("limit: must be 1 to {MAX_LIST_LIMIT}"),
+            ));
+        }
+        if self
+            .name
+            .as_deref()
+            .is_some_and(|n| n.chars().any(char::is_control))
+        {
+            return Err(ApiError::new(
+                ErrorCode::InvalidQuery,
+                "name: job names have no control characters",
+            ));
+        }
+        Ok(JobQuery {
+            state,
+            name: self.name.filter(|n| !n.is_empty()),
+            limit,
+            before_id: self.before_id,
+        })
+    }
+}
+
 pub async fn list(
     State(state): State<AppState>,
     QueryParams(p): QueryParams<ListParams>,
 ) -> Result<Json<impl Serialize>, ApiError> {
-    let job_state = match p.state.as_deref() {
-        None | Some("") => None,
-        Some(s) => Some(JobState::parse(s).ok_or_else(|| {
-            ApiError::new(ErrorCode::InvalidQuery,
-                format!("state: unknown state {s:?} (queued, running, succeeded, failed, cancelled, timed_out, interrupted)"),
-            )
-        })?),
-    };
-    let limit = p.limit.unwrap_or(50);
-    if limit == 0 || limit > MAX_LIST_LIMIT {
-        return Err(ApiError::new(
-            ErrorCode::InvalidQuery,
-            format!("limit: must be 1 to {MAX_LIST_LIMIT}"),
-        ));
-    }
-    let jobs = state
-        .engine
-        .store()
-        .list_jobs(JobQuery {
-            state: job_state,
-            name: p.name.filter(|n| !n.is_empty()),
-            limit,
-            before_id: p.before_id,
-        })
-        .await?;
-    let mut jobs = jobs;
+    let query = p.query()?;
+    let limit = query.limit;
+    let mut jobs = state.engine.store().list_jobs(query).await?;
     for job in &mut jobs {
         job.abbreviate_command(LISTED_COMMAND_BYTES);
     }
@@ -122,6 +139,38 @@ pub struct LogParams {
     wait_ms: Option<u64>,
 }
 
+/// A log page as asked for, checked.
+#[derive(Debug, PartialEq)]
+pub(crate) struct LogRequest {
+    pub after: u64,
+    pub limit: u32,
+    /// `None`: every stream.
+    pub streams: Option<Vec<Stream>>,
+    /// How long a long poll may wait, at most [`MAX_WAIT_MS`].
+    pub wait: Duration,
+}
+
+impl LogParams {
+    /// The page asked for: `limit` 1 to [`MAX_LOG_LIMIT`] (default
+    /// [`DEFAULT_LOG_LIMIT`]), `streams` known, `wait_ms` capped. A bad
+    /// value → 400 naming the parameter.
+    pub(crate) fn request(self) -> Result<LogRequest, ApiError> {
+        let limit = self.limit.unwrap_or(DEFAULT_LOG_LIMIT);
+        if limit == 0 || limit > MAX_LOG_LIMIT {
+            return Err(ApiError::new(
+                ErrorCode::InvalidQuery,
+                format!("limit: must be 1 to {MAX_LOG_LIMIT}"),
+            ));
+        }
+        Ok(LogRequest {
+            after: self.after_seq.unwrap_or(0),
+            limit,
+            streams: parse_streams(self.streams.as_deref())?,
+            wait: Duration::from_millis(self.wait_ms.unwrap_or(0).min(MAX_WAIT_MS)),
+        })
+    }
+}
+
 #[derive(Serialize)]
 struct LogPage {
     records: Vec<Record>,
@@ -130,12 +179,16 @@ struct LogPage {
     next_after_seq: Option<u64>,
 }
 
+/// A `streams` filter; `None` (every stream) when none is named, so that
+/// `streams=,` means what `streams=` does, not "no stream at all".
 pub(crate) fn parse_streams(s: Option<&str>) -> Result<Option<Vec<Stream>>, ApiError> {
-    match s {
-        None | Some("") => Ok(None),
-        Some(s) => Stream::parse_list(s)
-            .map(Some)
-            .map_err(|e| ApiError::new(ErrorCode::InvalidQuery, format!("streams: {e}"))),
+    let Some(s) = s else { return Ok(None) };
+    match Stream::parse_list(s) {
+        Ok(streams) => Ok(Some(streams).filter(|s| !s.is_empty())),
+        Err(e) => Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            format!("streams: {e}"),
+        )),
     }
 }
 
@@ -147,16 +200,12 @@ pub async fn log_page(
     JobIdPath(id): JobIdPath,
     QueryParams(p): QueryParams<LogParams>,
 ) -> Result<Response, ApiError> {
-    let limit = p.limit.unwrap_or(DEFAULT_LOG_LIMIT);
-    if limit == 0 || limit > MAX_LOG_LIMIT {
-        return Err(ApiError::new(
-            ErrorCode::InvalidQuery,
-            format!("limit: must be 1 to {MAX_LOG_LIMIT}"),
-        ));
-    }
-    let wait = Duration::from_millis(p.wait_ms.unwrap_or(0).min(MAX_WAIT_MS));
-    let streams = parse_streams(p.streams.as_deref())?;
-    let after = p.after_seq.unwrap_or(0);
+    let LogRequest {
+        after,
+        limit,
+        streams,
+        wait,
+    } = p.request()?;
     let deadline = tokio::time::Instant::now() + wait;
     // Subscribe before reading so that a commit between the read and the
     // wait is not missed.
@@ -221,9 +270,9 @@ async fn wait_for_job(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TextParams {
-    streams: Option<String>,
-    timestamps: Option<bool>,
-    escape: Option<bool>,
+    pub(crate) streams: Option<String>,
+    pub(crate) timestamps: Option<bool>,
+    pub(crate) escape: Option<bool>,
 }
 
 /// The whole log as plain text, streamed page by page so that memory does
@@ -311,44 +360,45 @@ pub async fn result(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroomRequest {
-    older_than_s: Option<f64>,
-    keep_per_name: Option<u32>,
+    pub(crate) older_than_s: Option<f64>,
+    pub(crate) keep_per_name: Option<u32>,
+}
+
+impl GroomRequest {
+    /// What to delete, `older_than_s` counted back from `now`; at least
+    /// one criterion. A bad value → 400 naming the field.
+    pub(crate) fn policy(&self, now: Timestamp) -> Result<GroomPolicy, ApiError> {
+        if self.older_than_s.is_none() && self.keep_per_name.is_none() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "give older_than_s, keep_per_name or both",
+            ));
+        }
+        let finished_before = match self.older_than_s {
+            None => None,
+            Some(s) if s.is_finite() && s >= 0.0 => {
+                // `as` saturates; the subtraction must too (older_than_s=1e300).
+                Some(now.micros().saturating_sub((s * 1_000_000.0) as i64))
+            }
+            Some(_) => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidRequest,
+                    "older_than_s: must be a number of seconds ≥ 0",
+                ))
+            }
+        };
+        Ok(GroomPolicy {
+            finished_before,
+            keep_per_name: self.keep_per_name,
+        })
+    }
 }
 
 pub async fn groom(
     State(state): State<AppState>,
     JsonBody(req): JsonBody<GroomRequest>,
 ) -> Result<Json<impl Serialize>, ApiError> {
-    if req.older_than_s.is_none() && req.keep_per_name.is_none() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            "give older_than_s, keep_per_name or both",
-        ));
-    }
-    let finished_before = match req.older_than_s {
-        None => None,
-        Some(s) if s.is_finite() && s >= 0.0 => {
-            // `as` saturates; the subtraction must too (older_than_s=1e300).
-            Some(
-                Timestamp::now()
-                    .micros()
-                    .saturating_sub((s * 1_000_000.0) as i64),
-            )
-        }
-        Some(_) => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                "older_than_s: must be a number of seconds ≥ 0",
-            ))
-        }
-    };
-    let report = state
-        .engine
-        .groom(GroomPolicy {
-            finished_before,
-            keep_per_name: req.keep_per_name,
-        })
-        .await?;
+    let report = state.engine.groom(req.policy(Timestamp::now())?).await?;
     Ok(Json(serde_json::json!({
         "jobs_deleted": report.jobs_deleted,
         "records_deleted": report.records_deleted,

@@ -45,8 +45,8 @@ const LAST_EVENT_ID: &str = "last-event-id";
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventsParams {
-    after_seq: Option<u64>,
-    streams: Option<String>,
+    pub(crate) after_seq: Option<u64>,
+    pub(crate) streams: Option<String>,
 }
 
 /// Every record after `Last-Event-ID` (or `after_seq`) once and in order,

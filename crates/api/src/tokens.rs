@@ -20,10 +20,30 @@ const MAX_EXPIRES_S: f64 = 100.0 * 365.0 * 86_400.0;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateToken {
-    name: String,
-    role: Role,
+    pub(crate) name: String,
+    pub(crate) role: Role,
     /// Seconds from now; absent or null: never expires.
-    expires_s: Option<f64>,
+    pub(crate) expires_s: Option<f64>,
+}
+
+impl CreateToken {
+    /// Checks the name and the lifetime, and gives the expiry of a token
+    /// created at `created_at` (`None`: never). A bad value → 400 naming
+    /// the field.
+    pub(crate) fn expiry(&self, created_at: Timestamp) -> Result<Option<Timestamp>, ApiError> {
+        validate_token_name(&self.name)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, format!("name: {e}")))?;
+        match self.expires_s {
+            None => Ok(None),
+            Some(s) if s.is_finite() && s > 0.0 && s <= MAX_EXPIRES_S => Ok(Some(Timestamp(
+                created_at.micros() + (s * 1_000_000.0) as i64,
+            ))),
+            Some(_) => Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "expires_s: must be a number of seconds above 0 and at most 100 years",
+            )),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -39,21 +59,8 @@ pub async fn create(
     Extension(caller): Extension<Identity>,
     JsonBody(req): JsonBody<CreateToken>,
 ) -> Result<Response, ApiError> {
-    validate_token_name(&req.name)
-        .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, format!("name: {e}")))?;
     let created_at = Timestamp::now();
-    let expires_at = match req.expires_s {
-        None => None,
-        Some(s) if s.is_finite() && s > 0.0 && s <= MAX_EXPIRES_S => {
-            Some(Timestamp(created_at.micros() + (s * 1_000_000.0) as i64))
-        }
-        Some(_) => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                "expires_s: must be a number of seconds above 0 and at most 100 years",
-            ))
-        }
-    };
+    let expires_at = req.expiry(created_at)?;
     let token = secret::generate()
         .map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
     let new = NewToken {
@@ -95,7 +102,10 @@ pub async fn revoke(
     Extension(caller): Extension<Identity>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    if !state.engine.pipeline().revoke_token(name.clone()).await? {
+    // A name no token can have is not looked up (PostgreSQL refuses a NUL).
+    let exists = validate_token_name(&name).is_ok()
+        && state.engine.pipeline().revoke_token(name.clone()).await?;
+    if !exists {
         return Err(ApiError::new(
             ErrorCode::TokenNotFound,
             format!("no token named {name:?}"),

@@ -435,6 +435,8 @@ async fn bad_input_gets_a_clear_error(db: TestDatabase) {
         ("/api/v1/jobs?state=bogus".to_string(), "state"),
         ("/api/v1/jobs?before_id=x".to_string(), "before_id"),
         ("/api/v1/jobs?colour=red".to_string(), "colour"),
+        // No job has such a name, and PostgreSQL refuses a NUL.
+        ("/api/v1/jobs?name=a%00b".to_string(), "name"),
         (format!("/api/v1/jobs/{id}/log?limit=0"), "limit"),
         (format!("/api/v1/jobs/{id}/log?limit=abc"), "limit"),
         (format!("/api/v1/jobs/{id}/log?limit=10001"), "limit"),

@@ -179,6 +179,7 @@ fn invalid(field: &'static str, message: impl Into<String>) -> ValidationError {
     }
 }
 
+/// Longest job name, in characters.
 const MAX_NAME_LEN: usize = 200;
 
 fn check_env_key(field: &'static str, k: &str) -> Result<(), ValidationError> {
@@ -238,7 +239,9 @@ impl NewJobRequest {
             return Err(invalid("command", "arguments may not contain NUL bytes"));
         }
         if let Some(n) = &self.name {
-            if n.is_empty() || n.len() > MAX_NAME_LEN || n.chars().any(char::is_control) {
+            // Characters, as the message says, not bytes: 100 CJK
+            // characters are a fine name.
+            if n.is_empty() || n.chars().count() > MAX_NAME_LEN || n.chars().any(char::is_control) {
                 return Err(invalid(
                     "name",
                     format!("must be 1 to {MAX_NAME_LEN} characters without control characters"),
@@ -352,6 +355,14 @@ mod tests {
             .unwrap()
             .spec;
         assert_eq!(spec.command, ["sh", "-c", "echo hi"]);
+    }
+
+    #[test]
+    fn a_name_is_counted_in_characters() {
+        let named = |n: &str| req(&format!(r#"{{"command":["x"],"name":"{n}"}}"#)).unwrap();
+        assert!(named(&"é".repeat(200)).validate().is_ok());
+        let e = named(&"é".repeat(201)).validate().unwrap_err();
+        assert_eq!(e.field, "name");
     }
 
     #[test]

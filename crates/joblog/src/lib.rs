@@ -7,6 +7,8 @@ pub mod bench;
 mod cli;
 pub mod client;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 pub mod serve;
 mod tls;

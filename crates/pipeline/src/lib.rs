@@ -10,6 +10,8 @@ mod requests;
 mod writer;
 
 pub use joblog_store::Committed;
+#[doc(hidden)]
+pub use output::fuzzing;
 pub use output::{LogLimits, OutputParser, ResultText, Source};
 pub use requests::{Dropped, Finish};
 pub use writer::{Health, Pipeline, PipelineConfig, WriterThread};

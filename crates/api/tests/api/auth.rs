@@ -213,6 +213,13 @@ async fn tokens_are_shown_once_stored_hashed_listed_and_revoked(db: TestDatabase
     )
     .await;
     assert_error(&twice, StatusCode::NOT_FOUND, "token_not_found");
+    // A name no token can have (PostgreSQL would refuse its NUL).
+    let impossible = send(
+        &t.router,
+        request("DELETE", "/api/v1/tokens/a%00b", Some(BOOTSTRAP), None),
+    )
+    .await;
+    assert_error(&impossible, StatusCode::NOT_FOUND, "token_not_found");
     t.shutdown().await;
 }
 

@@ -77,6 +77,12 @@ impl Layers {
         };
         match T::parse_setting(text) {
             Ok(v) => Ok(Some(v)),
+            // A `"""` or `'''` string left open takes the lines below it,
+            // the token's perhaps, as its value: never quoted.
+            Err(_) if text.contains('\n') => bail!(
+                "{key} (from {origin}): a value of {} lines is not valid here (is a \"\"\" or ''' string left open?)",
+                text.lines().count()
+            ),
             Err(e) => bail!("{key} (from {origin}): {e}"),
         }
     }
@@ -179,6 +185,13 @@ mod tests {
             assert!(!e.contains("hunter2"), "{e}");
             assert!(e.contains("joblog.toml, line "), "{e}");
         }
+        // A multi-line string left open takes the token's line with it.
+        let layers = file("kill_grace = '''\ntoken = \"hunter2-secret-value\"\n'''").unwrap();
+        let e = layers
+            .get::<Duration>("kill_grace")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("hunter2") && e.contains("kill_grace"), "{e}");
     }
 
     #[test]

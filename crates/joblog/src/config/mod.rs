@@ -7,6 +7,8 @@ mod args;
 pub(crate) mod declare;
 pub(crate) mod layers;
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod reference;
 mod settings;
 pub(crate) mod value;

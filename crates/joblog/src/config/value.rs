@@ -69,10 +69,19 @@ impl SettingValue for SocketAddr {
     }
 }
 
+/// Longest duration a setting takes: a hundred years is "never" to a
+/// person, and the server adds durations to its clock (deadlines, timer
+/// intervals), which panics on overflow some 290 billion years out.
+const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 impl SettingValue for Duration {
     const KIND: &'static str = "duration";
     fn parse_setting(text: &str) -> Result<Self, String> {
-        joblog_core::parse_duration(text)
+        let d = joblog_core::parse_duration(text)?;
+        if d > MAX_DURATION {
+            return Err(format!("{text:?} is more than 100 years"));
+        }
+        Ok(d)
     }
     fn render(&self) -> String {
         humantime::format_duration(*self).to_string()
@@ -216,6 +225,9 @@ mod tests {
             Ok(Duration::from_secs(5400))
         );
         assert_eq!(Duration::from_secs(30).render(), "30s");
+        assert!(Duration::parse_setting("300000000000y")
+            .unwrap_err()
+            .contains("more than 100 years"));
         assert!(SocketAddr::parse_setting("localhost").is_err());
         assert!(SyncMode::parse_setting("fast")
             .unwrap_err()

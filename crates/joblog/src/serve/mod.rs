@@ -3,7 +3,7 @@
 //! `secrets` keeps the server's secrets from its jobs; `resolve` turns
 //! settings into a node's configuration.
 
-mod resolve;
+pub(crate) mod resolve;
 mod secrets;
 
 use std::sync::Arc;

@@ -20,7 +20,7 @@ use crate::http::HttpLimits;
 
 /// The resolved configuration of one node.
 #[derive(Debug)]
-pub(super) struct ServeConfig {
+pub(crate) struct ServeConfig {
     pub(super) listen: SocketAddr,
     pub(super) data_dir: PathBuf,
     pub(super) database: String,
@@ -44,7 +44,7 @@ fn hostname() -> String {
 
 /// Checks the settings against each other and derives what defaults to
 /// other settings (the database from the data dir, the node from the port).
-pub(super) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
+pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     let listen = s.listen;
     let token = bootstrap_token(s.token.clone(), s.token_file.as_deref())?;
     if !listen.ip().is_loopback() && token.is_none() {
@@ -127,6 +127,10 @@ pub(super) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     })
 }
 
+/// Most connections a node may hold open: more than a process may have
+/// files open on a usual system.
+const MAX_CONNECTIONS: usize = 1_000_000;
+
 /// The limits on connections and requests, each checked for a value that
 /// would make the server unusable.
 fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
@@ -138,6 +142,10 @@ fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
     };
     at_least("max_queued", s.max_queued, 1, "")?;
     at_least("http.max_connections", s.http_max_connections as u64, 1, "")?;
+    // A semaphore counts them, and panics past its (huge) maximum.
+    if s.http_max_connections > MAX_CONNECTIONS {
+        bail!("http.max_connections: must be at most {MAX_CONNECTIONS}");
+    }
     at_least(
         "http.max_header_bytes",
         s.http_max_header_bytes.0,
@@ -210,6 +218,10 @@ mod tests {
                 "http.header_read_timeout",
             ),
             (&[("http.max_connections", "0")][..], "http.max_connections"),
+            (
+                &[("http.max_connections", "18446744073709551615")][..],
+                "http.max_connections",
+            ),
             (
                 &[("http.max_header_bytes", "1KiB")][..],
                 "http.max_header_bytes",

@@ -9,6 +9,8 @@
 
 mod cap;
 mod command;
+#[doc(hidden)]
+pub mod fuzzing;
 mod lines;
 mod mask;
 #[cfg(test)]

@@ -1,0 +1,299 @@
+//! Property tests of query parameters: arbitrary query strings through the
+//! real extractor ([`QueryParams`]) into each route's own parameters,
+//! checked as its handler checks them. Each property says its invariant
+//! above it; each runs a few thousand generated cases (`PROPTEST_CASES`
+//! overrides).
+
+use axum::extract::FromRequestParts;
+use axum::http::{Request, StatusCode, Uri};
+use futures_util::FutureExt;
+use joblog_core::{JobQuery, JobState, Stream};
+use proptest::prelude::*;
+use serde::de::DeserializeOwned;
+
+use super::QueryParams;
+use crate::error::{ApiError, ErrorCode};
+use crate::routes::{parse_streams, ListParams, LogParams, LogRequest, TextParams};
+use crate::sse::EventsParams;
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(2000),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+/// The real extractor on a request for `/x?{query}`.
+fn extract<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    let request = Request::get(format!("/x?{query}")).body(()).unwrap();
+    let (mut parts, ()) = request.into_parts();
+    QueryParams::<T>::from_request_parts(&mut parts, &())
+        .now_or_never()
+        .expect("the extractor never waits")
+        .map(|QueryParams(p)| p)
+}
+
+/// What each route makes of a query, as its handler reads it.
+fn list(q: &str) -> Result<JobQuery, ApiError> {
+    extract::<ListParams>(q)?.query()
+}
+fn log(q: &str) -> Result<LogRequest, ApiError> {
+    extract::<LogParams>(q)?.request()
+}
+type Text = (Option<Vec<Stream>>, Option<bool>, Option<bool>);
+fn text(q: &str) -> Result<Text, ApiError> {
+    let p = extract::<TextParams>(q)?;
+    Ok((parse_streams(p.streams.as_deref())?, p.timestamps, p.escape))
+}
+fn events(q: &str) -> Result<(Option<u64>, Option<Vec<Stream>>), ApiError> {
+    let p = extract::<EventsParams>(q)?;
+    Ok((p.after_seq, parse_streams(p.streams.as_deref())?))
+}
+
+/// The keys of a query, decoded as the extractor decodes them.
+fn keys(query: &str) -> Vec<String> {
+    let uri: Uri = format!("/x?{query}").parse().unwrap();
+    let axum::extract::Query(pairs) =
+        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri).unwrap();
+    pairs.into_iter().map(|(k, _)| k).collect()
+}
+
+/// How a client percent-encodes: only what it must, every byte, or also
+/// spaces as `+`.
+#[derive(Debug, Clone, Copy)]
+enum Enc {
+    Minimal,
+    Every,
+    Plus,
+}
+
+fn encoding() -> impl Strategy<Value = Enc> {
+    prop_oneof![Just(Enc::Minimal), Just(Enc::Every), Just(Enc::Plus)]
+}
+
+fn enc(bytes: &[u8], how: Enc) -> String {
+    let mut out = String::new();
+    for &b in bytes {
+        match (how, b) {
+            (Enc::Plus, b' ') => out.push('+'),
+            (Enc::Minimal | Enc::Plus, b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9')
+            | (Enc::Minimal | Enc::Plus, b'-' | b'.' | b'_' | b'~' | b',' | b':' | b'/') => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+const PARAMS: [&str; 9] = [
+    "after_seq",
+    "limit",
+    "streams",
+    "wait_ms",
+    "state",
+    "name",
+    "before_id",
+    "timestamps",
+    "escape",
+];
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        6 => prop::sample::select(&PARAMS[..]).prop_map(|k| k.as_bytes().to_vec()),
+        1 => "[A-Za-z_]{0,10}".prop_map(String::into_bytes),
+        1 => prop::collection::vec(any::<u8>(), 0..8),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        any::<u64>().prop_map(|n| n.to_string()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        (0u32..20_000).prop_map(|n| n.to_string()),
+        "[+-]?[0-9]{18,40}(\\.[0-9]+)?",
+        Just(String::new()),
+        prop::sample::select(&JobState::ALL[..]).prop_map(|s| s.name().to_string()),
+        "[a-z ]{0,12}(,[a-z ]{0,12}){0,3}",
+        "true|false|TRUE|1|yes",
+        any::<String>(),
+    ]
+    .prop_map(String::into_bytes)
+}
+
+/// One piece of a raw query.
+fn piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => (key(), value(), encoding(), encoding())
+            .prop_map(|(k, v, ek, ev)| format!("{}={}", enc(&k, ek), enc(&v, ev))),
+        1 => (key(), encoding()).prop_map(|(k, e)| enc(&k, e)),
+        1 => prop::sample::select(&["", "=", "==", "%", "%zz", "%4", "+", "&"][..])
+            .prop_map(str::to_string),
+    ]
+}
+
+fn raw_query() -> impl Strategy<Value = String> {
+    prop::collection::vec(piece(), 0..6).prop_map(|p| p.join("&"))
+}
+
+/// An error of a query: `400 invalid_query`, its message naming one of
+/// the query's keys (`key:`, or `` `key` `` when unknown or repeated) or
+/// the query itself.
+fn check_error(e: &ApiError, query: &str) -> Result<(), TestCaseError> {
+    prop_assert_eq!(e.code, ErrorCode::InvalidQuery, "{}", e.message);
+    prop_assert_eq!(e.code.status(), StatusCode::BAD_REQUEST);
+    let keys = keys(query);
+    let named = keys
+        .iter()
+        .any(|k| e.message.contains(&format!("{k}:")) || e.message.contains(&format!("`{k}`")));
+    prop_assert!(
+        named || e.message == "query string is malformed",
+        "{:?} names none of {:?}",
+        e.message,
+        keys
+    );
+    Ok(())
+}
+
+/// Accepted only if every key is one of the route's parameters, once.
+fn check_ok(query: &str, params: &[&str]) -> Result<(), TestCaseError> {
+    let keys = keys(query);
+    for (i, k) in keys.iter().enumerate() {
+        prop_assert!(params.contains(&k.as_str()), "unknown key {:?} accepted", k);
+        prop_assert!(!keys[..i].contains(k), "repeated key {:?} accepted", k);
+    }
+    Ok(())
+}
+
+fn check<T>(r: Result<T, ApiError>, query: &str, params: &[&str]) -> Result<(), TestCaseError> {
+    match r {
+        Ok(_) => check_ok(query, params),
+        Err(e) => check_error(&e, query),
+    }
+}
+
+/// A stream list as a client may write it: `warning,error`, with spaces
+/// and a trailing comma or not.
+fn stream_list() -> impl Strategy<Value = (Vec<Stream>, String)> {
+    (
+        prop::collection::vec(prop::sample::select(&Stream::ALL[..]), 0..5),
+        prop::sample::select(&[",", ", ", " ,"][..]),
+        any::<bool>(),
+    )
+        .prop_map(|(list, sep, trailing)| {
+            let mut text = list.iter().map(|s| s.name()).collect::<Vec<_>>().join(sep);
+            if trailing {
+                text.push(',');
+            }
+            (list, text)
+        })
+}
+
+/// A permutation of the parameters, to write them in any order.
+fn order() -> impl Strategy<Value = Vec<usize>> {
+    Just((0..PARAMS.len()).collect::<Vec<_>>()).prop_shuffle()
+}
+
+/// `key=value` pairs in the order `order` gives, encoded as `how`.
+fn render(mut pairs: Vec<(&str, String)>, order: &[usize], how: Enc) -> String {
+    pairs.sort_by_key(|(k, _)| order[PARAMS.iter().position(|p| p == k).unwrap()]);
+    pairs
+        .into_iter()
+        .map(|(k, v)| format!("{k}={}", enc(v.as_bytes(), how)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Any query string (arbitrary bytes percent-encoded or not, repeated,
+    /// unknown and empty keys, huge and negative numbers, empty values,
+    /// stray `%`): no route panics, and each either accepts it — every key
+    /// one of its parameters, once — or answers `400 invalid_query` naming
+    /// a key of the query. The bare parser does the same on any text.
+    #[test]
+    fn any_query_is_parsed_or_refused_naming_a_key(query in raw_query(), raw in any::<String>()) {
+        check(list(&query), &query, &["state", "name", "limit", "before_id"])?;
+        check(log(&query), &query, &["after_seq", "limit", "streams", "wait_ms"])?;
+        check(text(&query), &query, &["streams", "timestamps", "escape"])?;
+        check(events(&query), &query, &["after_seq", "streams"])?;
+        if let Err(e) = super::serde_urlencoded_from_str::<ListParams>(&raw) {
+            prop_assert_eq!(e.code, ErrorCode::InvalidQuery);
+        }
+    }
+
+    /// A listing query of valid values (a name of any characters but
+    /// control ones), in any order and encoding, gives exactly those
+    /// values (default limit 50).
+    #[test]
+    fn a_listing_query_round_trips(
+        state in prop::option::of(prop::sample::select(&JobState::ALL[..])),
+        name in prop::option::of("[^\\p{Cc}]+"),
+        limit in prop::option::of(1u32..=joblog_core::MAX_LIST_LIMIT),
+        before_id in prop::option::of(any::<i64>()),
+        how in encoding(),
+        order in order(),
+    ) {
+        let mut pairs = Vec::new();
+        if let Some(s) = state { pairs.push(("state", s.name().to_string())) }
+        if let Some(n) = &name { pairs.push(("name", n.clone())) }
+        if let Some(l) = limit { pairs.push(("limit", l.to_string())) }
+        if let Some(b) = before_id { pairs.push(("before_id", b.to_string())) }
+        let query = render(pairs, &order, how);
+        let parsed = list(&query).map_err(|e| TestCaseError::fail(format!("{query}: {e}")))?;
+        prop_assert_eq!(parsed, JobQuery { state, name, limit: limit.unwrap_or(50), before_id });
+    }
+
+    /// A log query of valid values gives exactly those values to the log
+    /// page (defaults: after 0, limit 1000, every stream, no wait; a wait
+    /// is capped at 30 s), the text log and the live tail. A stream list
+    /// naming no stream is no filter, like an empty one.
+    #[test]
+    fn a_log_query_round_trips(
+        after in prop::option::of(any::<u64>()),
+        limit in prop::option::of(1u32..=crate::routes::MAX_LOG_LIMIT),
+        streams in prop::option::of(stream_list()),
+        wait_ms in prop::option::of(any::<u64>()),
+        flags in (prop::option::of(any::<bool>()), prop::option::of(any::<bool>())),
+        how in encoding(),
+        order in order(),
+    ) {
+        let mut common = Vec::new();
+        if let Some(s) = &streams { common.push(("streams", s.1.clone())) }
+        let mut page = common.clone();
+        if let Some(a) = after { page.push(("after_seq", a.to_string())) }
+        let tail = page.clone();
+        if let Some(l) = limit { page.push(("limit", l.to_string())) }
+        if let Some(w) = wait_ms { page.push(("wait_ms", w.to_string())) }
+        let mut download = common;
+        if let Some(t) = flags.0 { download.push(("timestamps", t.to_string())) }
+        if let Some(e) = flags.1 { download.push(("escape", e.to_string())) }
+
+        let filter = streams.map(|s| s.0).filter(|s| !s.is_empty());
+        let q = render(page, &order, how);
+        prop_assert_eq!(
+            log(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?,
+            LogRequest {
+                after: after.unwrap_or(0),
+                limit: limit.unwrap_or(crate::routes::DEFAULT_LOG_LIMIT),
+                streams: filter.clone(),
+                wait: std::time::Duration::from_millis(wait_ms.unwrap_or(0).min(30_000)),
+            }
+        );
+        let q = render(download, &order, how);
+        prop_assert_eq!(
+            text(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?,
+            (filter.clone(), flags.0, flags.1)
+        );
+        let q = render(tail, &order, how);
+        prop_assert_eq!(
+            events(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?,
+            (after, filter)
+        );
+    }
+}
