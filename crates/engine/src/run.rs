@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use joblog_core::{Job, JobState, Stream, Timestamp};
+use joblog_core::{Job, JobId, JobState, Record, Stream, Timestamp};
 use joblog_pipeline::{Finish, OutputParser, ResultText, Source};
 use nix::sys::signal::Signal;
 use tokio::io::AsyncReadExt;
@@ -306,15 +306,7 @@ impl Engine {
             if !out.is_empty() {
                 // Waits only while the writer is behind: then the pipes are
                 // not read and the job blocks on its own writes.
-                let records = std::mem::take(&mut out);
-                if let Err(e) = self
-                    .inner
-                    .pipeline
-                    .append(job.id, records, log.summary())
-                    .await
-                {
-                    tracing::error!(job = job.id, error = %e, "log pipeline closed under a running job");
-                }
+                self.hand_over(job.id, &mut out, log).await;
                 // Time spent waiting for the writer is not the pipe's idleness.
                 last_data = Instant::now();
             }
@@ -334,17 +326,7 @@ impl Engine {
                 stopped = Some(state);
             }
         }
-        if !out.is_empty() {
-            let records = std::mem::take(&mut out);
-            if let Err(e) = self
-                .inner
-                .pipeline
-                .append(job.id, records, log.summary())
-                .await
-            {
-                tracing::error!(job = job.id, error = %e, "log pipeline closed under a running job");
-            }
-        }
+        self.hand_over(job.id, &mut out, log).await;
         // Whatever else is left of the group goes with the job.
         signal_group(pgid, Signal::SIGKILL);
         match (stopped, status) {
@@ -356,6 +338,22 @@ impl Engine {
 
     /// The job's result file: a regular file, never followed through a
     /// link (a job could point it at a file of the server's).
+    /// Hands the records in `out` to the pipeline, with the job's counters.
+    async fn hand_over(&self, job: JobId, out: &mut Vec<Record>, log: &OutputParser) {
+        if out.is_empty() {
+            return;
+        }
+        let records = std::mem::take(out);
+        if let Err(e) = self
+            .inner
+            .pipeline
+            .append(job, records, log.summary())
+            .await
+        {
+            tracing::error!(job, error = %e, "log pipeline closed under a running job");
+        }
+    }
+
     async fn read_result_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
         let max = self.inner.config.max_result_bytes;
         let meta = match tokio::fs::symlink_metadata(path).await {
