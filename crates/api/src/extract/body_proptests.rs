@@ -20,17 +20,6 @@ use crate::error::{ApiError, ErrorCode};
 use crate::routes::GroomRequest;
 use crate::tokens::CreateToken;
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(2000),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 /// The real extractor on a body sent with `content_type`, read through
 /// the bound `limits::enforce` puts on it.
 fn extract<T: DeserializeOwned>(
@@ -320,7 +309,7 @@ fn faults() -> Vec<(&'static str, Value)> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(super::proptest_config())]
 
     /// Any bytes with any content type, read within any size bound: each
     /// body type is read, or refused with `415 unsupported_media_type`

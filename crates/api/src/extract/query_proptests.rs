@@ -16,17 +16,6 @@ use crate::error::{ApiError, ErrorCode};
 use crate::routes::{parse_streams, ListParams, LogParams, LogRequest, TextParams};
 use crate::sse::EventsParams;
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(2000),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 /// The real extractor on a request for `/x?{query}`.
 fn extract<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
     let request = Request::get(format!("/x?{query}")).body(()).unwrap();
@@ -209,7 +198,7 @@ fn render(mut pairs: Vec<(&str, String)>, order: &[usize], how: Enc) -> String {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(super::proptest_config())]
 
     /// Any query string (arbitrary bytes percent-encoded or not, repeated,
     /// unknown and empty keys, huge and negative numbers, empty values,
