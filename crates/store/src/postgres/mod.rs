@@ -99,7 +99,7 @@ impl PgStore {
 /// of the store (reads, the writer, the listener) is made through it.
 #[derive(Clone)]
 pub(crate) struct Target {
-    pub(crate) config: Config,
+    config: Config,
     tls: MakeRustlsConnect,
     mode: tls::SslMode,
 }
@@ -139,9 +139,14 @@ impl Target {
     /// `postgres://user@host:port/db`, with `?sslmode=…` unless it is the
     /// default; never the password.
     pub(crate) fn describe(&self) -> String {
+        let url = format!(
+            "postgres://{}/{}",
+            server(&self.config),
+            self.config.get_dbname().unwrap_or("")
+        );
         match self.mode {
-            tls::SslMode::Prefer => describe(&self.config),
-            mode => format!("{}?sslmode={}", describe(&self.config), mode.name()),
+            tls::SslMode::Prefer => url,
+            mode => format!("{url}?sslmode={}", mode.name()),
         }
     }
 }
@@ -191,14 +196,6 @@ fn redact(url: &str) -> String {
         }
         _ => url.to_string(),
     }
-}
-
-pub(crate) fn describe(config: &Config) -> String {
-    format!(
-        "postgres://{}/{}",
-        server(config),
-        config.get_dbname().unwrap_or("")
-    )
 }
 
 /// `user@host:port[,host:port…]` of a connection config, never the password.
