@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use joblog_core::Role;
+
 use crate::error::ErrorCode;
 
 fn openapi() -> Value {
@@ -142,6 +144,25 @@ fn the_openapi_document_gives_each_route_its_role() {
             Some(role),
             "{method} {path}"
         );
+    }
+}
+
+/// Every operation lists the refusals its rule can give: 401 where a
+/// token is needed, 403 where a role above viewer is needed or the method
+/// changes state (refused cross-site); public ones list neither.
+#[test]
+fn the_openapi_document_lists_each_routes_refusals() {
+    let doc = openapi();
+    for (method, path, access) in crate::rules::RULES {
+        let key = path.strip_prefix("/api/v1").unwrap_or(path);
+        let responses = &doc["paths"][key][method.to_lowercase()]["responses"];
+        let lists = |status: &str| responses[status].is_object();
+        let (needs_401, needs_403) = match access {
+            crate::rules::Access::Public => (false, false),
+            crate::rules::Access::Role(r) => (true, *r > Role::Viewer || *method != "GET"),
+        };
+        assert_eq!(lists("401"), needs_401, "{method} {path}: 401");
+        assert_eq!(lists("403"), needs_403, "{method} {path}: 403");
     }
 }
 

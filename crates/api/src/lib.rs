@@ -15,6 +15,7 @@ mod extract;
 pub mod fuzzing;
 mod guard;
 pub mod limits;
+mod nodes;
 mod routes;
 mod sse;
 mod tokens;
@@ -82,6 +83,7 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/log/events", get(sse::log_events))
         .route("/jobs/{id}/result", get(routes::result))
         .route("/groom", post(routes::groom))
+        .route("/nodes", get(nodes::list))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{name}", delete(tokens::revoke))
         .route("/openapi.json", get(routes::openapi));

@@ -7,6 +7,7 @@
 mod duration;
 mod escape;
 mod job;
+mod node;
 mod record;
 mod time;
 mod token;
@@ -17,6 +18,7 @@ pub use job::{
     Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
     ValidationError, MAX_LIST_LIMIT,
 };
+pub use node::{NodeInfo, NodeState};
 pub use record::{Record, Stream, StreamCounts};
 pub use time::Timestamp;
 pub use token::{validate_token_name, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};

@@ -165,22 +165,23 @@ impl Engine {
         registry: &mut Registry,
     ) -> Result<Engine, EngineError> {
         let shared = store.is_shared();
-        if shared {
-            // Register this node before taking jobs. Judging the others
-            // waits for the heartbeat loop (see `heartbeats`).
-            nodes::heartbeat(&pipeline, &config, false).await?;
-        }
         // Jobs still `running` under this node's name were left by an
         // earlier process of it; with the embedded store this node is the
-        // only one, so that is every running job.
+        // only one, so that is every running job. Before registering, so
+        // their records can name the old process's last heartbeat.
         let own = shared.then(|| config.node.clone());
-        let n = pipeline.interrupt(own, false).await?;
-        if n > 0 {
+        let ended = pipeline.interrupt(own, false).await?;
+        if !ended.is_empty() {
             tracing::warn!(
-                jobs = n,
-                "jobs left running by an earlier process marked interrupted"
+                "jobs left running by an earlier server that was killed or crashed, marked interrupted: {}",
+                nodes::describe(&ended)
             );
         }
+        // Registered before taking jobs. Judging the others waits for the
+        // heartbeat loop (see `heartbeats`).
+        pipeline
+            .register_node(config.node.clone(), env!("CARGO_PKG_VERSION").to_string())
+            .await?;
         std::fs::create_dir_all(config.data_dir.join("results")).map_err(|e| {
             EngineError::Io(format!(
                 "cannot create {}: {e}",
@@ -188,6 +189,20 @@ impl Engine {
             ))
         })?;
         orphans::become_subreaper();
+        // On the embedded store the node is whatever server has the data
+        // dir (one at a time, whatever its name); on a shared one, the
+        // node of that name.
+        let mark_node = if shared { config.node.as_str() } else { "" };
+        let orphans = orphans::Sweeper::new(mark_node, &store.describe());
+        // Before any job of ours runs: whatever carries this node's mark is
+        // left from an earlier server that died without stopping its jobs.
+        let leftovers = orphans.kill_leftovers();
+        if !leftovers.is_empty() {
+            tracing::warn!(
+                pids = ?leftovers,
+                "killed processes of jobs left running by an earlier server of this node"
+            );
+        }
         let metrics = Metrics {
             queue_wait: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
             run_time: Histogram::new(exponential_buckets(0.01, 4.0, 10)),
@@ -228,7 +243,7 @@ impl Engine {
                 accepting: AtomicBool::new(true),
                 shutdown: watch::channel(false).0,
                 running: Mutex::new(Running::default()),
-                orphans: orphans::Sweeper::new(),
+                orphans,
                 spawning: Mutex::new(()),
                 secrets: Mutex::new(HashMap::new()),
                 submitting: tokio::sync::RwLock::new(()),
@@ -245,9 +260,7 @@ impl Engine {
         // Subscribed here, not in the task, so no commit after start is missed.
         let commits = engine.inner.pipeline.subscribe();
         tokio::spawn(engine.clone().watch_commits(commits));
-        if shared {
-            tokio::spawn(engine.clone().heartbeats());
-        }
+        tokio::spawn(engine.clone().heartbeats());
         tokio::spawn(engine.clone().dispatch());
         tokio::spawn(engine.clone().sweep_orphans_every(ORPHAN_SWEEP));
         Ok(engine)
@@ -263,6 +276,11 @@ impl Engine {
 
     pub fn node(&self) -> &str {
         &self.inner.config.node
+    }
+
+    /// The silence after which this node takes another for lapsed.
+    pub fn heartbeat_timeout(&self) -> Duration {
+        self.inner.config.heartbeat_timeout
     }
 
     /// Jobs running on this node right now. Not the pool's taken permits:
@@ -474,6 +492,10 @@ impl Engine {
                 self.stop_job(id, StopReason::Shutdown);
             }
             self.wait_idle().await;
+        }
+        let node = self.inner.config.node.clone();
+        if let Err(e) = self.inner.pipeline.node_stopped(node).await {
+            tracing::warn!(error = %e, "could not record this node's stop");
         }
     }
 

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use joblog_core::JobId;
 use joblog_pipeline::Pipeline;
 
 use crate::{Engine, EngineConfig};
@@ -34,7 +35,9 @@ impl Engine {
         }
     }
 
-    /// Keeps this node's heartbeat fresh and ends the jobs of lapsed nodes.
+    /// Keeps this node's heartbeat fresh (on the embedded store too, so a
+    /// crash can be dated) and, on a shared store, ends the jobs of lapsed
+    /// nodes.
     ///
     /// Judging others needs a fair view: after this node could not
     /// heartbeat for a while (the database was away, or the writer was
@@ -45,6 +48,7 @@ impl Engine {
     /// the timeout would interrupt every other node's jobs.
     pub(crate) async fn heartbeats(self) {
         let timeout = self.inner.config.heartbeat_timeout;
+        let shared = self.inner.store.is_shared();
         let period = (timeout / 3).max(Duration::from_millis(100));
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -53,10 +57,13 @@ impl Engine {
         loop {
             tick.tick().await;
             let started = tokio::time::Instant::now();
-            let judge = started.duration_since(healthy_since) >= timeout;
+            let judge = shared && started.duration_since(healthy_since) >= timeout;
             match heartbeat(&self.inner.pipeline, &self.inner.config, judge).await {
-                Ok(0) => {}
-                Ok(n) => tracing::warn!(jobs = n, "jobs of lapsed nodes marked interrupted"),
+                Ok(ended) if ended.is_empty() => {}
+                Ok(ended) => tracing::warn!(
+                    "nodes silent for more than {timeout:?} taken for lost; their jobs marked interrupted: {}",
+                    describe(&ended)
+                ),
                 Err(joblog_pipeline::PipelineError::Closed) => return,
                 Err(e) => tracing::error!(error = %e, "heartbeat failed"),
             }
@@ -73,12 +80,45 @@ impl Engine {
     }
 }
 
-/// One heartbeat; returns how many jobs of lapsed nodes it interrupted.
+/// One heartbeat; returns the jobs of lapsed nodes it interrupted.
 pub(crate) async fn heartbeat(
     pipeline: &Pipeline,
     config: &EngineConfig,
     judge: bool,
-) -> Result<u64, joblog_pipeline::PipelineError> {
+) -> Result<Vec<(JobId, Option<String>)>, joblog_pipeline::PipelineError> {
     let lapse = judge.then_some(config.heartbeat_timeout);
     pipeline.heartbeat(config.node.clone(), lapse).await
+}
+
+/// Interrupted jobs by node, for a log line: `node-a: jobs 3, 4; node-b: job 7`.
+pub(crate) fn describe(ended: &[(JobId, Option<String>)]) -> String {
+    let mut by_node: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for (job, node) in ended {
+        by_node
+            .entry(node.as_deref().unwrap_or("(no node)"))
+            .or_default()
+            .push(job.to_string());
+    }
+    let parts: Vec<String> = by_node
+        .into_iter()
+        .map(|(node, jobs)| {
+            let noun = if jobs.len() == 1 { "job" } else { "jobs" };
+            format!("{node}: {noun} {}", jobs.join(", "))
+        })
+        .collect();
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn interrupted_jobs_are_told_by_node() {
+        let ended = [
+            (3, Some("b".to_string())),
+            (1, Some("a".into())),
+            (4, Some("b".into())),
+        ];
+        assert_eq!(super::describe(&ended), "a: job 1; b: jobs 3, 4");
+        assert_eq!(super::describe(&[(9, None)]), "(no node): job 9");
+    }
 }

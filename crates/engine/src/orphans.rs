@@ -6,6 +6,12 @@
 //! (`JOBLOG_INSTANCE`, this engine's, and `JOBLOG_JOB_ID`) and kills it
 //! once its job is no longer running.
 //!
+//! A server that dies without stopping its jobs (`kill -9`, a crash) has
+//! the kernel kill each job's main process (`process::die_with_server`);
+//! what those had started is found at the next start of the same node on
+//! the same store by a second mark, `JOBLOG_SUPERVISOR`, and killed
+//! ([`Sweeper::kill_leftovers`]).
+//!
 //! Invariants: only children of this process that carry this engine's mark
 //! are touched, so other engines in the same process (tests) and anything
 //! else it started are left alone; a running job's processes are never
@@ -41,12 +47,18 @@ struct Child {
 pub(crate) struct Sweeper {
     /// This engine's mark, `JOBLOG_INSTANCE` in its jobs' environment.
     instance: String,
+    /// This node's mark on its store, `JOBLOG_SUPERVISOR`: the same for
+    /// every process of the node, before and after a restart.
+    supervisor: String,
     /// Children seen carrying the mark: once they die, theirs to reap.
     marked: std::sync::Mutex<HashSet<i32>>,
 }
 
 impl Sweeper {
-    pub fn new() -> Sweeper {
+    /// `node` and `store` (its description, without secrets) make the
+    /// supervisor mark; `node` is empty where the store has one node at a
+    /// time.
+    pub fn new(node: &str, store: &str) -> Sweeper {
         use std::hash::{BuildHasher, Hasher};
         // Seeded afresh for each `RandomState`: enough to tell engines
         // apart, not a secret.
@@ -54,6 +66,7 @@ impl Sweeper {
         h.write_u32(std::process::id());
         Sweeper {
             instance: format!("{:016x}", h.finish()),
+            supervisor: supervisor_mark(node, store),
             marked: std::sync::Mutex::new(HashSet::new()),
         }
     }
@@ -61,6 +74,38 @@ impl Sweeper {
     /// The value of `JOBLOG_INSTANCE` for this engine's jobs.
     pub fn instance(&self) -> &str {
         &self.instance
+    }
+
+    /// The value of `JOBLOG_SUPERVISOR` for this node's jobs.
+    pub fn supervisor(&self) -> &str {
+        &self.supervisor
+    }
+
+    /// Kills every process on this machine left by an earlier server of
+    /// this node on this store (its supervisor mark with another instance
+    /// mark), wherever it was reparented. Called at start, before any job
+    /// of this engine runs. Returns the pids it killed.
+    pub fn kill_leftovers(&self) -> Vec<i32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let me = std::process::id() as i32;
+        let mut killed = Vec::new();
+        for pid in entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
+            if pid == me {
+                continue;
+            }
+            // Another user's processes are unreadable, and not ours.
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if is_leftover(&environ, &self.supervisor, &self.instance)
+                && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
+            {
+                killed.push(pid);
+            }
+        }
+        killed
     }
 
     /// Kills every marked child of this process that is not a job's main
@@ -147,6 +192,32 @@ fn job_of(pid: i32, instance: &str) -> Option<JobId> {
     job_id_in(&environ, instance)
 }
 
+/// Whether a process's environment marks it as a job's of `supervisor`
+/// started by another engine than `instance`.
+fn is_leftover(environ: &[u8], supervisor: &str, instance: &str) -> bool {
+    let mut same_node = false;
+    let mut same_engine = false;
+    for var in environ.split(|b| *b == 0) {
+        if let Some(v) = var.strip_prefix(b"JOBLOG_SUPERVISOR=") {
+            same_node = v == supervisor.as_bytes();
+        } else if let Some(v) = var.strip_prefix(b"JOBLOG_INSTANCE=") {
+            same_engine = v == instance.as_bytes();
+        }
+    }
+    same_node && !same_engine
+}
+
+/// FNV-1a of the node's name and store: stable across restarts and
+/// versions (std's hashers promise neither), and naming neither.
+fn supervisor_mark(node: &str, store: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in node.bytes().chain([0]).chain(store.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 fn job_id_in(environ: &[u8], instance: &str) -> Option<JobId> {
     let mut ours = false;
     let mut job = None;
@@ -182,14 +253,65 @@ mod tests {
             None
         );
         assert_eq!(job_id_in(b"", "ab"), None);
-        assert_ne!(Sweeper::new().instance(), Sweeper::new().instance());
+        assert_ne!(
+            Sweeper::new("n", "s").instance(),
+            Sweeper::new("n", "s").instance()
+        );
+    }
+
+    #[test]
+    fn leftovers_are_the_same_nodes_jobs_of_another_engine() {
+        let mark = supervisor_mark("node-a", "sqlite:///d/joblog.db");
+        assert_eq!(mark, supervisor_mark("node-a", "sqlite:///d/joblog.db"));
+        assert_ne!(mark, supervisor_mark("node-b", "sqlite:///d/joblog.db"));
+        assert_ne!(mark, supervisor_mark("node-a", "sqlite:///e/joblog.db"));
+        let env = |s: &str, i: &str| format!("A=1\0JOBLOG_SUPERVISOR={s}\0JOBLOG_INSTANCE={i}\0");
+        assert!(is_leftover(env(&mark, "old").as_bytes(), &mark, "new"));
+        assert!(
+            !is_leftover(env(&mark, "new").as_bytes(), &mark, "new"),
+            "this engine's own"
+        );
+        assert!(
+            !is_leftover(env("other", "old").as_bytes(), &mark, "new"),
+            "another node's"
+        );
+        assert!(!is_leftover(b"A=1\0", &mark, "new"), "unmarked");
+    }
+
+    /// A process left by an earlier engine of the same node is killed at
+    /// start; one of another node is not.
+    #[test]
+    fn an_earlier_engines_leftover_is_killed() {
+        let old = Sweeper::new("n", "sqlite:///leftover-test.db");
+        let new = Sweeper::new("n", "sqlite:///leftover-test.db");
+        let elsewhere = Sweeper::new("m", "sqlite:///leftover-test.db");
+        let start = |s: &Sweeper| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .env("JOBLOG_INSTANCE", s.instance())
+                .env("JOBLOG_SUPERVISOR", s.supervisor())
+                .spawn()
+                .unwrap()
+        };
+        let mut left = start(&old);
+        let mut other = start(&elsewhere);
+        let killed = new.kill_leftovers();
+        assert_eq!(killed, vec![left.id() as i32]);
+        assert!(!left.wait().unwrap().success());
+        assert_eq!(
+            other.try_wait().unwrap(),
+            None,
+            "another node's: left running"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 
     /// A marked child whose job is not running is killed and then reaped;
     /// an unmarked one is left alone.
     #[test]
     fn a_marked_child_of_an_ended_job_is_killed_and_reaped() {
-        let sweeper = Sweeper::new();
+        let sweeper = Sweeper::new("n", "s");
         let mut marked = std::process::Command::new("sleep")
             .arg("30")
             .env("JOBLOG_INSTANCE", sweeper.instance())

@@ -15,7 +15,7 @@ const SERVER_ONLY_ENV: &[&str] = &["JOBLOG_TOKEN", "JOBLOG_DATABASE_URL"];
 
 pub(crate) fn spawn(
     id: JobId,
-    instance: &str,
+    marks: &Marks<'_>,
     spec: &JobSpec,
     secrets: &BTreeMap<String, String>,
     result_path: &Path,
@@ -40,12 +40,55 @@ pub(crate) fn spawn(
         .envs(secrets)
         .env("JOBLOG_JOB_ID", id.to_string())
         // Marks the job's processes as this engine's, for `orphans`.
-        .env("JOBLOG_INSTANCE", instance)
+        .env("JOBLOG_INSTANCE", marks.instance)
+        // Marks them as this node's on this store, for the sweep at the
+        // next start should this server die without stopping them.
+        .env("JOBLOG_SUPERVISOR", marks.supervisor)
         .env("JOBLOG_RESULT", result_path);
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
     }
+    die_with_server(&mut cmd);
     cmd.spawn()
+}
+
+/// The marks a job's environment carries (see `orphans`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Marks<'a> {
+    /// This engine's (`JOBLOG_INSTANCE`).
+    pub instance: &'a str,
+    /// This node on this store, the same across restarts (`JOBLOG_SUPERVISOR`).
+    pub supervisor: &'a str,
+}
+
+/// Has the kernel kill the job's main process when the server dies,
+/// however it dies (`kill -9` too): a job must not run on unsupervised,
+/// writing to pipes nobody reads, while the store calls it interrupted.
+/// Processes the job started in turn are killed by the next start's sweep
+/// (`orphans::kill_leftovers`) or, under systemd, with the service's
+/// control group.
+///
+/// The signal is tied to the thread that forks, not the process: jobs are
+/// spawned from the runtime's worker threads, which live as long as the
+/// server, never from short-lived blocking threads.
+#[allow(unsafe_code)]
+fn die_with_server(cmd: &mut Command) {
+    let server = nix::unistd::getpid();
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe calls are allowed: prctl(2) and getppid(2)
+    // are system calls that neither allocate nor take locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            // The server may have died before the line above: then the
+            // signal will never come, and the job must not start.
+            // (No allocation here: the error is a bare errno.)
+            if nix::unistd::getppid() != server {
+                return Err(nix::errno::Errno::ESRCH.into());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Sends `signal` to the job's process group. Errors (the group is already

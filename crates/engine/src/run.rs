@@ -87,7 +87,10 @@ impl Engine {
                     .unwrap_or_else(|p| p.into_inner());
                 let spawned = spawn(
                     id,
-                    self.inner.orphans.instance(),
+                    &crate::process::Marks {
+                        instance: self.inner.orphans.instance(),
+                        supervisor: self.inner.orphans.supervisor(),
+                    },
                     &job.spec,
                     &secrets,
                     &result_path,

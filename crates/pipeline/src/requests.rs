@@ -84,18 +84,18 @@ impl Pipeline {
     }
 
     /// Marks `running` jobs of `node` (every node's with `None`)
-    /// interrupted, and queued ones too with `include_queued`; returns how
-    /// many.
+    /// interrupted, and queued ones too with `include_queued`, each with a
+    /// last record saying why; returns them with the node each had.
     pub async fn interrupt(
         &self,
         node: Option<String>,
         include_queued: bool,
-    ) -> Result<u64, PipelineError> {
+    ) -> Result<Vec<(JobId, Option<String>)>, PipelineError> {
         let op = WriteOp::Interrupt {
             node,
             include_queued,
         };
-        count("interrupt", self.execute(op).await?)
+        interrupted("interrupt", self.execute(op).await?)
     }
 
     /// Deletes up to `max` of the job's records, lowest seq first; returns
@@ -129,16 +129,36 @@ impl Pipeline {
     }
 
     /// Records that `node` is alive and, with `lapse`, interrupts the
-    /// running jobs of nodes silent for longer; returns how many.
+    /// running jobs of nodes silent for longer; returns those jobs with
+    /// the node each had.
     pub async fn heartbeat(
         &self,
         node: String,
         lapse: Option<Duration>,
-    ) -> Result<u64, PipelineError> {
-        count(
+    ) -> Result<Vec<(JobId, Option<String>)>, PipelineError> {
+        interrupted(
             "heartbeat",
             self.execute(WriteOp::Heartbeat { node, lapse }).await?,
         )
+    }
+
+    /// Records that `node` started, running joblog `version`.
+    pub async fn register_node(&self, node: String, version: String) -> Result<(), PipelineError> {
+        match self
+            .execute(WriteOp::RegisterNode { node, version })
+            .await?
+        {
+            Outcome::Done => Ok(()),
+            other => Err(mismatch("register_node", other)),
+        }
+    }
+
+    /// Records that `node` stopped gracefully.
+    pub async fn node_stopped(&self, node: String) -> Result<(), PipelineError> {
+        match self.execute(WriteOp::NodeStopped { node }).await? {
+            Outcome::Done => Ok(()),
+            other => Err(mismatch("node_stopped", other)),
+        }
     }
 
     /// Asks the node running `job` to stop it.
@@ -179,6 +199,16 @@ impl Pipeline {
 fn count(op: &'static str, outcome: Outcome) -> Result<u64, PipelineError> {
     match outcome {
         Outcome::Count(n) => Ok(n),
+        other => Err(mismatch(op, other)),
+    }
+}
+
+fn interrupted(
+    op: &'static str,
+    outcome: Outcome,
+) -> Result<Vec<(JobId, Option<String>)>, PipelineError> {
+    match outcome {
+        Outcome::Interrupted(jobs) => Ok(jobs),
         other => Err(mismatch(op, other)),
     }
 }
@@ -248,13 +278,18 @@ mod tests {
 
     #[tokio::test]
     async fn each_call_returns_its_own_outcome() {
+        let ended = vec![(7, Some("gone".to_string()))];
         assert_eq!(
-            pipeline(Outcome::Count(3))
+            pipeline(Outcome::Interrupted(ended.clone()))
                 .heartbeat("n".into(), None)
                 .await
                 .unwrap(),
-            3
+            ended
         );
+        assert!(pipeline(Outcome::Count(3))
+            .heartbeat("n".into(), None)
+            .await
+            .is_err());
         assert_eq!(
             pipeline(Outcome::Claimed(None))
                 .claim_next("n".into())

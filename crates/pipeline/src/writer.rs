@@ -446,6 +446,8 @@ fn op_kind(op: &WriteOp) -> &'static str {
         WriteOp::DeleteJob { .. } => "delete_job",
         WriteOp::DropLogPartitions { .. } => "drop_log_partitions",
         WriteOp::Heartbeat { .. } => "heartbeat",
+        WriteOp::RegisterNode { .. } => "register_node",
+        WriteOp::NodeStopped { .. } => "node_stopped",
         WriteOp::RequestCancel { .. } => "request_cancel",
         WriteOp::CreateToken(_) => "create_token",
         WriteOp::RevokeToken { .. } => "revoke_token",

@@ -9,6 +9,7 @@
 #[cfg(feature = "bench")]
 pub mod baseline;
 mod error;
+mod interrupt;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
@@ -17,8 +18,8 @@ pub mod testing;
 
 use async_trait::async_trait;
 use joblog_core::{
-    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewToken, Record, Stream, Timestamp,
-    TokenInfo,
+    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewToken, NodeInfo, Record, Stream,
+    Timestamp, TokenInfo,
 };
 
 pub use error::StoreError;
@@ -67,6 +68,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every API token, by name, without their hashes.
     async fn list_tokens(&self) -> Result<Vec<TokenInfo>>;
+
+    /// The nodes that have run on this store (a node silent for a week is
+    /// forgotten), by name, with the jobs each has running.
+    async fn list_nodes(&self) -> Result<Vec<NodeInfo>>;
 
     /// Cheap round trip proving the database answers.
     async fn ping(&self) -> Result<()>;
@@ -133,10 +138,12 @@ impl Committed {
             (WriteOp::CancelQueued { .. }, _) => {}
             (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
             // Jobs of a lapsed or restarted node were ended in bulk.
-            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Count(n)) => {
-                self.reset |= *n > 0
+            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Interrupted(jobs)) => {
+                self.reset |= !jobs.is_empty()
             }
             (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, _) => {}
+            // Nobody follows nodes: `joblog nodes` reads them when asked.
+            (WriteOp::RegisterNode { .. } | WriteOp::NodeStopped { .. }, _) => {}
             // Nobody follows a claim (the job's own records tell it runs),
             // deletions (only finished jobs are deleted) or tokens (each
             // request looks its token up).
@@ -222,7 +229,10 @@ pub enum WriteOp {
     /// Cancels the job if it is still queued. → [`Outcome::MaybeJob`]
     CancelQueued { job: JobId },
     /// Marks `running` jobs of `node` (all nodes if `None`) `interrupted`,
-    /// and queued ones too when `include_queued`. → [`Outcome::Count`]
+    /// and queued ones too when `include_queued`, each with a last record
+    /// saying that its node ended without stopping it (called by a node at
+    /// its start, before [`WriteOp::RegisterNode`], so that node's last
+    /// heartbeat is still the old process's). → [`Outcome::Interrupted`]
     Interrupt {
         node: Option<String>,
         include_queued: bool,
@@ -239,14 +249,19 @@ pub enum WriteOp {
     /// a store without partitions)
     DropLogPartitions { candidates: Vec<JobId> },
     /// Records that `node` is alive and, with `lapse`, marks the running
-    /// jobs of nodes silent for longer than that interrupted (`None`: the
+    /// jobs of nodes silent for longer than that interrupted, each with a
+    /// last record naming the silent node (`None`: the
     /// caller cannot tell yet whether the others had a fair chance to
-    /// heartbeat, e.g. just after an outage). → [`Outcome::Count`] of jobs
-    /// interrupted
+    /// heartbeat, e.g. just after an outage). → [`Outcome::Interrupted`]
     Heartbeat {
         node: String,
         lapse: Option<std::time::Duration>,
     },
+    /// Records that `node` (re)started with joblog `version`: its start
+    /// time, a fresh heartbeat, no longer stopped. → [`Outcome::Done`]
+    RegisterNode { node: String, version: String },
+    /// Records that `node` stopped gracefully. → [`Outcome::Done`]
+    NodeStopped { node: String },
     /// Asks the node running `job` to stop it (carried to other nodes by
     /// the store's notifications). → [`Outcome::Done`]
     RequestCancel { job: JobId },
@@ -276,6 +291,8 @@ pub enum Outcome {
     MaybeJob(Option<Job>),
     Claimed(Option<Job>),
     Count(u64),
+    /// Jobs ended as `interrupted`, with the node each depended on.
+    Interrupted(Vec<(JobId, Option<String>)>),
     /// Jobs deleted with their log partitions, and how many records went.
     Groomed {
         jobs: Vec<JobId>,

@@ -33,6 +33,7 @@ joblog_store::backend_tests! {
     a_failing_batch_applies_nothing,
     a_job_is_finished_once,
     tokens_are_kept_by_hash_and_listed_without_it,
+    nodes_are_remembered_with_their_heartbeats_stops_and_running_jobs,
 }
 
 /// A store on a test database, with its one writer. Fields drop in order:
@@ -108,6 +109,14 @@ impl TestStore {
         }) {
             Outcome::MaybeJob(Some(job)) => job,
             other => panic!("Finish gave {other:?}"),
+        }
+    }
+
+    /// The jobs an `Interrupt` or `Heartbeat` ended, with their nodes.
+    fn interrupted(&mut self, op: WriteOp) -> Vec<(JobId, Option<String>)> {
+        match self.apply_one(op) {
+            Outcome::Interrupted(jobs) => jobs,
+            other => panic!("expected interrupted jobs, got {other:?}"),
         }
     }
 
@@ -454,39 +463,105 @@ async fn interrupt_marks_running_jobs_and_leaves_the_others(db: TestDatabase) {
     let done = t.finished_job(Some("done"), JobState::Succeeded);
     let on_a = t.insert(None);
     assert_eq!(t.claim("node-a").unwrap().id, on_a.id);
+    let written = [
+        record(1, Stream::Output, "working"),
+        record(2, Stream::Warning, "careful"),
+    ];
+    t.apply(vec![append(on_a.id, &written, &written)]);
     let on_b = t.insert(None);
     assert_eq!(t.claim("node-b").unwrap().id, on_b.id);
     let queued = t.insert(None);
 
     // Only the running jobs of the node named.
-    let n = t.count(WriteOp::Interrupt {
+    let ended = t.interrupted(WriteOp::Interrupt {
         node: Some("node-a".into()),
         include_queued: false,
     });
-    assert_eq!(n, 1);
+    assert_eq!(ended, vec![(on_a.id, Some("node-a".to_string()))]);
     let a = t.job(on_a.id).await;
     assert_eq!(a.state, JobState::Interrupted);
     assert!(a.finished_at.unwrap() >= a.started_at.unwrap());
     assert_eq!(t.job(on_b.id).await.state, JobState::Running);
+    // Its log ends with a record saying why, counted with the others.
+    let log = t.log(on_a.id, 0, 10, None).await;
+    assert_eq!(seqs(&log), [1, 2, 3]);
+    let why = &log[2];
+    assert_eq!(why.stream, Stream::Error);
+    assert!(why.message.starts_with("interrupted: "), "{}", why.message);
+    assert!(why.message.contains("node-a"), "{}", why.message);
+    let fields = why.fields.as_ref().unwrap();
+    assert_eq!(fields["reason"], "node_restarted");
+    assert_eq!(fields["node"], "node-a");
+    assert_eq!(a.log.records, 3);
+    assert_eq!(a.log.streams.get(Stream::Error), 1);
+    assert_eq!(a.log.streams.get(Stream::Warning), 1);
+    assert_eq!(
+        a.log.bytes,
+        written.iter().map(|r| r.message.len() as u64).sum::<u64>() + why.message.len() as u64
+    );
 
     // Every node's running jobs; queued and finished ones stay as they are.
-    let n = t.count(WriteOp::Interrupt {
+    let ended = t.interrupted(WriteOp::Interrupt {
         node: None,
         include_queued: false,
     });
-    assert_eq!(n, 1);
+    assert_eq!(ended, vec![(on_b.id, Some("node-b".to_string()))]);
+    assert_eq!(seqs(&t.log(on_b.id, 0, 10, None).await), [1]);
     assert_eq!(t.job(on_b.id).await.state, JobState::Interrupted);
     assert_eq!(t.job(queued.id).await.state, JobState::Queued);
     assert_eq!(t.job(done.id).await, done);
     assert_eq!(t.job(on_a.id).await, a, "already interrupted: untouched");
 
-    let n = t.count(WriteOp::Interrupt {
+    let ended = t.interrupted(WriteOp::Interrupt {
         node: None,
         include_queued: true,
     });
-    assert_eq!(n, 1);
+    assert_eq!(ended, vec![(queued.id, None)]);
     assert_eq!(t.job(queued.id).await.state, JobState::Interrupted);
     assert_eq!(t.job(done.id).await.state, JobState::Succeeded);
+}
+
+async fn nodes_are_remembered_with_their_heartbeats_stops_and_running_jobs(db: TestDatabase) {
+    let mut t = open_store(db);
+    // (PostgreSQL also lists the test writer's own node, which marks its
+    // batches there.)
+    let nodes_named = |t: &TestStore| {
+        let store = t.store.clone();
+        async move {
+            let mut nodes = store.list_nodes().await.unwrap();
+            nodes.retain(|n| n.name.starts_with("node-"));
+            nodes
+        }
+    };
+    assert!(nodes_named(&t).await.is_empty());
+    let register = |node: &str| WriteOp::RegisterNode {
+        node: node.into(),
+        version: "9.9.9".into(),
+    };
+    t.apply(vec![register("node-a"), register("node-b")]);
+    let job = t.insert(None);
+    assert_eq!(t.claim("node-b").unwrap().id, job.id);
+    let nodes = nodes_named(&t).await;
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["node-a", "node-b"]);
+    assert_eq!(nodes[0].version.as_deref(), Some("9.9.9"));
+    assert_eq!((nodes[0].running_jobs, nodes[1].running_jobs), (0, 1));
+    assert_eq!(nodes[0].stopped_at, None);
+    let first = nodes[0].heartbeat_at;
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    t.apply(vec![WriteOp::Heartbeat {
+        node: "node-a".into(),
+        lapse: None,
+    }]);
+    t.apply(vec![WriteOp::NodeStopped {
+        node: "node-b".into(),
+    }]);
+    let nodes = nodes_named(&t).await;
+    assert!(nodes[0].heartbeat_at > first, "the heartbeat moved on");
+    assert!(nodes[1].stopped_at.is_some());
+    // Starting again clears the stop.
+    t.apply(vec![register("node-b")]);
+    assert_eq!(nodes_named(&t).await[1].stopped_at, None);
 }
 
 async fn list_jobs_is_newest_first_with_paging_and_filters(db: TestDatabase) {
@@ -791,10 +866,11 @@ async fn a_job_is_finished_once(db: TestDatabase) {
     let job = t.insert(Some("once"));
     t.claim("node-a").unwrap();
     assert_eq!(
-        t.count(WriteOp::Interrupt {
+        t.interrupted(WriteOp::Interrupt {
             node: Some("node-a".into()),
             include_queued: false
-        }),
+        })
+        .len(),
         1
     );
     let outcome = t.apply_one(WriteOp::Finish {
@@ -879,7 +955,7 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
         .unwrap()
         .pop()
     {
-        Some(Outcome::Count(n)) => n,
+        Some(Outcome::Interrupted(jobs)) => jobs.len(),
         other => panic!("heartbeat gave {other:?}"),
     };
     heartbeat(&mut dead, "dead");
@@ -930,7 +1006,7 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
             lapse: None,
         }])
         .unwrap();
-    assert_eq!(only_alive, vec![Outcome::Count(0)]);
+    assert_eq!(only_alive, vec![Outcome::Interrupted(Vec::new())]);
     assert_eq!(
         store.get_job(running.id).await.unwrap().unwrap().state,
         JobState::Running
@@ -947,6 +1023,22 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
     assert_eq!(state(running.id).await, JobState::Interrupted);
     assert_eq!(state(pinned.id).await, JobState::Interrupted);
     assert_eq!(state(ours.id).await, JobState::Running);
+    // The running job's log says which node was lost, when it was last
+    // heard from, and who judged it.
+    let why = store.read_log(running.id, 0, 10, None).await.unwrap();
+    assert_eq!(why.len(), 1);
+    let fields = why[0].fields.as_ref().unwrap();
+    assert_eq!(fields["reason"], "node_lapsed");
+    assert_eq!(fields["node"], "dead");
+    assert_eq!(fields["declared_by"], "alive");
+    assert!(fields["last_heartbeat"].is_string(), "{fields:?}");
+    assert!(why[0].message.contains("dead"), "{}", why[0].message);
+    let pinned_log = store.read_log(pinned.id, 0, 10, None).await.unwrap();
+    assert!(
+        pinned_log[0].message.contains("was waiting for node dead"),
+        "{}",
+        pinned_log[0].message
+    );
     // A second heartbeat finds nothing more to do.
     assert_eq!(heartbeat(&mut alive, "alive"), 0);
 }

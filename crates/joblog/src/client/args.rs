@@ -70,6 +70,9 @@ pub enum ClientCommand {
     Groom(GroomArgs),
     /// Create, list and revoke API tokens (needs an admin token).
     Token(TokenArgs),
+    /// List the nodes running jobs on the server's store: state, last
+    /// heartbeat, running jobs, version.
+    Nodes(JsonArgs),
 }
 
 #[derive(Args, Debug)]
@@ -163,6 +166,13 @@ pub struct JobsArgs {
     #[arg(long, value_name = "N", default_value_t = 50,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
+    /// Print the API's JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct JsonArgs {
     /// Print the API's JSON.
     #[arg(long)]
     pub json: bool,

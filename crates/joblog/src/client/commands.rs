@@ -12,8 +12,8 @@ use joblog_core::JobState;
 use serde_json::{json, Map, Value};
 
 use super::api::{Api, TransportError, REQUEST_TIMEOUT};
-use super::args::{GroomArgs, IdArgs, JobsArgs, KeyValue, LogsArgs, RunArgs};
-use super::wire::{GroomReport, JobView, JobsPage, LogRecord, TokenView};
+use super::args::{GroomArgs, IdArgs, JobsArgs, JsonArgs, KeyValue, LogsArgs, RunArgs};
+use super::wire::{GroomReport, JobView, JobsPage, LogRecord, NodeList, TokenView};
 use super::UsageError;
 
 /// How long a follow request asks the server to hold it (the API allows 30 s).
@@ -40,6 +40,7 @@ pub(super) enum Answer {
     Tokens(Vec<TokenView>),
     /// The name of a revoked token.
     Revoked(String),
+    Nodes(NodeList),
 }
 
 /// Where a command that follows a log hands what it produces.
@@ -267,6 +268,16 @@ pub(super) async fn groom(api: &Api, a: GroomArgs) -> anyhow::Result<Answer> {
         return Ok(Answer::Raw(raw));
     }
     Ok(Answer::Groomed(api.decode(&raw)?))
+}
+
+pub(super) async fn nodes(api: &Api, a: JsonArgs) -> anyhow::Result<Answer> {
+    let raw = api
+        .get_raw(api.url("/api/v1/nodes", &[])?, REQUEST_TIMEOUT)
+        .await?;
+    if a.json {
+        return Ok(Answer::Raw(raw));
+    }
+    Ok(Answer::Nodes(api.decode(&raw)?))
 }
 
 /// Hands a job's log from `after` to `sink`; with `follow`, until the job

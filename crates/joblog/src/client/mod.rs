@@ -62,6 +62,7 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
             ClientCommand::Cancel(a) => print(commands::cancel(&api, a).await?),
             ClientCommand::Groom(a) => print(commands::groom(&api, a).await?),
             ClientCommand::Token(a) => print(tokens::run(&api, a.command).await?),
+            ClientCommand::Nodes(a) => print(commands::nodes(&api, a).await?),
         }
     }
     .await;

@@ -114,3 +114,21 @@ pub(crate) struct TokenView {
 pub(super) struct TokenList {
     pub tokens: Vec<TokenView>,
 }
+
+/// `GET /api/v1/nodes`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct NodeList {
+    pub nodes: Vec<NodeView>,
+    pub this_node: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct NodeView {
+    pub name: String,
+    pub state: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    pub started_at: String,
+    pub heartbeat_at: String,
+    pub running_jobs: u64,
+}

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use joblog_core::{Job, JobId, JobQuery, JobState, Record, Stream, TokenInfo};
+use joblog_core::{Job, JobId, JobQuery, JobState, NodeInfo, Record, Stream, TokenInfo};
 use tokio::sync::broadcast;
 use tokio_postgres::config::Host;
 use tokio_postgres::tls::MakeTlsConnect;
@@ -351,6 +351,17 @@ impl Store for PgStore {
                 Box::pin(async move {
                     let rows = c.query(LIST_TOKENS, &[]).await?;
                     tokens_from_rows(&rows)
+                })
+            })
+            .await
+    }
+
+    async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
+        self.pool
+            .read(|c| {
+                Box::pin(async move {
+                    let rows = c.query(sql::LIST_NODES, &[]).await?;
+                    rows.iter().map(sql::node_from_row).collect()
                 })
             })
             .await

@@ -73,6 +73,12 @@ CREATE TABLE tokens (
     last_used_at bigint
 );
 "#,
+    r#"
+-- What `joblog nodes` shows: the version a node started with, and whether
+-- it stopped gracefully.
+ALTER TABLE nodes ADD COLUMN version text;
+ALTER TABLE nodes ADD COLUMN stopped_at timestamptz;
+"#,
 ];
 
 pub(super) async fn migrate(client: &mut Client) -> Result<()> {

@@ -3,7 +3,7 @@
 //! the rows they return. The decoders read columns by position: they
 //! follow the order of `job_columns!` and of the `SELECT` lists here.
 
-use joblog_core::{Job, Record, TokenInfo};
+use joblog_core::{Job, NodeInfo, Record, Timestamp, TokenInfo};
 use tokio_postgres::Row;
 
 use crate::rows::{job_columns, token_columns, JobRow, RecordRow, TokenRow};
@@ -31,6 +31,26 @@ fn job_from_row(row: &Row) -> Result<Job> {
 
 pub(super) fn jobs_from_rows(rows: &[Row]) -> Result<Vec<Job>> {
     rows.iter().map(job_from_row).collect()
+}
+
+/// A row of `victim_columns!`: the job, its node, that node's heartbeat.
+pub(super) fn victim_from_row(row: &Row) -> Result<(Job, Option<String>, Option<Timestamp>)> {
+    Ok((
+        job_from_row(row)?,
+        row.try_get(14)?,
+        row.try_get::<_, Option<i64>>(15)?.map(Timestamp),
+    ))
+}
+
+pub(super) fn node_from_row(row: &Row) -> Result<NodeInfo> {
+    Ok(NodeInfo {
+        name: row.try_get(0)?,
+        version: row.try_get(1)?,
+        started_at: Timestamp(row.try_get(2)?),
+        heartbeat_at: Timestamp(row.try_get(3)?),
+        stopped_at: row.try_get::<_, Option<i64>>(4)?.map(Timestamp),
+        running_jobs: row.try_get::<_, i64>(5)? as u64,
+    })
 }
 
 pub(super) fn record_from_row(row: &Row) -> Result<Record> {
@@ -118,10 +138,46 @@ pub(super) const CANCEL_QUEUED: &str = concat!(
      WHERE id = $1 AND state = 'queued' RETURNING ",
     job_columns!()
 );
-pub(super) const INTERRUPT_NODE: &str = "UPDATE jobs SET state = 'interrupted', finished_at = $1 \
-     WHERE state = 'running' AND node = $2";
-pub(super) const INTERRUPT_ALL: &str = "UPDATE jobs SET state = 'interrupted', finished_at = $1 \
-     WHERE state IN ('running', 'queued') AND ($2 OR state = 'running')";
+/// A job's columns, then the node it depended on and that node's last
+/// heartbeat (micros), for the interruption record.
+macro_rules! victim_columns {
+    () => {
+        concat!(
+            job_columns!(),
+            ", COALESCE(node, pinned_node), \
+             (SELECT (extract(epoch FROM heartbeat_at) * 1000000)::bigint FROM nodes \
+              WHERE nodes.name = COALESCE(jobs.node, jobs.pinned_node))"
+        )
+    };
+}
+/// Running jobs of node `$1`, locked until they are ended.
+pub(super) const VICTIMS_OF_NODE: &str = concat!(
+    "SELECT ",
+    victim_columns!(),
+    " FROM jobs WHERE state = 'running' AND node = $1 ORDER BY id FOR UPDATE"
+);
+/// Running jobs of every node, and queued ones too if `$1`.
+pub(super) const VICTIMS_ALL: &str = concat!(
+    "SELECT ",
+    victim_columns!(),
+    " FROM jobs WHERE state IN ('running', 'queued') AND ($1 OR state = 'running') \
+     ORDER BY id FOR UPDATE"
+);
+/// Running jobs of nodes other than `$1` silent for longer than `$2`
+/// seconds, or of nodes no longer registered at all; and queued jobs whose
+/// secrets died with such a node.
+pub(super) const VICTIMS_LAPSED: &str = concat!(
+    "SELECT ",
+    victim_columns!(),
+    " FROM jobs \
+     WHERE ((state = 'running' AND node <> $1 AND node NOT IN (
+                SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $2)))
+         OR (state = 'queued' AND pinned_node <> $1 AND pinned_node NOT IN (
+                SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $2)))) \
+     ORDER BY id FOR UPDATE"
+);
+pub(super) const INTERRUPT_IDS: &str =
+    "UPDATE jobs SET state = 'interrupted', finished_at = $2 WHERE id = ANY($1)";
 pub(super) const DELETE_LOG_CHUNK: &str = "DELETE FROM log WHERE job_id = $1 AND seq <= COALESCE(
         (SELECT seq FROM log WHERE job_id = $1 ORDER BY seq OFFSET $2 LIMIT 1),
         9223372036854775807)";
@@ -131,17 +187,22 @@ pub(super) const DELETE_JOB: &str =
 pub(super) const HEARTBEAT: &str =
     "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now()";
-/// Running jobs of nodes silent for longer than `$3` seconds, or of nodes
-/// no longer registered at all; and queued jobs whose secrets died with
-/// such a node.
-pub(super) const INTERRUPT_LAPSED: &str =
-    "UPDATE jobs SET state = 'interrupted', finished_at = $2 \
-     WHERE ((state = 'running' AND node <> $1 AND node NOT IN (
-                SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $3)))
-         OR (state = 'queued' AND pinned_node <> $1 AND pinned_node NOT IN (
-                SELECT name FROM nodes WHERE heartbeat_at >= now() - make_interval(secs => $3))))";
-pub(super) const FORGET_LAPSED: &str = "DELETE FROM nodes WHERE name <> $1 \
-     AND heartbeat_at < now() - make_interval(secs => $2)";
+pub(super) const REGISTER_NODE: &str =
+    "INSERT INTO nodes (name, heartbeat_at, started_at, version) VALUES ($1, now(), now(), $2) \
+     ON CONFLICT (name) DO UPDATE SET heartbeat_at = now(), started_at = now(), \
+     version = $2, stopped_at = NULL";
+pub(super) const NODE_STOPPED: &str =
+    "UPDATE nodes SET stopped_at = now(), heartbeat_at = now() WHERE name = $1";
+pub(super) const LIST_NODES: &str = "SELECT name, version, \
+     (extract(epoch FROM started_at) * 1000000)::bigint, \
+     (extract(epoch FROM heartbeat_at) * 1000000)::bigint, \
+     (extract(epoch FROM stopped_at) * 1000000)::bigint, \
+     (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name) \
+     FROM nodes ORDER BY name";
+/// Nodes silent for a week are forgotten (listed until then as lapsed or
+/// stopped).
+pub(super) const FORGET_LAPSED: &str =
+    "DELETE FROM nodes WHERE name <> $1 AND heartbeat_at < now() - interval '7 days'";
 pub(super) const MARK_BATCH: &str = "INSERT INTO nodes (name, heartbeat_at, started_at, last_batch) \
      VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET last_batch = EXCLUDED.last_batch";
 pub(super) const SAVE_SUMMARIES: &str =

@@ -247,12 +247,17 @@ async fn rederive(
             }
             // The batch was committed, so the name is gone either way.
             WriteOp::RevokeToken { .. } => Outcome::Count(1),
-            WriteOp::Append { .. } | WriteOp::RequestCancel { .. } | WriteOp::TouchToken { .. } => {
-                Outcome::Done
+            WriteOp::Append { .. }
+            | WriteOp::RequestCancel { .. }
+            | WriteOp::TouchToken { .. }
+            | WriteOp::RegisterNode { .. }
+            | WriteOp::NodeStopped { .. } => Outcome::Done,
+            // Which jobs a committed attempt ended is not known any more;
+            // they are ended all the same, with their records.
+            WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. } => {
+                Outcome::Interrupted(Vec::new())
             }
-            WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. } | WriteOp::DeleteJob { .. } => {
-                Outcome::Count(0)
-            }
+            WriteOp::DeleteJob { .. } => Outcome::Count(0),
         });
     }
     Ok(out)

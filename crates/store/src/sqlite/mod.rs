@@ -4,11 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+mod nodes;
 mod tokens;
 
 use async_trait::async_trait;
 use joblog_core::{
-    Job, JobId, JobQuery, JobState, LogSummary, Record, Stream, Timestamp, TokenInfo,
+    Job, JobId, JobQuery, JobState, LogSummary, NodeInfo, Record, Stream, Timestamp, TokenInfo,
 };
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
@@ -57,6 +58,7 @@ CREATE TABLE results (
 );
 "#,
     tokens::MIGRATION,
+    nodes::MIGRATION,
 ];
 
 pub struct SqliteStore {
@@ -190,7 +192,11 @@ fn job_from_row(row: &Row) -> rusqlite::Result<Result<Job>> {
     Ok(r.into_job())
 }
 
-fn query_jobs(conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<Job>> {
+pub(super) fn query_jobs(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+) -> Result<Vec<Job>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map(params, job_from_row)?;
     let mut out = Vec::new();
@@ -339,6 +345,10 @@ impl Store for SqliteStore {
         self.read(tokens::list).await
     }
 
+    async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
+        self.read(nodes::list).await
+    }
+
     async fn ping(&self) -> Result<()> {
         self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
             .await
@@ -384,7 +394,7 @@ impl StoreWriter for SqliteWriter {
     }
 }
 
-fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
+pub(super) fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
     match summaries.iter_mut().find(|(j, _)| *j == job) {
         Some(slot) => slot.1 = s,
         None => summaries.push((job, s)),
@@ -493,30 +503,7 @@ fn apply_one(
         WriteOp::Interrupt {
             node,
             include_queued,
-        } => {
-            let states = if *include_queued {
-                "('running', 'queued')"
-            } else {
-                "('running')"
-            };
-            let n = match node {
-                Some(node) => tx.execute(
-                    &format!(
-                        "UPDATE jobs SET state = 'interrupted', finished_at = ?1 \
-                         WHERE state IN {states} AND node = ?2"
-                    ),
-                    params![now, node],
-                )?,
-                None => tx.execute(
-                    &format!(
-                        "UPDATE jobs SET state = 'interrupted', finished_at = ?1 \
-                         WHERE state IN {states}"
-                    ),
-                    params![now],
-                )?,
-            };
-            Ok(Outcome::Count(n as u64))
-        }
+        } => nodes::interrupt(tx, node.as_deref(), *include_queued, now, summaries),
         WriteOp::DeleteLogChunk { job, max } => {
             // `max - 1` is the OFFSET below: 0 would still delete one record.
             if *max == 0 {
@@ -536,7 +523,9 @@ fn apply_one(
             jobs: Vec::new(),
             records: 0,
         }),
-        WriteOp::Heartbeat { .. } => Ok(Outcome::Count(0)),
+        WriteOp::Heartbeat { node, .. } => nodes::heartbeat(tx, node, now),
+        WriteOp::RegisterNode { node, version } => nodes::register(tx, node, version, now),
+        WriteOp::NodeStopped { node } => nodes::stopped(tx, node, now),
         WriteOp::RequestCancel { .. } => Ok(Outcome::Done),
         WriteOp::CreateToken(token) => tokens::create(tx, token),
         WriteOp::RevokeToken { name } => tokens::revoke(tx, name),

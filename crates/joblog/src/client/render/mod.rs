@@ -3,6 +3,7 @@
 
 mod job;
 mod log;
+mod node;
 mod token;
 
 use std::io::{self, Write};
@@ -63,6 +64,7 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
         }
         Answer::Tokens(tokens) => out.write_all(token::tokens_table(tokens).as_bytes())?,
         Answer::Revoked(name) => writeln!(out, "revoked token {}", escape_display(name, false))?,
+        Answer::Nodes(list) => out.write_all(node::nodes_table(list).as_bytes())?,
     }
     Ok(())
 }

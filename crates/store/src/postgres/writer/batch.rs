@@ -11,13 +11,14 @@ use tokio_postgres::types::Type;
 use tokio_postgres::{Statement, Transaction};
 
 use super::{Attempt, WriterConn};
+use crate::interrupt::{interruption, Cause};
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
 use crate::postgres::sql::{
-    jobs_from_rows, CANCEL_QUEUED, CLAIM_NEXT, COPY_LOG, CREATE_TOKEN, DELETE_JOB,
-    DELETE_LOG_CHUNK, DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INSERT_JOB, INTERRUPT_ALL,
-    INTERRUPT_LAPSED, INTERRUPT_NODE, MARK_BATCH, NOTIFY, REVOKE_TOKEN, SAVE_RESULT,
-    SAVE_SUMMARIES, TOUCH_TOKEN,
+    jobs_from_rows, victim_from_row, CANCEL_QUEUED, CLAIM_NEXT, COPY_LOG, CREATE_TOKEN, DELETE_JOB,
+    DELETE_LOG_CHUNK, DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INSERT_JOB, INTERRUPT_IDS,
+    MARK_BATCH, NODE_STOPPED, NOTIFY, REGISTER_NODE, REVOKE_TOKEN, SAVE_RESULT, SAVE_SUMMARIES,
+    TOUCH_TOKEN, VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
 };
 use crate::rows::{fields_text, streams_to_text};
 use crate::{Committed, Outcome, Result, StoreError, WriteOp};
@@ -52,6 +53,8 @@ pub(super) async fn apply_batch(
     let mut outcomes = Vec::with_capacity(ops.len());
     let mut summaries: Vec<(JobId, LogSummary)> = Vec::new();
     let mut partitions_changed = false;
+    // Interruption records, written with the batch's other records.
+    let mut endings: Vec<(JobId, Vec<Record>)> = Vec::new();
     for op in ops {
         let outcome = match op {
             WriteOp::InsertJob { name, spec } => {
@@ -127,17 +130,23 @@ pub(super) async fn apply_batch(
                 node,
                 include_queued,
             } => {
-                let n = match node {
+                let victims = match node {
                     Some(node) => {
-                        let st = prepared(statements, &tx, INTERRUPT_NODE).await?;
-                        tx.execute(&st, &[&now, node]).await?
+                        let st = prepared(statements, &tx, VICTIMS_OF_NODE).await?;
+                        tx.query(&st, &[node]).await?
                     }
                     None => {
-                        let st = prepared(statements, &tx, INTERRUPT_ALL).await?;
-                        tx.execute(&st, &[&now, include_queued]).await?
+                        let st = prepared(statements, &tx, VICTIMS_ALL).await?;
+                        tx.query(&st, &[include_queued]).await?
                     }
                 };
-                Outcome::Count(n)
+                let ending = End {
+                    cause: Cause::Restarted,
+                    now,
+                };
+                ending
+                    .apply(statements, &tx, &victims, &mut summaries, &mut endings)
+                    .await?
             }
             WriteOp::DeleteLogChunk { job, max } => {
                 if *max == 0 {
@@ -164,14 +173,34 @@ pub(super) async fn apply_batch(
                 match lapse {
                     Some(lapse) => {
                         let secs = lapse.as_secs_f64();
-                        let st = prepared(statements, &tx, INTERRUPT_LAPSED).await?;
-                        let n = tx.execute(&st, &[node, &now, &secs]).await?;
+                        let st = prepared(statements, &tx, VICTIMS_LAPSED).await?;
+                        let victims = tx.query(&st, &[node, &secs]).await?;
+                        let ending = End {
+                            cause: Cause::Lapsed {
+                                by: node,
+                                timeout: *lapse,
+                            },
+                            now,
+                        };
+                        let n = ending
+                            .apply(statements, &tx, &victims, &mut summaries, &mut endings)
+                            .await?;
                         let st = prepared(statements, &tx, FORGET_LAPSED).await?;
-                        tx.execute(&st, &[node, &secs]).await?;
-                        Outcome::Count(n)
+                        tx.execute(&st, &[node]).await?;
+                        n
                     }
-                    None => Outcome::Count(0),
+                    None => Outcome::Interrupted(Vec::new()),
                 }
+            }
+            WriteOp::RegisterNode { node, version } => {
+                let st = prepared(statements, &tx, REGISTER_NODE).await?;
+                tx.execute(&st, &[node, version]).await?;
+                Outcome::Done
+            }
+            WriteOp::NodeStopped { node } => {
+                let st = prepared(statements, &tx, NODE_STOPPED).await?;
+                tx.execute(&st, &[node]).await?;
+                Outcome::Done
             }
             WriteOp::RequestCancel { .. } => Outcome::Done,
             WriteOp::CreateToken(t) => {
@@ -205,10 +234,13 @@ pub(super) async fn apply_batch(
     }
 
     let known = conn.partitions.get_or_insert_with(HashSet::new);
-    let appends = ops.iter().filter_map(|op| match op {
-        WriteOp::Append { job, records, .. } if !records.is_empty() => Some((*job, records)),
-        _ => None,
-    });
+    let appends = ops
+        .iter()
+        .filter_map(|op| match op {
+            WriteOp::Append { job, records, .. } if !records.is_empty() => Some((*job, records)),
+            _ => None,
+        })
+        .chain(endings.iter().map(|(job, records)| (*job, records)));
     let created = create_missing(&tx, known, appends.clone().map(|(job, _)| job)).await?;
     if appends.clone().next().is_some() {
         copy_records(&tx, appends).await.inspect_err(|e| {
@@ -255,6 +287,51 @@ pub(super) async fn apply_batch(
         known.extend(created);
     }
     Ok(outcomes)
+}
+
+/// Ends the jobs a `victim_columns!` query locked, each with its
+/// interruption record (written by the batch's COPY) and counters (saved
+/// with the batch's others; counters this batch has yet to save win over
+/// the stored ones).
+struct End<'a> {
+    cause: Cause<'a>,
+    now: i64,
+}
+
+impl End<'_> {
+    async fn apply(
+        &self,
+        statements: &mut HashMap<&'static str, Statement>,
+        tx: &Transaction<'_>,
+        victims: &[tokio_postgres::Row],
+        summaries: &mut Vec<(JobId, LogSummary)>,
+        endings: &mut Vec<(JobId, Vec<Record>)>,
+    ) -> Result<Outcome> {
+        let mut ids = Vec::with_capacity(victims.len());
+        let mut ended = Vec::with_capacity(victims.len());
+        for row in victims {
+            let (mut job, node, heartbeat) = victim_from_row(row)?;
+            if let Some((_, pending)) = summaries.iter().find(|(j, _)| *j == job.id) {
+                job.log = *pending;
+            }
+            let (record, summary) = interruption(
+                &job,
+                node.as_deref(),
+                heartbeat,
+                self.cause,
+                Timestamp(self.now),
+            );
+            note_summary(summaries, job.id, summary);
+            endings.push((job.id, vec![record]));
+            ids.push(job.id);
+            ended.push((job.id, node));
+        }
+        if !ids.is_empty() {
+            let st = prepared(statements, tx, INTERRUPT_IDS).await?;
+            tx.execute(&st, &[&ids, &self.now]).await?;
+        }
+        Ok(Outcome::Interrupted(ended))
+    }
 }
 
 fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
