@@ -819,14 +819,39 @@ async fn groom_keeps_the_newest_jobs_of_each_name(db: TestDatabase) {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     assert_eq!(reply.json()["jobs_deleted"], 0);
 
+    // A dry run says what would go and deletes nothing. The two unnamed
+    // jobs ran different commands, so each is the newest of its command.
+    let reply = post(
+        r,
+        "/api/v1/groom",
+        &json!({"keep_per_name": 1, "dry_run": true}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let preview = reply.json();
+    assert_eq!(preview["dry_run"], true);
+    assert_eq!(preview["jobs_deleted"], 3);
+    assert_eq!(preview["records_deleted"], 1 + 2 + 3);
+    let listed: Vec<i64> = preview["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, [ids[0], ids[1], ids[2]]);
+    for &id in &ids {
+        let reply = get(r, &format!("/api/v1/jobs/{id}")).await;
+        assert_eq!(reply.status, StatusCode::OK, "dry run deleted job {id}");
+    }
+
     let reply = post(r, "/api/v1/groom", &json!({"keep_per_name": 1})).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
-    // Deleted: the first two "a", the first "b", the first unnamed.
-    let deleted = [ids[0], ids[1], ids[2], ids[3]];
-    let kept = [ids[4], ids[5], ids[6]];
+    // Deleted: the first two "a", the first "b".
+    let deleted = [ids[0], ids[1], ids[2]];
+    let kept = [ids[3], ids[4], ids[5], ids[6]];
     assert_eq!(
         reply.json(),
-        json!({"jobs_deleted": 4, "records_deleted": 1 + 2 + 3 + 4})
+        json!({"dry_run": false, "jobs_deleted": 3, "records_deleted": 1 + 2 + 3})
     );
     for id in deleted {
         assert_error(
@@ -846,20 +871,20 @@ async fn groom_keeps_the_newest_jobs_of_each_name(db: TestDatabase) {
             stored.len()
         );
     }
-    for (k, id) in [(5, kept[0]), (6, kept[1]), (7, kept[2])] {
+    for (k, id) in [(4, kept[0]), (5, kept[1]), (6, kept[2]), (7, kept[3])] {
         assert_eq!(show(r, id).await["state"], "succeeded");
         let expected: Vec<String> = (1..=k).map(|i| i.to_string()).collect();
         assert_eq!(messages_of(&whole_log(r, id).await, "output"), expected);
     }
     let list = get_json(r, "/api/v1/jobs").await;
     let listed: Vec<i64> = list["jobs"].as_array().unwrap().iter().map(id_of).collect();
-    assert_eq!(listed, [kept[2], kept[1], kept[0]]);
+    assert_eq!(listed, [kept[3], kept[2], kept[1], kept[0]]);
 
     // Nothing more to do under the same policy.
     let reply = post(r, "/api/v1/groom", &json!({"keep_per_name": 1})).await;
     assert_eq!(
         reply.json(),
-        json!({"jobs_deleted": 0, "records_deleted": 0})
+        json!({"dry_run": false, "jobs_deleted": 0, "records_deleted": 0})
     );
     t.shutdown().await;
 }

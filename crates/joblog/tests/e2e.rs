@@ -490,6 +490,22 @@ async fn cli_groom_keeps_the_newest_per_name() {
             ids.push((name, id));
         }
     }
+    // A dry run lists what would go and deletes nothing.
+    let (code, out, err) = cli(&server, &["groom", "--keep-per-name", "1", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.ends_with("dry run: would delete 3 jobs and 400 records\n"),
+        "{out}"
+    );
+    let listed: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(listed.len(), 4, "3 jobs and the summary: {out}");
+    for (_, id) in &ids {
+        assert_eq!(server.job(*id).await["id"], *id, "dry run deleted job {id}");
+    }
     let (code, out, err) = cli(&server, &["groom", "--keep-per-name", "1", "--json"]);
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();

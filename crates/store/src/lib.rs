@@ -196,7 +196,9 @@ pub fn page_is_full(records: &[Record], limit: u32) -> bool {
 pub struct GroomPolicy {
     /// Delete jobs that finished before this instant (micros since epoch).
     pub finished_before: Option<i64>,
-    /// Keep the newest N finished jobs of each name (unnamed jobs form one group).
+    /// Keep the newest N finished jobs of each name; an unnamed job counts
+    /// with the unnamed jobs of the same command (argument list), so ad-hoc
+    /// jobs do not push a nightly unnamed one out.
     pub keep_per_name: Option<u32>,
 }
 

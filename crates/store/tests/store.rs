@@ -29,6 +29,7 @@ joblog_store::backend_tests! {
     interrupt_marks_running_jobs_and_leaves_the_others,
     list_jobs_is_newest_first_with_paging_and_filters,
     groom_candidates_match_every_criterion_given,
+    groom_keeps_unnamed_jobs_per_command,
     delete_log_chunk_and_delete_job_remove_what_they_say,
     a_failing_batch_applies_nothing,
     a_job_is_finished_once,
@@ -632,7 +633,8 @@ async fn groom_candidates_match_every_criterion_given(db: TestDatabase) {
 
     // Older than only.
     assert_eq!(t.groom(Some(cutoff), None).await, [a1, b1, u1]);
-    // Keep per name only (unnamed jobs form one group): oldest first.
+    // Keep per name only (the unnamed ones, of one command, form one
+    // group): oldest first.
     assert_eq!(t.groom(None, Some(1)).await, [a1, b1, u1, a2]);
     assert_eq!(t.groom(None, Some(2)).await, [a1]);
     assert!(t.groom(None, Some(3)).await.is_empty());
@@ -647,6 +649,32 @@ async fn groom_candidates_match_every_criterion_given(db: TestDatabase) {
         t.groom(Some(0), None).await.is_empty(),
         "nothing finished before 1970"
     );
+}
+
+/// `keep_per_name` counts an unnamed job with the unnamed jobs of the same
+/// command, not with every unnamed job.
+async fn groom_keeps_unnamed_jobs_per_command(db: TestDatabase) {
+    let mut t = open_store(db);
+    let finished = |t: &mut TestStore, command: &[&str]| {
+        let Outcome::Job(job) = t.apply_one(WriteOp::InsertJob {
+            name: None,
+            spec: spec(command),
+        }) else {
+            panic!("insert")
+        };
+        assert_eq!(t.claim("node-a").unwrap().id, job.id);
+        t.finish(job.id, JobState::Succeeded, Some(0)).id
+    };
+    let backup1 = finished(&mut t, &["backup.sh", "/srv"]);
+    let adhoc1 = finished(&mut t, &["ls"]);
+    let adhoc2 = finished(&mut t, &["ls"]);
+    let adhoc3 = finished(&mut t, &["ls", "-l"]);
+    let named = t.finished_job(Some("ls"), JobState::Succeeded).id;
+    // The newest of each command and of the name stay.
+    assert_eq!(t.groom(None, Some(1)).await, [adhoc1]);
+    assert!(t.groom(None, Some(2)).await.is_empty());
+    let all = t.groom(None, Some(0)).await;
+    assert_eq!(all, [backup1, adhoc1, adhoc2, adhoc3, named]);
 }
 
 async fn delete_log_chunk_and_delete_job_remove_what_they_say(db: TestDatabase) {

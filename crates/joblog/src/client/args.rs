@@ -218,9 +218,13 @@ pub struct GroomArgs {
     /// Delete finished jobs older than this (e.g. 30d).
     #[arg(long, value_name = "DUR", value_parser = joblog_core::parse_positive_duration)]
     pub older_than: Option<Duration>,
-    /// Keep only the newest N finished jobs of each name.
+    /// Keep only the newest N finished jobs of each name (unnamed jobs:
+    /// of each command).
     #[arg(long, value_name = "N")]
     pub keep_per_name: Option<u32>,
+    /// Delete nothing: list what would be deleted.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Print the API's JSON.
     #[arg(long)]
     pub json: bool,

@@ -261,6 +261,9 @@ pub(super) async fn groom(api: &Api, a: GroomArgs) -> anyhow::Result<Answer> {
     if let Some(k) = a.keep_per_name {
         body.insert("keep_per_name".into(), json!(k));
     }
+    if a.dry_run {
+        body.insert("dry_run".into(), json!(true));
+    }
     let raw = api
         .post_raw(api.url("/api/v1/groom", &[])?, &Value::Object(body))
         .await?;

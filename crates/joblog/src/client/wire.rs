@@ -89,9 +89,14 @@ pub(crate) struct LogRecord {
 #[derive(Debug, Deserialize)]
 pub(super) struct GroomReport {
     #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
     pub jobs_deleted: u64,
     #[serde(default)]
     pub records_deleted: u64,
+    /// With `dry_run`: the jobs that would go (the first 1000).
+    #[serde(default)]
+    pub jobs: Vec<JobView>,
 }
 
 /// An API token as `/api/v1/tokens` lists it; `token` only in the answer

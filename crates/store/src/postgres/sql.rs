@@ -108,7 +108,9 @@ pub(super) const COUNT_QUEUED: &str =
 pub(super) const READ_RESULT: &str = "SELECT body FROM results WHERE job_id = $1";
 pub(super) const GROOM_CANDIDATES: &str = "SELECT id FROM (
         SELECT id, finished_at,
-               ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn
+               ROW_NUMBER() OVER (
+                   PARTITION BY COALESCE('n:' || name, 'c:' || (spec::jsonb -> 'command')::text)
+                   ORDER BY id DESC) AS rn
         FROM jobs WHERE state NOT IN ('queued', 'running')) ranked
     WHERE rn > $1 AND finished_at < $2 ORDER BY id";
 

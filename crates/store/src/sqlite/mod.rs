@@ -312,7 +312,9 @@ impl Store for SqliteStore {
             let mut stmt = c.prepare_cached(
                 "SELECT id FROM (
                     SELECT id, finished_at,
-                           ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn
+                           ROW_NUMBER() OVER (
+                               PARTITION BY COALESCE('n:' || name, 'c:' || json_extract(spec, '$.command'))
+                               ORDER BY id DESC) AS rn
                     FROM jobs WHERE state NOT IN ('queued', 'running'))
                  WHERE rn > ?1 AND finished_at < ?2 ORDER BY id",
             )?;

@@ -43,6 +43,20 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
                 writeln!(out, "job {}: cancel requested ({})", j.id, j.state)?;
             }
         }
+        Answer::Groomed(r) if r.dry_run => {
+            if !r.jobs.is_empty() {
+                out.write_all(job::jobs_table(&r.jobs).as_bytes())?;
+            }
+            let more = r.jobs_deleted.saturating_sub(r.jobs.len() as u64);
+            if more > 0 {
+                writeln!(out, "… and {more} more")?;
+            }
+            writeln!(
+                out,
+                "dry run: would delete {} jobs and {} records",
+                r.jobs_deleted, r.records_deleted
+            )?
+        }
         Answer::Groomed(r) => writeln!(
             out,
             "deleted {} jobs and {} records",
