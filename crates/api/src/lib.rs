@@ -78,6 +78,7 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs", post(routes::submit).get(routes::list))
         .route("/jobs/{id}", get(routes::show))
         .route("/jobs/{id}/cancel", post(routes::cancel))
+        .route("/jobs/{id}/rerun", post(routes::rerun))
         .route("/jobs/{id}/log", get(routes::log_page))
         .route("/jobs/{id}/log/text", get(routes::log_text))
         .route("/jobs/{id}/log/events", get(sse::log_events))

@@ -1,5 +1,6 @@
 //! Handlers of `/api/v1`.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -121,6 +122,30 @@ pub async fn show(
     JobIdPath(id): JobIdPath,
 ) -> Result<Json<Job>, ApiError> {
     Ok(Json(load_job(&state, id).await?))
+}
+
+/// The body of `POST /api/v1/jobs/{id}/rerun`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RerunRequest {
+    /// Values of the original job's secrets (by name), which joblog never
+    /// kept.
+    pub(crate) secrets: BTreeMap<String, String>,
+}
+
+/// Submits a job again as it was submitted (name, command or script,
+/// environment, timeout, directory), its secrets given anew.
+pub async fn rerun(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+    JsonBody(req): JsonBody<RerunRequest>,
+) -> Result<Response, ApiError> {
+    let original = load_job(&state, id).await?;
+    let request = original
+        .rerun_request(req.secrets)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.to_string()))?;
+    let job = state.engine.submit(request).await?;
+    Ok((StatusCode::CREATED, Json(job)).into_response())
 }
 
 pub async fn cancel(

@@ -35,6 +35,7 @@ joblog_store::backend_tests! {
     a_long_poll_returns_when_new_records_come,
     log_pages_of_long_lines_stop_at_about_a_mebibyte,
     groom_keeps_the_newest_jobs_of_each_name,
+    a_job_shows_what_it_was_given_and_reruns_as_it_was_submitted,
     metrics_healthz_and_openapi,
     the_event_stream_follows_a_job_live_and_ends_with_the_job,
     the_event_stream_resumes_after_last_event_id_or_after_seq,
@@ -782,6 +783,83 @@ async fn log_pages_of_long_lines_stop_at_about_a_mebibyte(db: TestDatabase) {
         .sum();
     assert_eq!(bytes, 2_000_000);
     app.shutdown().await;
+}
+
+async fn a_job_shows_what_it_was_given_and_reruns_as_it_was_submitted(db: TestDatabase) {
+    let t = start_app(db, 2).await;
+    let r = &t.router;
+    let job = submit(
+        r,
+        json!({
+            "name": "report",
+            "script": "cd sub && echo \"$STAGE $TOKEN\" && pwd",
+            "shell": "sh",
+            "env": {"STAGE": "prod"},
+            "secrets": {"TOKEN": "s3cr3t-value"},
+            "timeout_s": 60,
+            "cwd": "/",
+        }),
+    )
+    .await;
+    let id = id_of(&job);
+    let first = wait_finished(r, id).await;
+    assert_eq!(first["state"], "failed", "no /sub: {first}");
+    // What it was given, never a secret's value.
+    assert_eq!(first["cwd"], "/");
+    assert_eq!(first["timeout_s"], 60.0);
+    assert_eq!(first["env"], json!({"STAGE": "prod"}));
+    assert_eq!(first["secret_names"], json!(["TOKEN"]));
+    assert_eq!(first["script"], "cd sub && echo \"$STAGE $TOKEN\" && pwd");
+    assert_eq!(first["shell"], "sh");
+    assert!(!first.to_string().contains("s3cr3t-value"));
+    let listed = get_json(r, "/api/v1/jobs").await;
+    assert_eq!(listed["jobs"][0]["env"], json!({"STAGE": "prod"}));
+
+    // A rerun needs the secrets again, by name.
+    let reply = post(r, &format!("/api/v1/jobs/{id}/rerun"), &json!({})).await;
+    let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(message.contains("TOKEN"), "{message}");
+    let reply = post(r, "/api/v1/jobs/999999/rerun", &json!({})).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "job_not_found");
+    let reply = post(
+        r,
+        &format!("/api/v1/jobs/{id}/rerun"),
+        &json!({"secrets": {"TOKEN": "again"}}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    let again = reply.json();
+    let again_id = id_of(&again);
+    assert_ne!(again_id, id);
+    assert_eq!(again["rerun_of"], id);
+    let again = wait_finished(r, again_id).await;
+    for field in [
+        "name",
+        "command",
+        "script",
+        "shell",
+        "env",
+        "timeout_s",
+        "cwd",
+        "secret_names",
+    ] {
+        assert_eq!(again[field], first[field], "{field}");
+    }
+    // It ran as the first did, with the new secret's value (masked).
+    assert_eq!(again["state"], "failed");
+    // A job submitted as a command reruns as a command.
+    let plain = id_of(&submit(r, json!({"command": ["echo", "plain"]})).await);
+    wait_finished(r, plain).await;
+    let reply = post(r, &format!("/api/v1/jobs/{plain}/rerun"), &json!({})).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    let rerun = wait_finished(r, id_of(&reply.json())).await;
+    assert_eq!(rerun["command"], json!(["echo", "plain"]));
+    assert!(rerun.get("script").is_none(), "{rerun}");
+    assert_eq!(
+        messages_of(&whole_log(r, id_of(&rerun)).await, "output"),
+        ["plain"]
+    );
+    t.shutdown().await;
 }
 
 async fn groom_keeps_the_newest_jobs_of_each_name(db: TestDatabase) {

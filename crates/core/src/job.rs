@@ -89,9 +89,46 @@ pub struct Job {
     pub duration_ms: Option<f64>,
     pub log: LogSummary,
     pub result: Option<ResultInfo>,
+    /// What it was given besides its command, as the job JSON shows it.
+    #[serde(flatten)]
+    pub given: Given,
     /// Not part of the job JSON: how the job is run.
     #[serde(skip)]
     pub spec: JobSpec,
+}
+
+/// What a job was submitted with besides its command and name: enough to
+/// see how it ran and to submit it again (never a secret's value).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Given {
+    pub cwd: Option<String>,
+    pub timeout_s: Option<f64>,
+    pub env: BTreeMap<String, String>,
+    /// Names of the secrets it was given; their values are never kept.
+    pub secret_names: Vec<String>,
+    /// The script, when it was submitted as one (it is also the last
+    /// argument of `command`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+    /// The job this one is a rerun of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<JobId>,
+}
+
+impl Given {
+    pub fn of(spec: &JobSpec) -> Given {
+        Given {
+            cwd: spec.cwd.clone(),
+            timeout_s: spec.timeout_s,
+            env: spec.env.clone(),
+            secret_names: spec.secret_names.clone(),
+            script: spec.script().map(str::to_owned),
+            shell: spec.shell.clone(),
+            rerun_of: spec.rerun_of,
+        }
+    }
 }
 
 impl Job {
@@ -110,22 +147,65 @@ impl Job {
     /// (at a character boundary) and marked with `…`, then nothing. A job
     /// with a 1 MB argument must not make every page of jobs 1 MB.
     pub fn abbreviate_command(&mut self, max_bytes: usize) {
+        // The script is the command's last argument again: cut it alike.
+        if let Some(script) = &mut self.given.script {
+            if cut_to(script, max_bytes) {
+                self.command_truncated = true;
+            }
+        }
         let mut used = 0;
         for (i, arg) in self.command.iter_mut().enumerate() {
             if used + arg.len() <= max_bytes {
                 used += arg.len();
                 continue;
             }
-            let mut cut = max_bytes.saturating_sub(used);
-            while !arg.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            arg.truncate(cut);
-            arg.push('…');
+            cut_to(arg, max_bytes.saturating_sub(used));
             self.command.truncate(i + 1);
             self.command_truncated = true;
             return;
         }
+    }
+
+    /// The request that submits this job again: same name, command (or
+    /// script and shell), environment, timeout and directory, marked as a
+    /// rerun of it. Its secrets' values are not kept: `secrets` must give
+    /// every one of them again.
+    pub fn rerun_request(
+        &self,
+        secrets: BTreeMap<String, String>,
+    ) -> Result<NewJobRequest, ValidationError> {
+        let missing: Vec<&str> = self
+            .spec
+            .secret_names
+            .iter()
+            .filter(|n| !secrets.contains_key(*n))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(invalid(
+                "secrets",
+                format!(
+                    "job {} was given secrets whose values joblog never keeps; give them again: {}",
+                    self.id,
+                    missing.join(", ")
+                ),
+            ));
+        }
+        let (command, script, shell) = match (self.spec.script(), &self.spec.shell) {
+            (Some(script), Some(shell)) => (None, Some(script.to_owned()), Some(shell.clone())),
+            _ => (Some(self.spec.command.clone()), None, None),
+        };
+        Ok(NewJobRequest {
+            command,
+            script,
+            shell,
+            name: self.name.clone(),
+            env: self.spec.env.clone(),
+            secrets,
+            timeout_s: self.spec.timeout_s,
+            cwd: self.spec.cwd.clone(),
+            rerun_of: Some(self.id),
+        })
     }
 
     pub fn set_result_bytes(&mut self, bytes: Option<u64>) {
@@ -148,6 +228,35 @@ pub struct JobSpec {
     /// that lacks them can refuse to run the job without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secret_names: Vec<String>,
+    /// Set when it was submitted as a script (the script is then the last
+    /// argument of `command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<JobId>,
+}
+
+impl JobSpec {
+    /// The script, for a job submitted as one.
+    pub fn script(&self) -> Option<&str> {
+        self.shell.as_ref()?;
+        self.command.last().map(String::as_str)
+    }
+}
+
+/// Cuts `s` to at most `max_bytes` (at a character boundary) and marks the
+/// cut with `…`; says whether it cut.
+fn cut_to(s: &mut String, max_bytes: usize) -> bool {
+    if s.len() <= max_bytes {
+        return false;
+    }
+    let mut cut = max_bytes;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s.push('…');
+    true
 }
 
 /// The body of `POST /api/v1/jobs`.
@@ -162,6 +271,9 @@ pub struct NewJobRequest {
     pub secrets: BTreeMap<String, String>,
     pub timeout_s: Option<f64>,
     pub cwd: Option<String>,
+    /// Set by a rerun (`POST /jobs/{id}/rerun`), never by a client.
+    #[serde(skip)]
+    pub rerun_of: Option<JobId>,
 }
 
 /// A submission that is not acceptable, naming the field at fault.
@@ -205,6 +317,7 @@ impl NewJobRequest {
     /// Checks the request and turns it into the job's name, spec and
     /// secrets.
     pub fn validate(self) -> Result<ValidJob, ValidationError> {
+        let mut shell_used = None;
         let command = match (self.command, self.script) {
             (Some(_), Some(_)) => {
                 return Err(invalid(
@@ -228,6 +341,7 @@ impl NewJobRequest {
                     return Err(invalid("shell", format!("{shell:?} is not a program name")));
                 }
                 let base = shell.rsplit('/').next().unwrap_or(&shell);
+                shell_used = Some(shell.clone());
                 if matches!(base, "pwsh" | "powershell") {
                     vec![shell, "-NoProfile".into(), "-Command".into(), script]
                 } else {
@@ -286,6 +400,8 @@ impl NewJobRequest {
                 timeout_s: self.timeout_s,
                 cwd: self.cwd,
                 secret_names: self.secrets.keys().cloned().collect(),
+                shell: shell_used,
+                rerun_of: self.rerun_of,
             },
             secrets: self.secrets,
         })
@@ -321,6 +437,7 @@ mod tests {
             duration_ms: None,
             log: LogSummary::default(),
             result: None,
+            given: Given::default(),
             spec: JobSpec::default(),
         };
         let mut short = job.clone();

@@ -15,8 +15,8 @@ mod token;
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use escape::escape_display;
 pub use job::{
-    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
-    ValidationError, MAX_LIST_LIMIT,
+    Given, Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo,
+    ValidJob, ValidationError, MAX_LIST_LIMIT,
 };
 pub use node::{NodeInfo, NodeState};
 pub use record::{Record, Stream, StreamCounts};

@@ -8,6 +8,8 @@ mod lifecycle;
 mod limits;
 #[path = "e2e/nodes.rs"]
 mod nodes;
+#[path = "e2e/rerun.rs"]
+mod rerun;
 #[path = "e2e/security.rs"]
 mod security;
 

@@ -2,8 +2,8 @@
 //! types, so that each store only maps its own row type.
 
 use joblog_core::{
-    Job, JobId, JobSpec, JobState, LogSummary, Record, Role, Stream, StreamCounts, Timestamp,
-    TokenInfo,
+    Given, Job, JobId, JobSpec, JobState, LogSummary, Record, Role, Stream, StreamCounts,
+    Timestamp, TokenInfo,
 };
 
 use crate::{Result, StoreError};
@@ -65,6 +65,7 @@ impl JobRow {
                 streams: streams_from_text(&self.log_streams)?,
             },
             result: None,
+            given: Given::of(&spec),
             spec,
         };
         job.set_result_bytes(self.result_bytes.map(|b| b as u64));

@@ -30,6 +30,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/jobs", OPERATOR),
     ("GET", "/api/v1/jobs/{id}", VIEWER),
     ("POST", "/api/v1/jobs/{id}/cancel", OPERATOR),
+    ("POST", "/api/v1/jobs/{id}/rerun", OPERATOR),
     ("GET", "/api/v1/jobs/{id}/log", VIEWER),
     ("GET", "/api/v1/jobs/{id}/log/text", VIEWER),
     ("GET", "/api/v1/jobs/{id}/log/events", VIEWER),

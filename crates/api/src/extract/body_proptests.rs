@@ -265,6 +265,7 @@ fn valid_submission() -> impl Strategy<Value = NewJobRequest> {
                 secrets,
                 timeout_s,
                 cwd,
+                rerun_of: None,
             },
         )
 }
@@ -359,9 +360,12 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("{sent}: {e}")))?;
         prop_assert_eq!(serde_json::to_value(&read).unwrap(), sent);
         let valid = read.validate().map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let command = match (req.command, req.script) {
-            (Some(command), None) => command,
-            (None, Some(script)) => vec![req.shell.unwrap_or_else(|| "sh".into()), "-c".into(), script],
+        let (command, shell) = match (req.command, req.script) {
+            (Some(command), None) => (command, None),
+            (None, Some(script)) => {
+                let shell = req.shell.unwrap_or_else(|| "sh".into());
+                (vec![shell.clone(), "-c".into(), script], Some(shell))
+            }
             _ => unreachable!(),
         };
         prop_assert_eq!(valid, ValidJob {
@@ -372,6 +376,8 @@ proptest! {
                 timeout_s: req.timeout_s,
                 cwd: req.cwd,
                 secret_names: req.secrets.keys().cloned().collect(),
+                shell,
+                rerun_of: None,
             },
             secrets: req.secrets,
         });

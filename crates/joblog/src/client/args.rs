@@ -55,6 +55,9 @@ impl Global {
 pub enum ClientCommand {
     /// Submit a job; without --detach, follow its log and exit with its exit code.
     Run(RunArgs),
+    /// Submit a job again as it was submitted (secrets given again); like
+    /// run, follow it unless --detach.
+    Rerun(RerunArgs),
     /// List jobs, newest first.
     Jobs(JobsArgs),
     /// Show one job with its log counts.
@@ -144,14 +147,38 @@ pub struct RunArgs {
     /// Print JSON: the job with --detach, else one log record per line.
     #[arg(long)]
     pub json: bool,
+    /// Run this script file (`-`: standard input) instead of a command; it
+    /// is sent to the server and stored with the job.
+    #[arg(long, value_name = "FILE|-", conflicts_with = "command")]
+    pub script: Option<String>,
+    /// The shell that runs --script (default sh; bash, pwsh, python3 -c …).
+    #[arg(long, value_name = "SHELL", requires = "script")]
+    pub shell: Option<String>,
     /// The command to run and its arguments (after `--`).
     #[arg(
-        required = true,
+        required_unless_present = "script",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
     )]
     pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct RerunArgs {
+    /// The job to submit again.
+    #[arg(value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: i64,
+    /// A secret the original job was given, again (its value was never
+    /// kept); `K` alone passes this shell's value of K.
+    #[arg(long = "secret", value_name = "K=V", value_parser = parse_kv)]
+    pub secret: Vec<KeyValue>,
+    /// Print the new job's id and return instead of following its log.
+    #[arg(long)]
+    pub detach: bool,
+    /// Print JSON: the job with --detach, else one log record per line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -12,7 +12,7 @@ use joblog_core::JobState;
 use serde_json::{json, Map, Value};
 
 use super::api::{Api, TransportError, REQUEST_TIMEOUT};
-use super::args::{GroomArgs, IdArgs, JobsArgs, JsonArgs, KeyValue, LogsArgs, RunArgs};
+use super::args::{GroomArgs, IdArgs, JobsArgs, JsonArgs, KeyValue, LogsArgs, RerunArgs, RunArgs};
 use super::wire::{GroomReport, JobView, JobsPage, LogRecord, NodeList, TokenView};
 use super::UsageError;
 
@@ -58,7 +58,18 @@ pub(super) async fn run(api: &Api, a: RunArgs, sink: &mut impl Sink) -> anyhow::
     let env = resolve_kvs("--env", a.env)?;
     let secrets = resolve_kvs("--secret", a.secret)?;
     let mut body = Map::new();
-    body.insert("command".into(), json!(a.command));
+    match &a.script {
+        Some(file) => {
+            body.insert("script".into(), json!(read_script(file)?));
+            if let Some(shell) = &a.shell {
+                body.insert("shell".into(), json!(shell));
+            }
+        }
+        None => {
+            check_command(&a.command)?;
+            body.insert("command".into(), json!(a.command));
+        }
+    }
     if let Some(n) = &a.name {
         body.insert("name".into(), json!(n));
     }
@@ -74,20 +85,70 @@ pub(super) async fn run(api: &Api, a: RunArgs, sink: &mut impl Sink) -> anyhow::
     if let Some(c) = &a.cwd {
         body.insert("cwd".into(), json!(c));
     }
-    let raw = api
-        .post_raw(api.url("/api/v1/jobs", &[])?, &Value::Object(body))
-        .await?;
+    let url = api.url("/api/v1/jobs", &[])?;
+    submit_and_follow(api, url, Value::Object(body), a.detach, a.json, sink).await
+}
+
+pub(super) async fn rerun(api: &Api, a: RerunArgs, sink: &mut impl Sink) -> anyhow::Result<i32> {
+    let secrets = resolve_kvs("--secret", a.secret)?;
+    let url = api.url(&format!("/api/v1/jobs/{}/rerun", a.id), &[])?;
+    let body = json!({ "secrets": secrets });
+    submit_and_follow(api, url, body, a.detach, a.json, sink).await
+}
+
+/// The script of `run --script FILE` (`-`: standard input).
+fn read_script(file: &str) -> anyhow::Result<String> {
+    let bytes = if file == "-" {
+        let mut buf = Vec::new();
+        io::Read::read_to_end(&mut io::stdin(), &mut buf)
+            .context("--script -: reading standard input")?;
+        buf
+    } else {
+        std::fs::read(file).with_context(|| format!("--script: cannot read {file}"))?
+    };
+    String::from_utf8(bytes)
+        .map_err(|_| UsageError(format!("--script {file}: not UTF-8 text")).into())
+}
+
+/// A command given as one argument with spaces (`joblog run -- "echo hi;
+/// ls"`) runs a program of that whole name, which is never what was
+/// meant: refused with the way to say it.
+fn check_command(command: &[String]) -> anyhow::Result<()> {
+    if let [only] = command {
+        if only.contains(char::is_whitespace) && !only.starts_with('/') {
+            let quoted = only.replace('\'', r"'\''");
+            return Err(UsageError(format!(
+                "{only:?} is one argument with spaces, so it would run a program of that name; \
+                 to run it as a shell command: joblog run -- sh -c '{quoted}' (or --script FILE)"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Submits to `url` (a job, or a rerun) and, unless `detach`, follows the
+/// new job's log to its end; returns the exit code `run` exits with.
+async fn submit_and_follow(
+    api: &Api,
+    url: reqwest::Url,
+    body: Value,
+    detach: bool,
+    json: bool,
+    sink: &mut impl Sink,
+) -> anyhow::Result<i32> {
+    let raw = api.post_raw(url, &body).await?;
     let job: JobView = api.decode(&raw)?;
     let id = job.id;
-    if a.detach {
-        sink.answer(&if a.json {
+    if detach {
+        sink.answer(&if json {
             Answer::Raw(raw)
         } else {
             Answer::Submitted(id)
         })?;
         return Ok(0);
     }
-    if io::stderr().is_terminal() && !a.json {
+    if io::stderr().is_terminal() && !json {
         eprintln!("joblog: job {id} submitted");
     }
 

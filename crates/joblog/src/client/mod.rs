@@ -52,6 +52,10 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
                 let mut printer = Printer::stdio(false, a.json);
                 commands::run(&api, a, &mut printer).await
             }
+            ClientCommand::Rerun(a) => {
+                let mut printer = Printer::stdio(false, a.json);
+                commands::rerun(&api, a, &mut printer).await
+            }
             ClientCommand::Jobs(a) => print(commands::jobs(&api, a).await?),
             ClientCommand::Show(a) => print(commands::show(&api, a).await?),
             ClientCommand::Logs(a) => {

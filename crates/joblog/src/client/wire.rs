@@ -32,6 +32,18 @@ pub(crate) struct JobView {
     pub log: LogView,
     #[serde(default)]
     pub result: Option<ResultView>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub secret_names: Vec<String>,
+    #[serde(default)]
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub rerun_of: Option<i64>,
 }
 
 impl JobView {

@@ -128,6 +128,36 @@ fn shell_quote(a: &str) -> String {
     }
 }
 
+/// What the job was given besides its command, as `show` lists it: only
+/// what was set, values escaped, secrets by name only.
+fn given_rows(j: &JobView) -> Vec<(String, String)> {
+    let text = |s: &str| escape_display(s, false).into_owned();
+    let mut rows = Vec::new();
+    if let Some(shell) = &j.shell {
+        rows.push(("script in".into(), text(shell)));
+    }
+    if let Some(cwd) = &j.cwd {
+        rows.push(("cwd".into(), text(cwd)));
+    }
+    if let Some(t) = j.timeout_s {
+        rows.push(("timeout".into(), format!("{t}s")));
+    }
+    for (k, v) in &j.env {
+        rows.push(("env".into(), format!("{}={}", text(k), text(v))));
+    }
+    if !j.secret_names.is_empty() {
+        let names: Vec<String> = j.secret_names.iter().map(|n| text(n)).collect();
+        rows.push((
+            "secrets".into(),
+            format!("{} (values not kept)", names.join(", ")),
+        ));
+    }
+    if let Some(id) = j.rerun_of {
+        rows.push(("rerun of".into(), format!("job {id}")));
+    }
+    rows
+}
+
 pub(super) fn show_text(j: &JobView) -> String {
     let opt = |v: Option<&str>| {
         v.map(|s| escape_display(s, false).into_owned())
@@ -167,6 +197,11 @@ pub(super) fn show_text(j: &JobView) -> String {
         ),
         ("records".into(), j.log.records.to_string()),
     ];
+    let at = rows
+        .iter()
+        .position(|(k, _)| k == "command")
+        .map_or(rows.len(), |i| i + 1);
+    rows.splice(at..at, given_rows(j));
     // Streams in their canonical order, then any the client does not know.
     let mut streams: Vec<(&str, u64)> = Stream::ALL
         .iter()
