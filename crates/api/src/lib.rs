@@ -15,6 +15,7 @@ mod extract;
 pub mod fuzzing;
 mod guard;
 pub mod limits;
+mod metrics;
 mod nodes;
 mod routes;
 mod sse;
@@ -23,7 +24,7 @@ mod tokens;
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -43,10 +44,11 @@ pub struct AppState {
     hosts: Arc<guard::HostGuard>,
     limits: Arc<limits::Limits>,
     viewers: Arc<limits::Viewers>,
+    job_names: Arc<metrics::JobNameMetrics>,
 }
 
 /// How the API admits requests.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ApiOptions {
     /// The configuration's token: an admin token, and with it every route
     /// but `/healthz` and `/openapi.json` needs a token. Without it a
@@ -56,12 +58,31 @@ pub struct ApiOptions {
     /// `localhost` (`*`: any).
     pub allowed_hosts: Vec<String>,
     pub limits: limits::Limits,
+    /// Job names `/metrics` gives figures of; the rest are summed under
+    /// `(other)`.
+    pub max_job_names: usize,
+}
+
+/// Job names `/metrics` exports by default.
+pub const DEFAULT_MAX_JOB_NAMES: usize = 200;
+
+impl Default for ApiOptions {
+    fn default() -> Self {
+        ApiOptions {
+            token: None,
+            allowed_hosts: Vec::new(),
+            limits: limits::Limits::default(),
+            max_job_names: DEFAULT_MAX_JOB_NAMES,
+        }
+    }
 }
 
 impl AppState {
-    pub fn new(engine: Engine, registry: Registry, options: &ApiOptions) -> AppState {
+    pub fn new(engine: Engine, mut registry: Registry, options: &ApiOptions) -> AppState {
+        let job_names = metrics::JobNameMetrics::register(&mut registry, options.max_job_names);
         AppState {
             engine,
+            job_names: Arc::new(job_names),
             registry: Arc::new(registry),
             auth: Arc::new(auth::Auth::new(options.token.as_deref())),
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
@@ -90,7 +111,7 @@ pub fn app(state: AppState) -> Router {
         .route("/openapi.json", get(routes::openapi));
     Router::new()
         .nest("/api/v1", api)
-        .route("/metrics", get(metrics))
+        .route("/metrics", get(metrics::metrics))
         .route("/openapi.json", get(routes::openapi))
         .route("/healthz", get(healthz))
         .route_layer(middleware::from_fn_with_state(
@@ -112,22 +133,6 @@ pub fn app(state: AppState) -> Router {
         // Bodies are limited per route by `limits::enforce`.
         .layer(DefaultBodyLimit::disable())
         .with_state(state)
-}
-
-async fn metrics(State(state): State<AppState>) -> Response {
-    let mut body = String::new();
-    if let Err(e) = prometheus_client::encoding::text::encode(&mut body, &state.registry) {
-        tracing::error!(error = %e, "encoding metrics");
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        body,
-    )
-        .into_response()
 }
 
 /// 200 when the node takes jobs and its store answers and accepts writes;

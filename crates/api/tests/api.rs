@@ -17,6 +17,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::*;
+use joblog_api::ApiOptions;
 use joblog_store::testing::TestDatabase;
 use serde_json::{json, Value};
 
@@ -37,6 +38,7 @@ joblog_store::backend_tests! {
     groom_keeps_the_newest_jobs_of_each_name,
     a_job_shows_what_it_was_given_and_reruns_as_it_was_submitted,
     metrics_healthz_and_openapi,
+    metrics_tell_each_names_last_success_and_failure_within_a_bound,
     the_event_stream_follows_a_job_live_and_ends_with_the_job,
     the_event_stream_resumes_after_last_event_id_or_after_seq,
     the_event_stream_sends_only_the_streams_asked_for,
@@ -964,6 +966,67 @@ async fn groom_keeps_the_newest_jobs_of_each_name(db: TestDatabase) {
         reply.json(),
         json!({"dry_run": false, "jobs_deleted": 0, "records_deleted": 0})
     );
+    t.shutdown().await;
+}
+
+async fn metrics_tell_each_names_last_success_and_failure_within_a_bound(db: TestDatabase) {
+    let options = ApiOptions {
+        max_job_names: 2,
+        ..ApiOptions::default()
+    };
+    let t = start_app_with(db, 2, options, |_| {}).await;
+    let r = &t.router;
+    let run = |name: Option<&'static str>, script: &'static str| async move {
+        let mut body = json!({"script": script});
+        if let Some(n) = name {
+            body["name"] = json!(n);
+        }
+        let id = id_of(&submit(r, body).await);
+        wait_finished(r, id).await
+    };
+    // Oldest first: "old" is the name past the bound of 2.
+    let old = run(Some("old"), "exit 0").await;
+    let failed = run(Some("backup"), "exit 1").await;
+    let ok = run(Some("backup"), "true").await;
+    run(None, "sleep 0.01").await;
+    let text = get(r, "/metrics").await.text();
+    let sample = |line: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(line).and_then(|v| v.strip_prefix(' ')))
+            .unwrap_or_else(|| panic!("no `{line}` in\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    let seconds = |job: &Value| -> f64 {
+        let t = humantime::parse_rfc3339(job["finished_at"].as_str().unwrap()).unwrap();
+        t.duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let success = sample(r#"joblog_job_last_success_timestamp_seconds{name="backup"}"#);
+    assert!((success - seconds(&ok)).abs() < 1e-3, "{success} vs {ok}");
+    let failure = sample(r#"joblog_job_last_failure_timestamp_seconds{name="backup"}"#);
+    assert!(
+        (failure - seconds(&failed)).abs() < 1e-3,
+        "{failure} vs {failed}"
+    );
+    assert_eq!(
+        sample(r#"joblog_job_finished{name="backup",state="succeeded"}"#),
+        1.0
+    );
+    assert_eq!(
+        sample(r#"joblog_job_finished{name="backup",state="failed"}"#),
+        1.0
+    );
+    assert_eq!(
+        sample(r#"joblog_job_finished{name="(unnamed)",state="succeeded"}"#),
+        1.0
+    );
+    // Past the bound: summed under (other), and counted.
+    assert!(!text.contains(r#"name="old""#), "{text}");
+    let other = sample(r#"joblog_job_last_success_timestamp_seconds{name="(other)"}"#);
+    assert!((other - seconds(&old)).abs() < 1e-3);
+    assert_eq!(sample("joblog_job_names_folded"), 1.0);
     t.shutdown().await;
 }
 

@@ -69,6 +69,11 @@ pub trait Store: Send + Sync + 'static {
     /// Every API token, by name, without their hashes.
     async fn list_tokens(&self) -> Result<Vec<TokenInfo>>;
 
+    /// Finished jobs kept in the store, by name and final state, with
+    /// when the last of each finished (for per-name metrics). One pass over
+    /// a covering index, not the log.
+    async fn finished_by_name(&self) -> Result<Vec<FinishedByName>>;
+
     /// The nodes that have run on this store (a node silent for a week is
     /// forgotten), by name, with the jobs each has running.
     async fn list_nodes(&self) -> Result<Vec<NodeInfo>>;
@@ -179,6 +184,21 @@ impl Committed {
         self == &Committed::default()
     }
 }
+
+/// Finished jobs of one name (`None`: unnamed) in one final state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedByName {
+    pub name: Option<String>,
+    pub state: JobState,
+    pub jobs: u64,
+    /// When the last of them finished.
+    pub last_finished: Timestamp,
+}
+
+/// The query both stores answer [`Store::finished_by_name`] with.
+pub(crate) const FINISHED_BY_NAME: &str =
+    "SELECT name, state, count(*), max(finished_at) FROM jobs \
+     WHERE state NOT IN ('queued', 'running') GROUP BY name, state";
 
 /// Message bytes after which a log page ends, whatever its `limit`.
 pub const MAX_PAGE_BYTES: usize = 1 << 20;

@@ -167,3 +167,19 @@ impl TokenRow {
         })
     }
 }
+
+/// A row of [`crate::FINISHED_BY_NAME`].
+pub(crate) fn finished_by_name(
+    name: Option<String>,
+    state: &str,
+    jobs: i64,
+    last_finished: Option<i64>,
+) -> Result<crate::FinishedByName> {
+    Ok(crate::FinishedByName {
+        state: JobState::parse(state)
+            .ok_or_else(|| StoreError::Corrupt(format!("jobs of {name:?} have state {state:?}")))?,
+        name,
+        jobs: jobs as u64,
+        last_finished: Timestamp(last_finished.unwrap_or(0)),
+    })
+}

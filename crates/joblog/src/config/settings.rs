@@ -124,6 +124,11 @@ settings! {
     /// Live-tail viewers of one job at once on this node.
     http_max_viewers_per_job: usize = Limits::default().max_viewers_per_job,
         key "http.max_viewers_per_job", env "JOBLOG_HTTP_MAX_VIEWERS_PER_JOB", flag Some("http-max-viewers-per-job");
+    /// Job names `/metrics` gives per-name figures of (last success, last
+    /// failure, finished jobs by state): the most recently finished ones;
+    /// the rest are summed under `name="(other)"` (0 to 100000).
+    metrics_max_job_names: usize = joblog_api::DEFAULT_MAX_JOB_NAMES,
+        key "metrics.max_job_names", env "JOBLOG_METRICS_MAX_JOB_NAMES", flag Some("metrics-max-job-names");
     /// Periodic retention: delete finished jobs older than this (with
     /// `retention.keep_per_name`, only those beyond the newest N of their
     /// name). Retention is off unless this or `keep_per_name` is set.

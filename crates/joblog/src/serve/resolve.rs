@@ -117,6 +117,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
             token,
             allowed_hosts: s.allowed_hosts.0,
             limits,
+            max_job_names: s.metrics_max_job_names,
         },
         http,
         tls,
@@ -126,6 +127,10 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         retention,
     })
 }
+
+/// Most job names `/metrics` may be asked to export: each costs a few
+/// series, and a scrape of millions of series is no use to anyone.
+const MAX_JOB_NAMES: usize = 100_000;
 
 /// Most connections a node may hold open: more than a process may have
 /// files open on a usual system.
@@ -141,6 +146,9 @@ fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
         Ok(())
     };
     at_least("max_queued", s.max_queued, 1, "")?;
+    if s.metrics_max_job_names > MAX_JOB_NAMES {
+        bail!("metrics.max_job_names: must be at most {MAX_JOB_NAMES}");
+    }
     at_least("http.max_connections", s.http_max_connections as u64, 1, "")?;
     // A semaphore counts them, and panics past its (huge) maximum.
     if s.http_max_connections > MAX_CONNECTIONS {

@@ -356,6 +356,26 @@ impl Store for PgStore {
             .await
     }
 
+    async fn finished_by_name(&self) -> Result<Vec<crate::FinishedByName>> {
+        self.pool
+            .read(|c| {
+                Box::pin(async move {
+                    let rows = c.query(crate::FINISHED_BY_NAME, &[]).await?;
+                    rows.iter()
+                        .map(|r| {
+                            crate::rows::finished_by_name(
+                                r.try_get(0)?,
+                                r.try_get::<_, &str>(1)?,
+                                r.try_get(2)?,
+                                r.try_get(3)?,
+                            )
+                        })
+                        .collect()
+                })
+            })
+            .await
+    }
+
     async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
         self.pool
             .read(|c| {

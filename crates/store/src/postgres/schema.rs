@@ -78,6 +78,9 @@ CREATE TABLE tokens (
 -- it stopped gracefully.
 ALTER TABLE nodes ADD COLUMN version text;
 ALTER TABLE nodes ADD COLUMN stopped_at timestamptz;
+-- Per-name metrics read (name, state, finished_at) of every finished job:
+-- from this index alone.
+CREATE INDEX jobs_name_state ON jobs (name, state, finished_at);
 "#,
 ];
 

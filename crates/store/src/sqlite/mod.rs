@@ -15,7 +15,8 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
 use crate::{
-    GroomPolicy, Outcome, Result, Store, StoreError, StoreOptions, StoreWriter, SyncMode, WriteOp,
+    FinishedByName, GroomPolicy, Outcome, Result, Store, StoreError, StoreOptions, StoreWriter,
+    SyncMode, WriteOp,
 };
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how
@@ -59,6 +60,9 @@ CREATE TABLE results (
 "#,
     tokens::MIGRATION,
     nodes::MIGRATION,
+    // Per-name metrics read (name, state, finished_at) of every finished
+    // job: from this index alone.
+    "CREATE INDEX jobs_name_state ON jobs(name, state, finished_at);",
 ];
 
 pub struct SqliteStore {
@@ -345,6 +349,27 @@ impl Store for SqliteStore {
 
     async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
         self.read(tokens::list).await
+    }
+
+    async fn finished_by_name(&self) -> Result<Vec<FinishedByName>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(crate::FINISHED_BY_NAME)?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (name, state, jobs, last) = row?;
+                out.push(crate::rows::finished_by_name(name, &state, jobs, last)?);
+            }
+            Ok(out)
+        })
+        .await
     }
 
     async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
