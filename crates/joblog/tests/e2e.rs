@@ -8,6 +8,8 @@ mod limits;
 mod nodes;
 #[path = "e2e/security.rs"]
 mod security;
+#[path = "e2e/startup.rs"]
+mod startup;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
