@@ -115,7 +115,10 @@ async fn a_relative_data_dir_gives_jobs_an_absolute_result_path() {
     );
     let (code, out, err) = cli(&server, &["result", &id.to_string()]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!({"ok": 1}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"ok": 1})
+    );
 }
 
 /// A stray `./joblog.toml` was read without a word. The server's first
@@ -153,7 +156,10 @@ async fn the_first_log_line_names_every_configuration_source() {
         assert!(first.contains(named), "{named} not in {first:?}");
     }
     assert!(!text.contains(TOKEN), "the token is in the log: {text}");
-    assert!(!text.contains("1234ms"), "a variable's value is in the log: {text}");
+    assert!(
+        !text.contains("1234ms"),
+        "a variable's value is in the log: {text}"
+    );
 }
 
 /// Migrations and partitions use `CREATE … IF NOT EXISTS`, and PostgreSQL
