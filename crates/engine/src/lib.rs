@@ -38,7 +38,8 @@ pub struct EngineConfig {
     pub max_concurrency: usize,
     /// This node's name, stored in the jobs it runs.
     pub node: String,
-    /// Where `JOBLOG_RESULT` files are created.
+    /// Where `JOBLOG_RESULT` files are created; absolute (`start` refuses
+    /// a relative one), as every path handed to a job must be.
     pub data_dir: PathBuf,
     pub log_limits: LogLimits,
     /// Between SIGTERM and SIGKILL when a job is stopped.
@@ -164,6 +165,14 @@ impl Engine {
         config: EngineConfig,
         registry: &mut Registry,
     ) -> Result<Engine, EngineError> {
+        // `JOBLOG_RESULT` is under it: relative, it would point elsewhere
+        // for every job that runs in (or changes to) another directory.
+        if config.data_dir.is_relative() {
+            return Err(EngineError::Io(format!(
+                "the data directory {} must be an absolute path",
+                config.data_dir.display()
+            )));
+        }
         let shared = store.is_shared();
         // Jobs still `running` under this node's name were left by an
         // earlier process of it; with the embedded store this node is the

@@ -39,15 +39,17 @@ impl Cli {
             .build()?;
         rt.block_on(async move {
             match self.command {
-                Command::Serve(args) => {
-                    let global = config::GlobalSecrets {
-                        token: self.global.token,
-                        token_file: self.global.token_file,
-                    };
-                    serve::run(args, global, env.unwrap_or_default()).await
+                // The bootstrap token (global --token, --token-file) is
+                // in `args`, with where it came from.
+                Command::Serve(args) => serve::run(args, env.unwrap_or_default()).await,
+                Command::Client(cmd) => {
+                    let global = self.global.with(cmd.connection());
+                    client::run(cmd, global).await
                 }
-                Command::Client(cmd) => client::run(cmd, self.global).await,
-                Command::Bench(args) => bench::run(args, self.global).await,
+                Command::Bench(args) => {
+                    let global = self.global.with(&args.connection);
+                    bench::run(args, global).await
+                }
             }
         })
     }
@@ -108,6 +110,95 @@ mod tests {
                 names.iter().any(|n| n == name),
                 "docs/cli.md documents `joblog {name}`, which does not exist"
             );
+        }
+    }
+
+    /// `joblog serve --help` lists what serve uses: its settings and the
+    /// bootstrap token's global options, not the client's `--server` and
+    /// `--cacert`, which serve would ignore.
+    #[test]
+    fn serve_takes_no_client_options() {
+        let mut cli = Cli::command();
+        cli.build();
+        let serve = cli.find_subcommand_mut("serve").unwrap();
+        let help = serve.render_long_help().to_string();
+        for option in ["--server", "--cacert"] {
+            assert!(
+                !help.contains(option),
+                "serve's help offers {option}:\n{help}"
+            );
+        }
+        for option in ["--token ", "--token-file", "--listen", "--config"] {
+            assert!(help.contains(option), "serve's help lacks {option}");
+        }
+        let e = Cli::try_parse_from(["joblog", "serve", "--server", "http://x:1"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+    }
+
+    /// The client's options work before the command name and after it
+    /// (after wins), also after a token subcommand's name.
+    #[test]
+    fn client_options_go_before_or_after_the_command() {
+        let server_of = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).unwrap();
+            match cli.command {
+                Command::Client(cmd) => {
+                    let global = cli.global.with(cmd.connection());
+                    (global.server, global.cacert)
+                }
+                Command::Serve(_) | Command::Bench(_) => panic!("{args:?}: not a client command"),
+            }
+        };
+        let x = ("http://x:1".to_string(), None);
+        assert_eq!(server_of(&["joblog", "--server", "http://x:1", "jobs"]), x);
+        assert_eq!(server_of(&["joblog", "jobs", "--server", "http://x:1"]), x);
+        assert_eq!(
+            server_of(&[
+                "joblog",
+                "--server",
+                "http://y:2",
+                "show",
+                "7",
+                "--server",
+                "http://x:1"
+            ]),
+            x
+        );
+        let (server, cacert) = server_of(&[
+            "joblog",
+            "token",
+            "list",
+            "--server",
+            "http://x:1",
+            "--cacert",
+            "ca.pem",
+        ]);
+        assert_eq!(server, "http://x:1");
+        assert_eq!(cacert, Some("ca.pem".into()));
+        let (server, _) = server_of(&["joblog", "token", "--server", "http://x:1", "list"]);
+        assert_eq!(server, "http://x:1");
+    }
+
+    /// serve's bootstrap token comes from the global options, with the
+    /// flag it came from, before or after the command name.
+    #[test]
+    fn serve_gets_the_bootstrap_token_from_the_global_options() {
+        use crate::config::layers::{Layers, Origin};
+        for args in [
+            ["joblog", "--token-file", "/t", "serve"],
+            ["joblog", "serve", "--token-file", "/t"],
+        ] {
+            let Command::Serve(serve) = Cli::try_parse_from(args).unwrap().command else {
+                panic!("{args:?}: not serve");
+            };
+            let mut layers = Layers::default();
+            serve.add_to(&mut layers);
+            assert_eq!(
+                layers.get::<std::path::PathBuf>("token_file").unwrap(),
+                Some("/t".into()),
+                "{args:?}"
+            );
+            assert!(layers.origins().contains(&Origin::Flag("token-file")));
         }
     }
 }

@@ -114,7 +114,7 @@ fn write_postgres(url: &str, method: Method, batches: &[Batch]) -> Result<Durati
         .map_err(|e| StoreError::Database(format!("starting a runtime: {e}")))?;
     rt.block_on(async move {
         let (mut client, conn) = target.connect().await?;
-        tokio::spawn(conn);
+        tokio::spawn(crate::postgres::notices::drive(conn));
         client.batch_execute("SET synchronous_commit TO on").await?;
         // Partitions first, outside the timing: the writer makes them once
         // per 10,000 jobs.

@@ -333,31 +333,48 @@ pub trait StoreWriter: Send {
     fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>>;
 }
 
-/// Opens the store a database URL names: `postgres://user@host/db`,
-/// `sqlite:///path/joblog.db`, `sqlite://relative.db` or a bare path.
+/// The kind of store a database URL names, before anything is opened:
+/// what a server must lock (a SQLite file) or may share (PostgreSQL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Database<'a> {
+    /// The SQLite file, as the URL writes it (relative or absolute).
+    Sqlite(&'a std::path::Path),
+    Postgres,
+}
+
+impl<'a> Database<'a> {
+    /// `postgres://user@host/db` (or `postgresql://`),
+    /// `sqlite:///path/joblog.db`, `sqlite://relative.db` or a bare path.
+    pub fn of(url: &'a str) -> Result<Database<'a>> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Database::Postgres);
+        }
+        let path = match url.split_once("://") {
+            Some(("sqlite", path)) => path,
+            Some((scheme, _)) => {
+                return Err(StoreError::Config(format!(
+                "database URL scheme {scheme:?} is not supported (use sqlite://PATH or postgres://…)"
+            )))
+            }
+            None => url,
+        };
+        if path.is_empty() {
+            return Err(StoreError::Config(format!(
+                "database URL {url:?} names no file"
+            )));
+        }
+        Ok(Database::Sqlite(std::path::Path::new(path)))
+    }
+}
+
+/// Opens the store a database URL names (see [`Database::of`]).
 /// PostgreSQL must be reachable: a node does not start on a database it
 /// cannot migrate.
 pub fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dyn Store>> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(std::sync::Arc::new(postgres::PgStore::open(url, options)?));
-    }
-    let path = match url.split_once("://") {
-        Some(("sqlite", path)) => path,
-        Some((scheme, _)) => {
-            return Err(StoreError::Config(format!(
-            "database URL scheme {scheme:?} is not supported (use sqlite://PATH or postgres://…)"
-        )))
-        }
-        None => url,
-    };
-    if path.is_empty() {
-        return Err(StoreError::Config(format!(
-            "database URL {url:?} names no file"
-        )));
-    }
-    Ok(std::sync::Arc::new(sqlite::SqliteStore::open(
-        path, options,
-    )?))
+    Ok(match Database::of(url)? {
+        Database::Postgres => std::sync::Arc::new(postgres::PgStore::open(url, options)?),
+        Database::Sqlite(path) => std::sync::Arc::new(sqlite::SqliteStore::open(path, options)?),
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -410,5 +427,29 @@ mod tests {
             ..Committed::default()
         };
         assert!(reset.touches_after(1, u64::MAX));
+    }
+
+    #[test]
+    fn a_database_url_names_its_kind_and_a_sqlite_file() {
+        use std::path::Path;
+        assert_eq!(
+            Database::of("postgresql://u@h/db").unwrap(),
+            Database::Postgres
+        );
+        assert_eq!(
+            Database::of("sqlite:///var/lib/joblog.db").unwrap(),
+            Database::Sqlite(Path::new("/var/lib/joblog.db"))
+        );
+        assert_eq!(
+            Database::of("sqlite://rel.db").unwrap(),
+            Database::Sqlite(Path::new("rel.db"))
+        );
+        assert_eq!(
+            Database::of("x/j.db").unwrap(),
+            Database::Sqlite(Path::new("x/j.db"))
+        );
+        let e = Database::of("mysql://h/db").unwrap_err().to_string();
+        assert!(e.contains("\"mysql\""), "{e}");
+        assert!(Database::of("sqlite://").is_err());
     }
 }

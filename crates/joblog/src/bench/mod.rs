@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::client::Global;
+use crate::client::{Connection, Global};
 use stats::parse_count;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +72,9 @@ pub struct BenchArgs {
     /// Give up when a job has not finished after this long.
     #[arg(long, value_name = "DUR", default_value = "120s", value_parser = joblog_core::parse_positive_duration)]
     pub job_timeout: Duration,
+    /// With --external: the server, given after the command name.
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,21 +6,28 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Subcommand};
 use joblog_core::{JobState, Role, Stream};
 
+/// The options before the command name. `--token` and `--token-file` are
+/// global (every command takes them, `serve` as its bootstrap token);
+/// `--server` and `--cacert` are the client's, so that `joblog serve
+/// --help` does not offer them: each client command takes them again
+/// after its name ([`Connection`]).
 #[derive(Args, Debug, Clone)]
 pub struct Global {
     /// Server to talk to.
     #[arg(
         long,
-        global = true,
         env = "JOBLOG_SERVER",
+        value_name = "URL",
         default_value = "http://127.0.0.1:7878"
     )]
     pub server: String,
-    /// API token (sent as `Authorization: Bearer`). Shows in `ps`: prefer
+    /// API token (sent as `Authorization: Bearer`); for `serve`, the
+    /// bootstrap admin token it accepts. Shows in `ps`: prefer
     /// --token-file or JOBLOG_TOKEN.
     #[arg(long, global = true, env = "JOBLOG_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// File whose first line is the API token.
+    /// File whose first line is the API token (for `serve`, the bootstrap
+    /// token).
     #[arg(
         long,
         global = true,
@@ -31,7 +38,7 @@ pub struct Global {
     pub token_file: Option<std::path::PathBuf>,
     /// PEM file of CA certificates to trust, besides the system's, for an
     /// https:// server (a private CA or a self-signed certificate).
-    #[arg(long, global = true, env = "JOBLOG_CACERT", value_name = "FILE")]
+    #[arg(long, env = "JOBLOG_CACERT", value_name = "FILE")]
     pub cacert: Option<std::path::PathBuf>,
 }
 
@@ -49,6 +56,40 @@ impl Global {
             _ => Ok(None),
         }
     }
+
+    /// These options with those given after the command name, which win.
+    pub fn with(self, after: &Connection) -> Global {
+        Global {
+            server: after.server.clone().unwrap_or(self.server),
+            cacert: after.cacert.clone().or(self.cacert),
+            ..self
+        }
+    }
+}
+
+/// `--server` and `--cacert` after a client command's name (`joblog jobs
+/// --server URL`, `joblog token create … --server URL`); they win over the
+/// same options before it. Their variables and default are read by
+/// [`Global`], before the name.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Connection {
+    /// Server to talk to [env: JOBLOG_SERVER] [default: http://127.0.0.1:7878].
+    #[arg(
+        long = "server",
+        id = "after_server",
+        global = true,
+        value_name = "URL"
+    )]
+    pub server: Option<String>,
+    /// PEM file of CA certificates to trust, besides the system's, for an
+    /// https:// server [env: JOBLOG_CACERT].
+    #[arg(
+        long = "cacert",
+        id = "after_cacert",
+        global = true,
+        value_name = "FILE"
+    )]
+    pub cacert: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -78,10 +119,30 @@ pub enum ClientCommand {
     Nodes(JsonArgs),
 }
 
+impl ClientCommand {
+    /// The `--server` and `--cacert` given after the command's name.
+    pub fn connection(&self) -> &Connection {
+        match self {
+            ClientCommand::Run(a) => &a.connection,
+            ClientCommand::Jobs(a) => &a.connection,
+            ClientCommand::Show(a) | ClientCommand::JobResult(a) | ClientCommand::Cancel(a) => {
+                &a.connection
+            }
+            ClientCommand::Logs(a) => &a.connection,
+            ClientCommand::Groom(a) => &a.connection,
+            ClientCommand::Token(a) => &a.connection,
+            ClientCommand::Rerun(a) => &a.connection,
+            ClientCommand::Nodes(a) => &a.connection,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct TokenArgs {
     #[command(subcommand)]
     pub command: TokenCommand,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Subcommand, Debug)]
@@ -162,6 +223,8 @@ pub struct RunArgs {
         value_name = "CMD"
     )]
     pub command: Vec<String>,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Args, Debug)]
@@ -179,6 +242,8 @@ pub struct RerunArgs {
     /// Print JSON: the job with --detach, else one log record per line.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Args, Debug)]
@@ -196,6 +261,8 @@ pub struct JobsArgs {
     /// Print the API's JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Args, Debug)]
@@ -203,6 +270,8 @@ pub struct JsonArgs {
     /// Print the API's JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Args, Debug)]
@@ -213,6 +282,8 @@ pub struct IdArgs {
     /// Print the API's JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Args, Debug)]
@@ -236,6 +307,8 @@ pub struct LogsArgs {
     /// Print one JSON record per line.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Args, Debug)]
@@ -255,6 +328,8 @@ pub struct GroomArgs {
     /// Print the API's JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 /// One `--env`/`--secret` argument; `value` is `None` for a bare `K`,

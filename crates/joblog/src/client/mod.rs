@@ -13,7 +13,7 @@ use std::fmt;
 use std::io;
 
 pub(crate) use api::{redact_url, Api, ApiError};
-pub use args::{ClientCommand, Global};
+pub use args::{ClientCommand, Connection, Global};
 pub(crate) use render::escape_display;
 pub(crate) use wire::JobView;
 

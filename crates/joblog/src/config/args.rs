@@ -1,9 +1,11 @@
 //! `joblog serve`'s flags, made from the declarations: one flag per
-//! setting (with its environment variable), plus `--config`.
+//! setting (with its environment variable), plus `--config`, and the
+//! bootstrap token from the global `--token` / `--token-file`.
 
 use std::path::PathBuf;
 
-use clap::parser::ValueSource;
+use clap::error::ErrorKind;
+use clap::parser::{MatchesError, ValueSource};
 use clap::{Arg, ArgMatches, Command};
 
 use super::layers::{Layers, Origin};
@@ -15,6 +17,8 @@ use super::settings::DECLARED;
 pub struct ServeArgs {
     /// `--config FILE`; default `./joblog.toml` when it exists.
     pub config: Option<PathBuf>,
+    /// Where `config` came from: the flag or `JOBLOG_CONFIG`.
+    config_origin: Option<Origin>,
     given: Vec<(&'static str, String, Origin)>,
 }
 
@@ -30,6 +34,41 @@ impl ServeArgs {
             layers.give(key, text.clone(), origin.clone());
         }
     }
+
+    /// Where `--config` came from, when it was given.
+    pub fn config_origin(&self) -> Option<&Origin> {
+        self.config_origin.as_ref()
+    }
+
+    fn give(&mut self, key: &'static str, text: String, origin: Origin) {
+        self.given.retain(|(k, _, _)| *k != key);
+        self.given.push((key, text, origin));
+    }
+}
+
+/// The origin of a value clap read: the flag, or its variable.
+fn origin_of(matches: &ArgMatches, id: &str, flag: &'static str, env: &'static str) -> Origin {
+    match matches.value_source(id) {
+        Some(ValueSource::EnvVariable) => Origin::Env(env),
+        _ => Origin::Flag(flag),
+    }
+}
+
+/// A global option's value: clap hands the global options (ids of
+/// `client::Global`) to every subcommand's matches. `ServeArgs` parsed
+/// without them (in tests) has none.
+fn global_value<T: Clone + Send + Sync + 'static>(
+    matches: &ArgMatches,
+    id: &str,
+) -> Result<Option<T>, clap::Error> {
+    match matches.try_get_one::<T>(id) {
+        Ok(value) => Ok(value.cloned()),
+        Err(MatchesError::UnknownArgument { .. }) => Ok(None),
+        Err(e) => Err(clap::Error::raw(
+            ErrorKind::InvalidValue,
+            format!("{id}: {e}"),
+        )),
+    }
 }
 
 impl clap::FromArgMatches for ServeArgs {
@@ -42,18 +81,25 @@ impl clap::FromArgMatches for ServeArgs {
     fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
         if let Some(path) = matches.get_one::<PathBuf>("config") {
             self.config = Some(path.clone());
+            self.config_origin = Some(origin_of(matches, "config", "config", "JOBLOG_CONFIG"));
         }
         for d in DECLARED {
             let Some(flag) = d.flag else { continue };
             let Some(text) = matches.get_one::<String>(d.key) else {
                 continue;
             };
-            let origin = match matches.value_source(d.key) {
-                Some(ValueSource::EnvVariable) => Origin::Env(d.env),
-                _ => Origin::Flag(flag),
-            };
-            self.given.retain(|(key, _, _)| *key != d.key);
-            self.given.push((d.key, text.clone(), origin));
+            let origin = origin_of(matches, d.key, flag, d.env);
+            self.give(d.key, text.clone(), origin);
+        }
+        // The bootstrap token: the settings `token` and `token_file` have
+        // no flag of serve's own; their flags are the global ones.
+        if let Some(token) = global_value::<String>(matches, "token")?.filter(|t| !t.is_empty()) {
+            let origin = origin_of(matches, "token", "token", "JOBLOG_TOKEN");
+            self.give("token", token, origin);
+        }
+        if let Some(path) = global_value::<PathBuf>(matches, "token_file")? {
+            let origin = origin_of(matches, "token_file", "token-file", "JOBLOG_TOKEN_FILE");
+            self.give("token_file", path.display().to_string(), origin);
         }
         Ok(())
     }

@@ -33,12 +33,20 @@ impl fmt::Display for Origin {
 #[derive(Debug, Default)]
 pub struct Layers {
     given: BTreeMap<&'static str, (String, Origin)>,
+    /// Every origin that gave a value, also those overridden since.
+    origins: Vec<Origin>,
 }
 
 impl Layers {
     /// Sets `key` from a higher layer than any before.
     pub fn give(&mut self, key: &'static str, text: String, origin: Origin) {
+        self.origins.push(origin.clone());
         self.given.insert(key, (text, origin));
+    }
+
+    /// Every origin that gave a value, in the order given.
+    pub fn origins(&self) -> &[Origin] {
+        &self.origins
     }
 
     /// Adds the settings of a `joblog.toml`. Unknown keys are an error, so

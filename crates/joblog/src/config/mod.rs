@@ -11,6 +11,7 @@ mod proptests;
 #[cfg(test)]
 mod reference;
 mod settings;
+mod sources;
 pub(crate) mod value;
 
 use std::path::PathBuf;
@@ -19,45 +20,43 @@ use anyhow::Context;
 
 pub use args::ServeArgs;
 pub use settings::Settings;
-
-/// What the global options give the server: `--token`, `--token-file`.
-#[derive(Debug, Default)]
-pub struct GlobalSecrets {
-    pub token: Option<String>,
-    pub token_file: Option<PathBuf>,
-}
+pub use sources::{ConfigFile, Sources};
 
 /// Reads every layer: the file (`--config`, or `./joblog.toml` when it
-/// exists), the environment (through `env`) and the flags.
+/// exists), the environment (through `env`) and the flags (with the
+/// global `--token` and `--token-file`). Returns the settings and where
+/// they came from.
 pub fn load(
     args: &ServeArgs,
-    global: GlobalSecrets,
     env: impl Fn(&str) -> Option<String>,
-) -> anyhow::Result<Settings> {
+) -> anyhow::Result<(Settings, Sources)> {
     let mut layers = layers::Layers::default();
     let (path, required) = match &args.config {
         Some(p) => (p.clone(), true),
         None => (PathBuf::from("joblog.toml"), false),
     };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => layers.add_file(&path, &text)?,
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {}
+    // Named absolute in the log: "joblog.toml" does not say which one.
+    let absolute = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+    let file = match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            layers.add_file(&path, &text)?;
+            ConfigFile::Read(absolute)
+        }
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
+            ConfigFile::Absent(absolute)
+        }
         Err(e) => {
             return Err(e)
                 .with_context(|| format!("cannot read configuration file {}", path.display()))
         }
-    }
-    layers.add_env(env);
+    };
+    layers.add_env(&env);
     args.add_to(&mut layers);
-    if let Some(token) = global.token.filter(|t| !t.is_empty()) {
-        layers.give("token", token, layers::Origin::Flag("token"));
-    }
-    if let Some(path) = global.token_file {
-        layers.give(
-            "token_file",
-            path.display().to_string(),
-            layers::Origin::Flag("token-file"),
-        );
-    }
-    Settings::resolve(&layers)
+    // The server's log filter is read outside the layers.
+    let log_filter = env("JOBLOG_LOG")
+        .is_some_and(|v| !v.is_empty())
+        .then_some("JOBLOG_LOG");
+    let origins = layers.origins().iter().chain(args.config_origin());
+    let sources = Sources::new(file, origins, log_filter);
+    Ok((Settings::resolve(&layers)?, sources))
 }

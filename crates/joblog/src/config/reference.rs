@@ -16,7 +16,10 @@ pub fn table() -> String {
     for d in DECLARED {
         let flag = match d.flag {
             Some(f) => format!("`--{f}`"),
-            None if d.key == "token" => "`--token` (global)".into(),
+            // The bootstrap token's flags are the global ones.
+            None if matches!(d.key, "token" | "token_file") => {
+                format!("`--{}` (global)", d.key.replace('_', "-"))
+            }
             None => "—".into(),
         };
         let default = match (d.default)() {

@@ -25,7 +25,9 @@ settings! {
     /// needs an API token.
     listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 7878)),
         key "listen", env "JOBLOG_LISTEN", flag Some("listen");
-    /// Directory of the SQLite database and of jobs' result files.
+    /// Directory of the SQLite database and of jobs' result files. A
+    /// relative path is taken from the working directory at start. One
+    /// server at a time: it is locked (`joblog.lock` in it).
     data_dir: PathBuf = PathBuf::from("joblog-data"),
         key "data_dir", env "JOBLOG_DATA_DIR", flag Some("data-dir");
     /// Database URL: `sqlite:///path/joblog.db` or

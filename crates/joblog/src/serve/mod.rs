@@ -1,8 +1,10 @@
 //! `joblog serve`: resolves the configuration (file < environment < flags),
 //! starts store, pipeline, engine and API, and stops them in order.
 //! `secrets` keeps the server's secrets from its jobs; `resolve` turns
-//! settings into a node's configuration.
+//! settings into a node's configuration; `lock` keeps a second server off
+//! the data directory and SQLite file.
 
+mod lock;
 pub(crate) mod resolve;
 mod secrets;
 
@@ -16,7 +18,7 @@ use joblog_engine::Engine;
 use joblog_pipeline::{Pipeline, PipelineConfig};
 use joblog_store::{GroomPolicy, StoreOptions};
 
-use crate::config::{self, GlobalSecrets, ServeArgs};
+use crate::config::{self, ServeArgs};
 use resolve::resolve;
 pub use secrets::{take_environment, Environment};
 
@@ -46,11 +48,17 @@ async fn open_store(
     }
 }
 
-pub async fn run(args: ServeArgs, global: GlobalSecrets, env: Environment) -> anyhow::Result<i32> {
+pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     init_tracing();
-    let cfg = resolve(config::load(&args, global, |var| env.get(var))?)?;
+    let (settings, sources) = config::load(&args, |var| env.get(var))?;
+    // The first line: a stray ./joblog.toml or a forgotten variable shows.
+    tracing::info!("{sources}");
+    let cfg = resolve(settings)?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
+    // Before the store is opened or any job recovered: a second server
+    // would mark this one's running jobs interrupted. Held until exit.
+    let _locks = lock::take(&cfg.data_dir, cfg.sqlite_file.as_deref(), cfg.listen)?;
     // Loaded before anything starts: a bad certificate stops the server
     // at once, with the reason.
     let tls = match &cfg.tls {

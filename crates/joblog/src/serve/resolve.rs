@@ -1,18 +1,20 @@
 //! From settings to a node's configuration: settings checked against each
-//! other (and for values that would make the server unusable), and what
+//! other (and for values that would make the server unusable), what
 //! defaults to other settings derived (the database from the data dir, the
-//! node from the host and port).
+//! node from the host and port), and the data directory and a SQLite file
+//! made absolute, once, so that no path handed on depends on a working
+//! directory.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use joblog_api::limits::Limits;
 use joblog_api::ApiOptions;
 use joblog_engine::EngineConfig;
 use joblog_pipeline::LogLimits;
-use joblog_store::{GroomPolicy, SyncMode};
+use joblog_store::{Database, GroomPolicy, SyncMode};
 
 use super::secrets::{bootstrap_token, database_password};
 use crate::config::Settings;
@@ -22,8 +24,11 @@ use crate::http::HttpLimits;
 #[derive(Debug)]
 pub(crate) struct ServeConfig {
     pub(super) listen: SocketAddr,
+    /// Absolute.
     pub(super) data_dir: PathBuf,
     pub(super) database: String,
+    /// The database's file when it is SQLite, absolute.
+    pub(super) sqlite_file: Option<PathBuf>,
     pub(super) api: ApiOptions,
     pub(super) http: HttpLimits,
     /// Certificate and key files, for HTTPS.
@@ -64,9 +69,20 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         _ => bail!("tls_cert and tls_key go together: set both, or neither"),
     };
     let (http, limits) = http_limits(&s)?;
-    let database = s
-        .database
-        .unwrap_or_else(|| format!("sqlite://{}", s.data_dir.join("joblog.db").display()));
+    let data_dir = absolute("data_dir", &s.data_dir)?;
+    let (database, sqlite_file) = match s.database {
+        None => {
+            let file = data_dir.join("joblog.db");
+            (format!("sqlite://{}", file.display()), Some(file))
+        }
+        Some(url) => match Database::of(&url)? {
+            Database::Postgres => (url, None),
+            Database::Sqlite(file) => {
+                let file = absolute("database", file)?;
+                (format!("sqlite://{}", file.display()), Some(file))
+            }
+        },
+    };
     if s.max_concurrency == 0 || s.max_concurrency > 10_000 {
         bail!(
             "max_concurrency: {} is not between 1 and 10000",
@@ -82,7 +98,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     let node = s
         .node
         .unwrap_or_else(|| format!("{}:{}", hostname(), listen.port()));
-    let mut engine = EngineConfig::new(node, s.data_dir.clone());
+    let mut engine = EngineConfig::new(node, data_dir.clone());
     engine.max_concurrency = s.max_concurrency;
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;
@@ -111,8 +127,9 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     };
     Ok(ServeConfig {
         listen,
-        data_dir: s.data_dir,
+        data_dir,
         database,
+        sqlite_file,
         api: ApiOptions {
             token,
             allowed_hosts: s.allowed_hosts.0,
@@ -131,6 +148,13 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
 /// Most job names `/metrics` may be asked to export: each costs a few
 /// series, and a scrape of millions of series is no use to anyone.
 const MAX_JOB_NAMES: usize = 100_000;
+
+/// `path` made absolute against the server's working directory at start
+/// (without resolving links): jobs run in directories of their own, so a
+/// relative path handed to one (`JOBLOG_RESULT`) would point elsewhere.
+fn absolute(setting: &str, path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("{setting}: cannot use {:?}", path))
+}
 
 /// Most connections a node may hold open: more than a process may have
 /// files open on a usual system.
@@ -241,5 +265,35 @@ mod tests {
             let e = resolve_with(pairs).unwrap_err().to_string();
             assert!(e.contains(named), "{pairs:?}: {e}");
         }
+    }
+
+    /// Jobs run in directories of their own: the data directory and a
+    /// SQLite file are absolute, from the server's working directory.
+    #[test]
+    fn paths_handed_on_are_absolute() {
+        use crate::config::layers::{Layers, Origin};
+        let resolve_with = |pairs: &[(&'static str, &str)]| {
+            let mut layers = Layers::default();
+            for (key, value) in pairs {
+                layers.give(key, value.to_string(), Origin::Flag("test"));
+            }
+            resolve(Settings::resolve(&layers).unwrap())
+        };
+        let cwd = std::env::current_dir().unwrap();
+        let cfg = resolve_with(&[("data_dir", "rel/data")]).unwrap();
+        assert_eq!(cfg.data_dir, cwd.join("rel/data"));
+        assert_eq!(cfg.engine.data_dir, cfg.data_dir);
+        let db = cwd.join("rel/data/joblog.db");
+        assert_eq!(cfg.database, format!("sqlite://{}", db.display()));
+        assert_eq!(cfg.sqlite_file, Some(db));
+
+        let cfg = resolve_with(&[("database", "sqlite://other.db")]).unwrap();
+        let db = cwd.join("other.db");
+        assert_eq!(cfg.database, format!("sqlite://{}", db.display()));
+        assert_eq!(cfg.sqlite_file, Some(db));
+
+        let url = "postgres://u@h/db";
+        let cfg = resolve_with(&[("database", url)]).unwrap();
+        assert_eq!((cfg.database.as_str(), cfg.sqlite_file), (url, None));
     }
 }

@@ -71,6 +71,7 @@ pub(super) async fn listen(target: Target, node: String, sink: broadcast::Sender
                                     }
                                 }
                             }
+                            Ok(AsyncMessage::Notice(notice)) => super::notices::log(&notice),
                             Ok(_) => {}
                             Err(e) => {
                                 tracing::warn!(error = %pg_message(&e), "listener connection failed");

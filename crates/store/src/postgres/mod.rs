@@ -12,10 +12,12 @@
 //!
 //! This module ties the parts together behind [`Store`]: `schema` migrates
 //! at open, `pool` serves reads with the statements of `sql`, `writer`
-//! applies batches, `listener` hears the commits of other nodes, and
-//! `partitions` creates and drops the log's job-id ranges.
+//! applies batches, `listener` hears the commits of other nodes,
+//! `partitions` creates and drops the log's job-id ranges, and `notices`
+//! drives connections, logging the server's notices at their weight.
 
 mod listener;
+pub(crate) mod notices;
 pub(crate) mod partitions;
 mod pool;
 mod schema;
@@ -74,7 +76,7 @@ impl PgStore {
                     StoreError::Unavailable(message)
                 }
             })?;
-            let driver = tokio::spawn(conn);
+            let driver = tokio::spawn(notices::drive(conn));
             let out = schema::migrate(&mut client).await;
             drop(client);
             let _ = driver.await;

@@ -100,7 +100,7 @@ impl Pool {
             ))
         })?;
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            if let Err(e) = super::notices::drive(conn).await {
                 tracing::debug!(error = %e, "read connection closed");
             }
         });

@@ -89,7 +89,7 @@ impl PgWriter {
             let task = rt.spawn(async move {
                 let (client, conn) = target.connect().await?;
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
+                    if let Err(e) = super::notices::drive(conn).await {
                         tracing::warn!(error = %pg_message(&e), "writer connection closed");
                     }
                 });

@@ -332,7 +332,7 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
         .as_ref()
         .map(|s| s.url.clone())
         .unwrap_or_else(|| global.server.clone());
-    let outcome = match Api::new(&url, token.as_deref()) {
+    let outcome = match Api::with_ca(&url, token.as_deref(), global.cacert.as_deref()) {
         Ok(api) => {
             let script = format!(
                 "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo \"message $i of job $JOBLOG_JOB_ID\"; done",
