@@ -273,8 +273,15 @@ async fn kill_9_of_a_node_interrupts_its_jobs_and_the_other_node_carries_on() {
             .wait_until(*id, "interrupted", |j| j["state"] == "interrupted")
             .await;
         assert_eq!(job["node"], "a");
-        // What a wrote before it died is a gap-free prefix.
-        let log = b.whole_log(*id).await;
+        // What a wrote before it died is a gap-free prefix, then the
+        // record of its interruption, naming a and who judged it.
+        let mut log = b.whole_log(*id).await;
+        let why = log.pop().unwrap();
+        assert_eq!(why["stream"], "error", "{why}");
+        assert_eq!(why["fields"]["reason"], "node_lapsed", "{why}");
+        assert_eq!(why["fields"]["node"], "a");
+        assert_eq!(why["fields"]["declared_by"], "b");
+        assert_eq!(why["seq"].as_u64(), Some(log.len() as u64 + 1));
         let n = log.len();
         assert!(n > 10, "job {id}: {n} records");
         assert_lines(*id, &log, n);
