@@ -7,6 +7,7 @@
 //! clients get a stable code and a clean message.
 
 mod auth;
+mod backup;
 #[cfg(test)]
 mod contract_tests;
 mod error;
@@ -82,6 +83,7 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/log/events", get(sse::log_events))
         .route("/jobs/{id}/result", get(routes::result))
         .route("/groom", post(routes::groom))
+        .route("/backup", get(backup::backup))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{name}", delete(tokens::revoke))
         .route("/openapi.json", get(routes::openapi));
