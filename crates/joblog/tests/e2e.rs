@@ -8,6 +8,8 @@ mod limits;
 mod nodes;
 #[path = "e2e/security.rs"]
 mod security;
+#[path = "e2e/service.rs"]
+mod service;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

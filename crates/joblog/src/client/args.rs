@@ -70,6 +70,30 @@ pub enum ClientCommand {
     Groom(GroomArgs),
     /// Create, list and revoke API tokens (needs an admin token).
     Token(TokenArgs),
+    /// Save a consistent copy of the server's SQLite database to FILE while
+    /// it runs (needs an admin token).
+    Backup(BackupArgs),
+    /// Ask the server whether it is healthy; exits 0 if so, 1 if not or
+    /// unreachable (for container and service health checks).
+    Health(HealthArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BackupArgs {
+    /// File to write the copy to: a SQLite database, restored by putting it
+    /// in place of the data directory's joblog.db.
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct HealthArgs {
+    /// Print the server's JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
