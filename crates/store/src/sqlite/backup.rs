@@ -199,7 +199,7 @@ mod tests {
             Some(Err(e)) => panic!("the writer was held up by the snapshot: {e}"),
             None => panic!("the snapshot ran no statement to write during"),
         }
-        assert!(snapshot.len() > 0);
+        assert!(!snapshot.is_empty());
         let copy = dir.path().join("copy.db");
         save(snapshot, &copy);
         let copied = SqliteStore::open(&copy, &StoreOptions::default()).unwrap();
