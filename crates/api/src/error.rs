@@ -66,6 +66,7 @@ error_codes! {
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";
     JobElsewhere = "job_elsewhere", CONFLICT, "The job runs on another node that this store cannot reach.";
+    BackupUnsupported = "backup_unsupported", CONFLICT, "The server's store is PostgreSQL, which joblog does not copy: back it up with `pg_dump`.";
     RequestTimeout = "request_timeout", REQUEST_TIMEOUT, "The request took longer than `http.request_timeout`; the connection is closed.";
     BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE, "The request body is larger than the route accepts (`http.max_body_bytes` for a job, 64 KiB for others).";
     UriTooLong = "uri_too_long", URI_TOO_LONG, "The URL is longer than `http.max_uri_bytes`.";

@@ -7,6 +7,7 @@
 //! clients get a stable code and a clean message.
 
 mod auth;
+mod backup;
 #[cfg(test)]
 mod contract_tests;
 mod error;
@@ -106,6 +107,7 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/result", get(routes::result))
         .route("/groom", post(routes::groom))
         .route("/nodes", get(nodes::list))
+        .route("/backup", get(backup::backup))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{name}", delete(tokens::revoke))
         .route("/openapi.json", get(routes::openapi));

@@ -82,6 +82,9 @@ pub(crate) async fn enforce(State(state): State<AppState>, req: Request, next: N
     }
     // Also bounds a body sent without a length, or longer than declared.
     let req = req.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, body_limit)));
+    if !timed(req.uri().path()) {
+        return next.run(req).await;
+    }
     let timeout = limits.request_timeout;
     match tokio::time::timeout(timeout, next.run(req)).await {
         Ok(response) => response,
@@ -106,6 +109,14 @@ pub(crate) fn body_limit(limits: &Limits, path: &str) -> usize {
     } else {
         SMALL_BODY_BYTES.min(limits.max_body_bytes)
     }
+}
+
+/// Whether `http.request_timeout` bounds the time to a route's answer.
+/// Not a backup's: its snapshot is made before the answer begins and takes
+/// as long as the database is large (it is an admin's route, not one a
+/// careless client can hold open).
+pub(crate) fn timed(path: &str) -> bool {
+    path != "/api/v1/backup"
 }
 
 fn humantime_secs(d: Duration) -> String {
@@ -219,5 +230,11 @@ mod tests {
         let limits = Limits::default();
         assert_eq!(body_limit(&limits, "/api/v1/jobs"), 1 << 20);
         assert_eq!(body_limit(&limits, "/api/v1/tokens"), SMALL_BODY_BYTES);
+    }
+
+    #[test]
+    fn only_a_backup_is_not_bound_by_the_request_timeout() {
+        assert!(!timed("/api/v1/backup"));
+        assert!(timed("/api/v1/jobs"));
     }
 }

@@ -7,6 +7,8 @@
 
 #[path = "api/auth.rs"]
 mod auth;
+#[path = "api/backup.rs"]
+mod backup;
 mod common;
 #[path = "api/hardening.rs"]
 mod hardening;

@@ -12,6 +12,8 @@ mod nodes;
 mod rerun;
 #[path = "e2e/security.rs"]
 mod security;
+#[path = "e2e/service.rs"]
+mod service;
 #[path = "e2e/startup.rs"]
 mod startup;
 

@@ -12,6 +12,11 @@ pub enum StoreError {
     Config(String),
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
+    /// This store does not do what was asked (e.g. a snapshot of a
+    /// PostgreSQL store, which its own tools make); the text says what to
+    /// use instead.
+    #[error("not supported: {0}")]
+    Unsupported(String),
 }
 
 impl StoreError {

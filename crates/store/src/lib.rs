@@ -12,6 +12,7 @@ mod error;
 mod interrupt;
 pub mod postgres;
 mod rows;
+mod snapshot;
 pub mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -23,6 +24,7 @@ use joblog_core::{
 };
 
 pub use error::StoreError;
+pub use snapshot::Snapshot;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -80,6 +82,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Cheap round trip proving the database answers.
     async fn ping(&self) -> Result<()>;
+
+    /// A consistent copy of the whole store as one SQLite database file,
+    /// made while the writer goes on committing (it is not held up for
+    /// the copy's length). A store that other tools back up (PostgreSQL:
+    /// `pg_dump`) answers [`StoreError::Unsupported`], saying so.
+    async fn snapshot(&self) -> Result<Snapshot>;
 
     /// Short description for logs (`sqlite:/path/joblog.db`), without secrets.
     fn describe(&self) -> String;

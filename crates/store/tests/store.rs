@@ -17,6 +17,8 @@ use joblog_store::testing::TestDatabase;
 use joblog_store::{GroomPolicy, Outcome, Store, StoreError, StoreOptions, StoreWriter, WriteOp};
 use serde_json::{json, Value};
 
+#[path = "store/snapshot.rs"]
+mod snapshot;
 #[path = "store/tls.rs"]
 mod tls;
 

@@ -37,6 +37,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/jobs/{id}/result", VIEWER),
     ("POST", "/api/v1/groom", ADMIN),
     ("GET", "/api/v1/nodes", VIEWER),
+    ("GET", "/api/v1/backup", ADMIN),
     ("GET", "/api/v1/tokens", ADMIN),
     ("POST", "/api/v1/tokens", ADMIN),
     ("DELETE", "/api/v1/tokens/{name}", ADMIN),

@@ -230,6 +230,38 @@ impl Api {
         self.read_body(resp).await
     }
 
+    /// GET returning the status and body whatever the status, for an
+    /// answer whose 503 carries the same document as its 200 (`/healthz`).
+    pub(crate) async fn get_any(
+        &self,
+        url: Url,
+        timeout: Duration,
+    ) -> anyhow::Result<(StatusCode, Vec<u8>)> {
+        let resp = self
+            .http
+            .get(url)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e))?;
+        let status = resp.status();
+        Ok((status, self.read_body(resp).await?))
+    }
+
+    /// GET whose body the caller reads as it comes ([`Api::next_chunk`]),
+    /// with no overall timeout: a download takes as long as it is large.
+    pub(crate) async fn get_streaming(&self, url: Url) -> anyhow::Result<reqwest::Response> {
+        self.send(self.http.get(url), None).await
+    }
+
+    /// The next piece of a streamed body; `None` at its end.
+    pub(crate) async fn next_chunk(
+        &self,
+        resp: &mut reqwest::Response,
+    ) -> anyhow::Result<Option<axum::body::Bytes>> {
+        resp.chunk().await.map_err(|e| self.transport_error(e))
+    }
+
     pub(crate) async fn get_json<T: DeserializeOwned>(&self, url: Url) -> anyhow::Result<T> {
         let body = self.get_raw(url, REQUEST_TIMEOUT).await?;
         self.decode(&body)

@@ -117,6 +117,12 @@ pub enum ClientCommand {
     /// List the nodes running jobs on the server's store: state, last
     /// heartbeat, running jobs, version.
     Nodes(JsonArgs),
+    /// Save a consistent copy of the server's SQLite database to FILE while
+    /// it runs (needs an admin token).
+    Backup(BackupArgs),
+    /// Ask the server whether it is healthy; exits 0 if so, 1 if not or
+    /// unreachable (for container and service health checks).
+    Health(HealthArgs),
 }
 
 impl ClientCommand {
@@ -133,8 +139,32 @@ impl ClientCommand {
             ClientCommand::Token(a) => &a.connection,
             ClientCommand::Rerun(a) => &a.connection,
             ClientCommand::Nodes(a) => &a.connection,
+            ClientCommand::Backup(a) => &a.connection,
+            ClientCommand::Health(a) => &a.connection,
         }
     }
+}
+
+#[derive(Args, Debug)]
+pub struct BackupArgs {
+    /// File to write the copy to: a SQLite database, restored by putting it
+    /// in place of the data directory's joblog.db.
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub connection: Connection,
+}
+
+#[derive(Args, Debug)]
+pub struct HealthArgs {
+    /// Print the server's JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Args, Debug)]

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::api::{Api, TransportError, REQUEST_TIMEOUT};
 use super::args::{GroomArgs, IdArgs, JobsArgs, JsonArgs, KeyValue, LogsArgs, RerunArgs, RunArgs};
-use super::wire::{GroomReport, JobView, JobsPage, LogRecord, NodeList, TokenView};
+use super::wire::{GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, TokenView};
 use super::UsageError;
 
 /// How long a follow request asks the server to hold it (the API allows 30 s).
@@ -41,6 +41,12 @@ pub(super) enum Answer {
     /// The name of a revoked token.
     Revoked(String),
     Nodes(NodeList),
+    /// Where a backup was written, and its size.
+    BackedUp {
+        path: std::path::PathBuf,
+        bytes: u64,
+    },
+    Health(HealthView),
 }
 
 /// Where a command that follows a log hands what it produces.

@@ -4,7 +4,9 @@
 
 mod api;
 mod args;
+mod backup;
 mod commands;
+mod health;
 mod render;
 mod tokens;
 mod wire;
@@ -42,11 +44,13 @@ impl std::error::Error for UsageError {}
 
 pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
     let result = async {
-        let api = Api::with_ca(
-            &global.server,
-            global.token()?.as_deref(),
-            global.cacert.as_deref(),
-        )?;
+        // `/healthz` needs no token: a health check works whatever the
+        // token settings around it (a token file it may not read, say).
+        let token = match cmd {
+            ClientCommand::Health(_) => None,
+            _ => global.token()?,
+        };
+        let api = Api::with_ca(&global.server, token.as_deref(), global.cacert.as_deref())?;
         match cmd {
             ClientCommand::Run(a) => {
                 let mut printer = Printer::stdio(false, a.json);
@@ -67,6 +71,12 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
             ClientCommand::Groom(a) => print(commands::groom(&api, a).await?),
             ClientCommand::Token(a) => print(tokens::run(&api, a.command).await?),
             ClientCommand::Nodes(a) => print(commands::nodes(&api, a).await?),
+            ClientCommand::Backup(a) => print(backup::run(&api, a).await?),
+            ClientCommand::Health(a) => {
+                let (answer, healthy) = health::run(&api, a).await?;
+                render::print(&answer)?;
+                Ok(if healthy { 0 } else { 1 })
+            }
         }
     }
     .await;

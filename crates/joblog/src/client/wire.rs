@@ -64,6 +64,20 @@ pub(crate) struct LogView {
     pub streams: BTreeMap<String, u64>,
 }
 
+/// `GET /healthz`, as 200 and 503 both send it.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct HealthView {
+    pub status: String,
+    #[serde(default)]
+    pub store: String,
+    #[serde(default)]
+    pub accepting_jobs: bool,
+    #[serde(default)]
+    pub node: String,
+    #[serde(default)]
+    pub pool_in_use: u64,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ResultView {
     #[serde(default)]

@@ -76,23 +76,29 @@ mod tests {
         }
     }
 
-    /// Every `joblog.toml` example in the docs is one the server accepts.
+    /// Every `joblog.toml` example in the docs, and the one the systemd
+    /// packaging installs as `/etc/joblog/joblog.toml`, is one the server
+    /// accepts.
     #[test]
     fn every_example_file_in_the_docs_is_valid() {
+        let valid = |name: &str, block: &str| {
+            let mut layers = Layers::default();
+            layers
+                .add_file(Path::new(name), block)
+                .unwrap_or_else(|e| panic!("{name}: {e:#}\n{block}"));
+            Settings::resolve(&layers).unwrap_or_else(|e| panic!("{name}: {e:#}\n{block}"));
+        };
         let mut examples = 0;
-        for name in ["README.md", "docs/configuration.md"] {
+        for name in ["README.md", "docs/configuration.md", "docs/production.md"] {
             let text = std::fs::read_to_string(repo_file(name)).unwrap();
             for block in text.split("```toml\n").skip(1) {
-                let block = block.split("```").next().unwrap_or_default();
-                let mut layers = Layers::default();
-                layers
-                    .add_file(Path::new(name), block)
-                    .unwrap_or_else(|e| panic!("{name}: {e:#}\n{block}"));
-                Settings::resolve(&layers).unwrap_or_else(|e| panic!("{name}: {e:#}\n{block}"));
+                valid(name, block.split("```").next().unwrap_or_default());
                 examples += 1;
             }
         }
         assert!(examples >= 1, "no ```toml example found");
+        let name = "packaging/systemd/joblog.toml";
+        valid(name, &std::fs::read_to_string(repo_file(name)).unwrap());
     }
 
     #[test]

@@ -115,8 +115,8 @@ settings! {
     http_max_body_bytes: ByteSize = ByteSize(Limits::default().max_body_bytes as u64),
         key "http.max_body_bytes", env "JOBLOG_HTTP_MAX_BODY_BYTES", flag Some("http-max-body-bytes");
     /// From a request's headers to its answer's (a live tail's or a text
-    /// log's body streams on after); then `408 request_timeout`. Above the
-    /// longest long poll (30s).
+    /// log's body streams on after; a backup is not bound by it); then
+    /// `408 request_timeout`. Above the longest long poll (30s).
     http_request_timeout: Duration = Limits::default().request_timeout,
         key "http.request_timeout", env "JOBLOG_HTTP_REQUEST_TIMEOUT", flag Some("http-request-timeout");
     /// Live-tail (SSE) viewers open at once on this node; one more gets

@@ -39,7 +39,9 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::pg_message;
 use crate::rows::stream_mask;
-use crate::{Committed, GroomPolicy, Result, Store, StoreError, StoreOptions, StoreWriter};
+use crate::{
+    Committed, GroomPolicy, Result, Snapshot, Store, StoreError, StoreOptions, StoreWriter,
+};
 use pool::Pool;
 use sql::{
     jobs_from_rows, record_from_row, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_ALL,
@@ -398,6 +400,13 @@ impl Store for PgStore {
                 })
             })
             .await
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot> {
+        Err(StoreError::Unsupported(
+            "joblog makes snapshots of its SQLite store only; back up a PostgreSQL store with pg_dump"
+                .into(),
+        ))
     }
 
     fn describe(&self) -> String {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+mod backup;
 mod nodes;
 mod tokens;
 
@@ -15,8 +16,8 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
 use crate::{
-    FinishedByName, GroomPolicy, Outcome, Result, Store, StoreError, StoreOptions, StoreWriter,
-    SyncMode, WriteOp,
+    FinishedByName, GroomPolicy, Outcome, Result, Snapshot, Store, StoreError, StoreOptions,
+    StoreWriter, SyncMode, WriteOp,
 };
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how
@@ -379,6 +380,14 @@ impl Store for SqliteStore {
     async fn ping(&self) -> Result<()> {
         self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
             .await
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot> {
+        let path = self.path.clone();
+        let sync = self.sync;
+        tokio::task::spawn_blocking(move || backup::snapshot(&path, sync))
+            .await
+            .map_err(|e| StoreError::Database(format!("snapshot task failed: {e}")))?
     }
 
     fn describe(&self) -> String {

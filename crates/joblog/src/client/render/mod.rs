@@ -4,6 +4,7 @@
 mod job;
 mod log;
 mod node;
+mod service;
 mod token;
 
 use std::io::{self, Write};
@@ -79,6 +80,10 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
         Answer::Tokens(tokens) => out.write_all(token::tokens_table(tokens).as_bytes())?,
         Answer::Revoked(name) => writeln!(out, "revoked token {}", escape_display(name, false))?,
         Answer::Nodes(list) => out.write_all(node::nodes_table(list).as_bytes())?,
+        Answer::BackedUp { path, bytes } => {
+            out.write_all(service::backed_up(path, *bytes).as_bytes())?
+        }
+        Answer::Health(h) => out.write_all(service::health(h).as_bytes())?,
     }
     Ok(())
 }
