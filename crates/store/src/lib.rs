@@ -9,6 +9,7 @@
 #[cfg(feature = "bench")]
 pub mod baseline;
 mod error;
+mod listing;
 pub mod postgres;
 mod rows;
 pub mod sqlite;

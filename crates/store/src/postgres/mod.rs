@@ -11,11 +11,13 @@
 //! dropped connection is recognised on retry and never applied twice.
 //!
 //! This module ties the parts together behind [`Store`]: `schema` migrates
-//! at open, `pool` serves reads with the statements of `sql`, `writer`
+//! at open, `pool` serves reads with the statements of `sql` (and job
+//! listings, built per query, through `listing`), `writer`
 //! applies batches, `listener` hears the commits of other nodes, and
 //! `partitions` creates and drops the log's job-id ranges.
 
 mod listener;
+mod listing;
 pub(crate) mod partitions;
 mod pool;
 mod schema;
@@ -28,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use joblog_core::{Job, JobId, JobQuery, JobState, Record, Stream, TokenInfo};
+use joblog_core::{Job, JobId, JobQuery, Record, Stream, TokenInfo};
 use tokio::sync::broadcast;
 use tokio_postgres::config::Host;
 use tokio_postgres::tls::MakeTlsConnect;
@@ -40,9 +42,8 @@ use crate::rows::stream_mask;
 use crate::{Committed, GroomPolicy, Result, Store, StoreError, StoreOptions, StoreWriter};
 use pool::Pool;
 use sql::{
-    jobs_from_rows, record_from_row, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_ALL,
-    LIST_NAME, LIST_NAME_STATE, LIST_STATE, LIST_TOKENS, READ_LOG, READ_RESULT, SELECT_JOB,
-    TOKEN_BY_HASH,
+    jobs_from_rows, record_from_row, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_TOKENS,
+    READ_LOG, READ_RESULT, SELECT_JOB, TOKEN_BY_HASH,
 };
 use writer::PgWriter;
 
@@ -244,23 +245,7 @@ impl Store for PgStore {
 
     async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let before = q.before_id.unwrap_or(i64::MAX);
-                    let limit = i64::from(q.limit);
-                    let state = q.state.map(JobState::name);
-                    // One statement per shape, so each uses its index.
-                    let rows = match (state, &q.name) {
-                        (None, None) => c.query(LIST_ALL, &[&before, &limit]).await?,
-                        (Some(s), None) => c.query(LIST_STATE, &[&before, &limit, &s]).await?,
-                        (None, Some(n)) => c.query(LIST_NAME, &[&before, &limit, n]).await?,
-                        (Some(s), Some(n)) => {
-                            c.query(LIST_NAME_STATE, &[&before, &limit, n, &s]).await?
-                        }
-                    };
-                    jobs_from_rows(&rows)
-                })
-            })
+            .read(move |c| Box::pin(async move { listing::list(c, &q).await }))
             .await
     }
 

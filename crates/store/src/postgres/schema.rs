@@ -73,6 +73,15 @@ CREATE TABLE tokens (
     last_used_at bigint
 );
 "#,
+    r#"
+-- Job listings by node and by creation time (jobs --node, --since), each
+-- index ending in id like the others; and names in byte order whatever the
+-- database's collation, so that a name prefix (jobs --name 'backup*') is
+-- one range of the index.
+CREATE INDEX jobs_node ON jobs (node, id);
+CREATE INDEX jobs_created ON jobs (created_at, id);
+CREATE INDEX jobs_name_bytes ON jobs (name COLLATE "C");
+"#,
 ];
 
 pub(super) async fn migrate(client: &mut Client) -> Result<()> {
