@@ -10,6 +10,8 @@ mod auth;
 mod common;
 #[path = "api/hardening.rs"]
 mod hardening;
+#[path = "api/listing.rs"]
+mod listing;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -43,7 +43,8 @@ impl Timestamp {
 /// A point in time as people give one to a listing: a duration back from
 /// `now` (`30m`, `24h`, `7d`, `1h30m`), an RFC 3339 time
 /// (`2026-11-22T10:00:00Z`, `2026-11-22T11:00:00.5+01:00`) or a date
-/// (`2026-11-22`, midnight UTC). The error says which forms are accepted.
+/// (`2026-11-22`, midnight UTC). A duration reaching back before 1970
+/// stops there: no job is older. The error says which forms are accepted.
 pub fn parse_time_bound(text: &str, now: Timestamp) -> Result<Timestamp, String> {
     let t = text.trim();
     let starts_with_date = t.len() >= 10
@@ -57,7 +58,7 @@ pub fn parse_time_bound(text: &str, now: Timestamp) -> Result<Timestamp, String>
     } else {
         humantime::parse_duration(t).ok().map(|ago| {
             let micros = i64::try_from(ago.as_micros()).unwrap_or(i64::MAX);
-            Timestamp(now.0.saturating_sub(micros))
+            Timestamp(now.0.saturating_sub(micros).max(0))
         })
     };
     parsed.ok_or_else(|| {
@@ -142,8 +143,13 @@ mod tests {
             Timestamp(ten.0 + 250_000)
         );
         assert_eq!(at("2026-11-22").unwrap(), Timestamp(ten.0 - 10 * hour));
-        // Far enough back to leave the epoch behind: no overflow.
-        assert!(at("200000000y").unwrap() < Timestamp(0));
+        // Far enough back to leave the epoch behind: no overflow, and a
+        // time that can be shown.
+        assert_eq!(at("200000000y").unwrap(), Timestamp(0));
+        assert_eq!(
+            at("200000000y").unwrap().to_rfc3339(),
+            "1970-01-01T00:00:00.000000Z"
+        );
         for bad in [
             "yesterday",
             "",
