@@ -4,6 +4,8 @@
 
 #[path = "e2e/limits.rs"]
 mod limits;
+#[path = "e2e/listing.rs"]
+mod listing;
 #[path = "e2e/nodes.rs"]
 mod nodes;
 #[path = "e2e/security.rs"]
