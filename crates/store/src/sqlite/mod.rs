@@ -551,7 +551,7 @@ mod tests {
         .into_iter()
         .map(|q| (q, Vec::new()))
         .collect();
-        let listings = crate::listing::every_statement(crate::listing::Dialect::Sqlite);
+        let listings = crate::listing::tests::every_statement(crate::listing::Dialect::Sqlite);
         assert!(listings.len() > 10);
         queries.extend(
             listings

@@ -6,7 +6,8 @@ use joblog_core::{JobSpec, LogSummary, Record, Stream, Timestamp};
 use tokio_postgres::types::ToSql;
 
 use super::*;
-use crate::listing::{every_statement, Dialect, Param};
+use crate::listing::tests::every_statement;
+use crate::listing::{Dialect, Param};
 use crate::postgres::writer::PgWriter;
 use crate::postgres::PgStore;
 use crate::testing::TestDatabase;
