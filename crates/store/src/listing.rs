@@ -3,9 +3,11 @@
 //! table nor a sort of everything that matches:
 //!
 //! 1. A creation window (`since`) is first turned into the ids it spans,
-//!    by one search of `jobs_created`; every walk below stays inside them.
-//!    The window is still checked row by row, so ids need not follow
-//!    creation times (several nodes' clocks) for the answer to be exact.
+//!    by one range of `jobs_created` (its entries only, as many as jobs
+//!    created in the window, never the rows); every walk below stays
+//!    inside those ids. The window is still checked row by row, so ids
+//!    need not follow creation times (several nodes' clocks) for the
+//!    answer to be exact.
 //! 2. A name pattern with a literal prefix (`backup*`) is first turned into
 //!    the names it matches, by one seek of the name index per distinct
 //!    name under the prefix, at most [`MAX_NAME_ARMS`] of them.
