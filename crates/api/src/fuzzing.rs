@@ -6,12 +6,13 @@ use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::{header, Request};
 use futures_util::FutureExt;
-use joblog_core::{NewJobRequest, ValidJob};
+use joblog_core::{NewJobRequest, Timestamp, ValidJob};
 use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JsonBody, QueryParams};
-use crate::routes::{parse_streams, ListParams, LogParams, TextParams};
+use crate::listing::ListParams;
+use crate::routes::{parse_streams, LogParams, TextParams};
 use crate::sse::EventsParams;
 
 /// What each route with query parameters (the job listing, a log page,
@@ -22,7 +23,7 @@ pub fn query(q: &str) -> Option<[Result<(), ApiError>; 4]> {
     let request = Request::get(format!("/x?{q}")).body(()).ok()?;
     let (parts, ()) = request.into_parts();
     Some([
-        extract::<ListParams>(&parts).and_then(|p| p.query().map(drop)),
+        extract::<ListParams>(&parts).and_then(|p| p.query(Timestamp::now()).map(drop)),
         extract::<LogParams>(&parts).and_then(|p| p.request().map(drop)),
         extract::<TextParams>(&parts).and_then(|p| parse_streams(p.streams.as_deref()).map(drop)),
         extract::<EventsParams>(&parts).and_then(|p| parse_streams(p.streams.as_deref()).map(drop)),

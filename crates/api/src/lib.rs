@@ -16,6 +16,7 @@ mod extract;
 pub mod fuzzing;
 mod guard;
 pub mod limits;
+mod listing;
 mod metrics;
 mod nodes;
 mod routes;
@@ -97,7 +98,7 @@ impl AppState {
 /// route is in [`rules::RULES`].
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
-        .route("/jobs", post(routes::submit).get(routes::list))
+        .route("/jobs", post(routes::submit).get(listing::list))
         .route("/jobs/{id}", get(routes::show))
         .route("/jobs/{id}/cancel", post(routes::cancel))
         .route("/jobs/{id}/rerun", post(routes::rerun))

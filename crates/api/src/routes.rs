@@ -8,9 +8,7 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use joblog_core::{
-    Job, JobId, JobQuery, JobState, NewJobRequest, Record, Stream, Timestamp, MAX_LIST_LIMIT,
-};
+use joblog_core::{Job, JobId, NewJobRequest, Record, Stream, Timestamp};
 use joblog_store::GroomPolicy;
 use serde::{Deserialize, Serialize};
 
@@ -30,82 +28,6 @@ pub async fn submit(
 ) -> Result<Response, ApiError> {
     let job = state.engine.submit(req).await?;
     Ok((StatusCode::CREATED, Json(job)).into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListParams {
-    state: Option<String>,
-    name: Option<String>,
-    limit: Option<u32>,
-    before_id: Option<JobId>,
-}
-
-#[derive(Serialize)]
-struct JobList {
-    jobs: Vec<Job>,
-    next_before_id: Option<JobId>,
-}
-
-impl ListParams {
-    /// The listing asked for: `state` one of the states, `limit` 1 to
-    /// [`MAX_LIST_LIMIT`] (default 50), `name` without control characters
-    /// (no job has one, and PostgreSQL refuses a NUL); an empty `state` or
-    /// `name` is no filter. A bad value → 400 naming the parameter.
-    pub(crate) fn query(self) -> Result<JobQuery, ApiError> {
-        let state = match self.state.as_deref() {
-            None | Some("") => None,
-            Some(s) => Some(JobState::parse(s).ok_or_else(|| {
-                ApiError::new(ErrorCode::InvalidQuery,
-                    format!("state: unknown state {s:?} (queued, running, succeeded, failed, cancelled, timed_out, interrupted)"),
-                )
-            })?),
-        };
-        let limit = self.limit.unwrap_or(50);
-        if limit == 0 || limit > MAX_LIST_LIMIT {
-            return Err(ApiError::new(
-                ErrorCode::InvalidQuery,
-                format!("limit: must be 1 to {MAX_LIST_LIMIT}"),
-            ));
-        }
-        if self
-            .name
-            .as_deref()
-            .is_some_and(|n| n.chars().any(char::is_control))
-        {
-            return Err(ApiError::new(
-                ErrorCode::InvalidQuery,
-                "name: job names have no control characters",
-            ));
-        }
-        Ok(JobQuery {
-            state,
-            name: self.name.filter(|n| !n.is_empty()),
-            limit,
-            before_id: self.before_id,
-        })
-    }
-}
-
-pub async fn list(
-    State(state): State<AppState>,
-    QueryParams(p): QueryParams<ListParams>,
-) -> Result<Json<impl Serialize>, ApiError> {
-    let query = p.query()?;
-    let limit = query.limit;
-    let mut jobs = state.engine.store().list_jobs(query).await?;
-    for job in &mut jobs {
-        job.abbreviate_command(LISTED_COMMAND_BYTES);
-    }
-    let next_before_id = if jobs.len() == limit as usize {
-        jobs.last().map(|j| j.id)
-    } else {
-        None
-    };
-    Ok(Json(JobList {
-        jobs,
-        next_before_id,
-    }))
 }
 
 pub(crate) async fn load_job(state: &AppState, id: JobId) -> Result<Job, ApiError> {

@@ -12,6 +12,8 @@ mod backup;
 mod common;
 #[path = "api/hardening.rs"]
 mod hardening;
+#[path = "api/listing.rs"]
+mod listing;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -53,6 +53,27 @@ impl JobState {
     pub fn is_finished(self) -> bool {
         !matches!(self, JobState::Queued | JobState::Running)
     }
+
+    /// Parses a comma-separated list such as `failed,timed_out` (spaces and
+    /// empty items are ignored), each state once, in [`JobState::ALL`]'s
+    /// order.
+    pub fn parse_list(s: &str) -> Result<Vec<JobState>, String> {
+        let mut states = Vec::new();
+        for item in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let state = JobState::parse(item).ok_or_else(|| {
+                let names: Vec<&str> = JobState::ALL.iter().map(|st| st.name()).collect();
+                format!(
+                    "unknown state {item:?} (expected one of {})",
+                    names.join(", ")
+                )
+            })?;
+            if !states.contains(&state) {
+                states.push(state);
+            }
+        }
+        states.sort_by_key(|st| *st as u8);
+        Ok(states)
+    }
 }
 
 /// The log counters of a job, kept in the job row (never derived by
@@ -408,15 +429,6 @@ impl NewJobRequest {
     }
 }
 
-/// A page of the job list, newest first.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct JobQuery {
-    pub state: Option<JobState>,
-    pub name: Option<String>,
-    pub limit: u32,
-    pub before_id: Option<JobId>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +464,17 @@ mod tests {
         assert!(total <= 1000 + '…'.len_utf8(), "{total}");
         let json = serde_json::to_value(&job).unwrap();
         assert_eq!(json["command_truncated"], true);
+    }
+
+    #[test]
+    fn state_lists() {
+        assert_eq!(
+            JobState::parse_list("timed_out, failed,,failed").unwrap(),
+            [JobState::Failed, JobState::TimedOut]
+        );
+        assert_eq!(JobState::parse_list("").unwrap(), []);
+        let e = JobState::parse_list("failed,bogus").unwrap_err();
+        assert!(e.contains("\"bogus\"") && e.contains("timed_out"), "{e}");
     }
 
     fn req(json: &str) -> Result<NewJobRequest, serde_json::Error> {

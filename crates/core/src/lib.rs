@@ -1,5 +1,5 @@
-//! joblog's domain types: jobs, records, streams, timestamps and API
-//! token roles, with no I/O.
+//! joblog's domain types: jobs, records, streams, timestamps, job
+//! listings and API token roles, with no I/O.
 //!
 //! Every other crate speaks in these types; this crate knows nothing about
 //! SQL, HTTP, processes or files.
@@ -8,6 +8,7 @@ mod duration;
 mod escape;
 mod job;
 mod node;
+mod query;
 mod record;
 mod time;
 mod token;
@@ -15,10 +16,11 @@ mod token;
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use escape::escape_display;
 pub use job::{
-    Given, Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo,
-    ValidJob, ValidationError, MAX_LIST_LIMIT,
+    Given, Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
+    ValidationError, MAX_LIST_LIMIT,
 };
 pub use node::{NodeInfo, NodeState};
+pub use query::{GlobPiece, JobQuery, NameFilter, NameGlob};
 pub use record::{Record, Stream, StreamCounts};
-pub use time::Timestamp;
+pub use time::{parse_time_bound, Timestamp};
 pub use token::{validate_token_name, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};

@@ -6,6 +6,8 @@
 mod lifecycle;
 #[path = "e2e/limits.rs"]
 mod limits;
+#[path = "e2e/listing.rs"]
+mod listing;
 #[path = "e2e/nodes.rs"]
 mod nodes;
 #[path = "e2e/rerun.rs"]

@@ -10,6 +10,7 @@
 pub mod baseline;
 mod error;
 mod interrupt;
+mod listing;
 pub mod postgres;
 mod rows;
 mod snapshot;

@@ -10,13 +10,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use joblog_core::{
-    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewToken, Record, Role, Stream, Timestamp,
+    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NameFilter, NewToken, Record, Role,
+    Stream, Timestamp,
 };
 use joblog_store::sqlite::SqliteStore;
 use joblog_store::testing::TestDatabase;
 use joblog_store::{GroomPolicy, Outcome, Store, StoreError, StoreOptions, StoreWriter, WriteOp};
 use serde_json::{json, Value};
 
+#[path = "store/listing.rs"]
+mod listing;
 #[path = "store/snapshot.rs"]
 mod snapshot;
 #[path = "store/tls.rs"]
@@ -154,16 +157,19 @@ impl TestStore {
         limit: u32,
         before_id: Option<JobId>,
     ) -> Vec<JobId> {
-        let jobs = self
-            .store
-            .list_jobs(JobQuery {
-                state,
-                name: name.map(str::to_owned),
-                limit,
-                before_id,
-            })
-            .await
-            .unwrap();
+        self.query(JobQuery {
+            states: state.into_iter().collect(),
+            name: name.map(|n| NameFilter::Exact(n.to_owned())),
+            limit,
+            before_id,
+            ..JobQuery::default()
+        })
+        .await
+    }
+
+    /// The ids of a listing's page, in the order the store gives them.
+    async fn query(&self, q: JobQuery) -> Vec<JobId> {
+        let jobs = self.store.list_jobs(q).await.unwrap();
         jobs.iter().map(|j| j.id).collect()
     }
 

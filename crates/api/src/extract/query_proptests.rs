@@ -7,13 +7,14 @@
 use axum::extract::FromRequestParts;
 use axum::http::{Request, StatusCode, Uri};
 use futures_util::FutureExt;
-use joblog_core::{JobQuery, JobState, Stream};
+use joblog_core::{JobQuery, JobState, NameFilter, Stream, Timestamp};
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 
 use super::QueryParams;
 use crate::error::{ApiError, ErrorCode};
-use crate::routes::{parse_streams, ListParams, LogParams, LogRequest, TextParams};
+use crate::listing::ListParams;
+use crate::routes::{parse_streams, LogParams, LogRequest, TextParams};
 use crate::sse::EventsParams;
 
 /// The real extractor on a request for `/x?{query}`.
@@ -26,9 +27,12 @@ fn extract<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
         .map(|QueryParams(p)| p)
 }
 
+/// The time the listing's `since` and `until` are read against.
+const NOW: Timestamp = Timestamp(1_795_342_502_123_456);
+
 /// What each route makes of a query, as its handler reads it.
 fn list(q: &str) -> Result<JobQuery, ApiError> {
-    extract::<ListParams>(q)?.query()
+    extract::<ListParams>(q)?.query(NOW)
 }
 fn log(q: &str) -> Result<LogRequest, ApiError> {
     extract::<LogParams>(q)?.request()
@@ -79,13 +83,16 @@ fn enc(bytes: &[u8], how: Enc) -> String {
     out
 }
 
-const PARAMS: [&str; 9] = [
+const PARAMS: [&str; 12] = [
     "after_seq",
     "limit",
     "streams",
     "wait_ms",
     "state",
     "name",
+    "node",
+    "since",
+    "until",
     "before_id",
     "timestamps",
     "escape",
@@ -107,8 +114,10 @@ fn value() -> impl Strategy<Value = Vec<u8>> {
         "[+-]?[0-9]{18,40}(\\.[0-9]+)?",
         Just(String::new()),
         prop::sample::select(&JobState::ALL[..]).prop_map(|s| s.name().to_string()),
-        "[a-z ]{0,12}(,[a-z ]{0,12}){0,3}",
-        "true|false|TRUE|1|yes",
+        "[a-z_ ]{0,12}(,[a-z_ ]{0,12}){0,3}",
+        "[0-9]{1,12}(ms|s|m|h|d|y|)",
+        "[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})?)?",
+        "true|false|TRUE|1|yes|yesterday",
         any::<String>(),
     ]
     .prop_map(String::into_bytes)
@@ -182,6 +191,26 @@ fn stream_list() -> impl Strategy<Value = (Vec<Stream>, String)> {
         })
 }
 
+/// A `since` or `until` as a client may write it, with the time it
+/// stands for: a duration back from [`NOW`] (stopping at 1970), or a time
+/// as RFC 3339.
+fn time_bound() -> impl Strategy<Value = (String, Timestamp)> {
+    prop_oneof![
+        (
+            0i64..100_000,
+            prop::sample::select(&[("s", 1i64), ("m", 60), ("h", 3600), ("d", 86_400)][..])
+        )
+            .prop_map(|(n, (unit, secs))| (
+                format!("{n}{unit}"),
+                Timestamp((NOW.0 - n * secs * 1_000_000).max(0))
+            )),
+        (0i64..4_000_000_000_000_000).prop_map(|micros| {
+            let at = Timestamp(micros);
+            (at.to_rfc3339(), at)
+        }),
+    ]
+}
+
 /// A permutation of the parameters, to write them in any order.
 fn order() -> impl Strategy<Value = Vec<usize>> {
     Just((0..PARAMS.len()).collect::<Vec<_>>()).prop_shuffle()
@@ -207,7 +236,11 @@ proptest! {
     /// a key of the query. The bare parser does the same on any text.
     #[test]
     fn any_query_is_parsed_or_refused_naming_a_key(query in raw_query(), raw in any::<String>()) {
-        check(list(&query), &query, &["state", "name", "limit", "before_id"])?;
+        check(
+            list(&query),
+            &query,
+            &["state", "name", "node", "since", "until", "limit", "before_id"],
+        )?;
         check(log(&query), &query, &["after_seq", "limit", "streams", "wait_ms"])?;
         check(text(&query), &query, &["streams", "timestamps", "escape"])?;
         check(events(&query), &query, &["after_seq", "streams"])?;
@@ -216,26 +249,71 @@ proptest! {
         }
     }
 
-    /// A listing query of valid values (a name of any characters but
-    /// control ones), in any order and encoding, gives exactly those
-    /// values (default limit 50).
+    /// A listing query of valid values (a list of states in any order,
+    /// repeated or not; a name or node of any characters but control
+    /// ones; `since` and `until` each a duration back from now or an RFC
+    /// 3339 time), in any order and encoding, gives exactly those values
+    /// (default limit 50), or, when `since` is not before `until`, a 400
+    /// naming `since`.
     #[test]
     fn a_listing_query_round_trips(
-        state in prop::option::of(prop::sample::select(&JobState::ALL[..])),
+        states in prop::option::of(prop::collection::vec(prop::sample::select(&JobState::ALL[..]), 0..5)),
         name in prop::option::of("[^\\p{Cc}]+"),
+        node in prop::option::of("[^\\p{Cc}]+"),
+        since in prop::option::of(time_bound()),
+        until in prop::option::of(time_bound()),
         limit in prop::option::of(1u32..=joblog_core::MAX_LIST_LIMIT),
         before_id in prop::option::of(any::<i64>()),
         how in encoding(),
         order in order(),
     ) {
         let mut pairs = Vec::new();
-        if let Some(s) = state { pairs.push(("state", s.name().to_string())) }
+        if let Some(s) = &states {
+            let names: Vec<&str> = s.iter().map(|s| s.name()).collect();
+            pairs.push(("state", names.join(",")));
+        }
         if let Some(n) = &name { pairs.push(("name", n.clone())) }
+        if let Some(n) = &node { pairs.push(("node", n.clone())) }
+        if let Some((text, _)) = &since { pairs.push(("since", text.clone())) }
+        if let Some((text, _)) = &until { pairs.push(("until", text.clone())) }
         if let Some(l) = limit { pairs.push(("limit", l.to_string())) }
         if let Some(b) = before_id { pairs.push(("before_id", b.to_string())) }
         let query = render(pairs, &order, how);
+        let (since, until) = (since.map(|s| s.1), until.map(|u| u.1));
+        if let (Some(s), Some(u)) = (since, until) {
+            if s >= u {
+                let e = list(&query).expect_err("since after until");
+                prop_assert!(e.message.starts_with("since:"), "{}", e.message);
+                return Ok(());
+            }
+        }
         let parsed = list(&query).map_err(|e| TestCaseError::fail(format!("{query}: {e}")))?;
-        prop_assert_eq!(parsed, JobQuery { state, name, limit: limit.unwrap_or(50), before_id });
+        let mut states = states.unwrap_or_default();
+        states.sort_by_key(|s| *s as u8);
+        states.dedup();
+        prop_assert_eq!(parsed, JobQuery {
+            states,
+            name: name.as_deref().map(NameFilter::parse),
+            node,
+            created_since: since,
+            created_until: until,
+            limit: limit.unwrap_or(50),
+            before_id,
+        });
+    }
+
+    /// `since` and `until` that are neither a duration nor a time are
+    /// refused naming the parameter and the forms it takes.
+    #[test]
+    fn a_bad_time_bound_says_what_is_accepted(
+        param in prop::sample::select(&["since", "until"][..]),
+        text in "[a-z]{1,10}|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{0,7}",
+    ) {
+        let query = format!("{param}={text}");
+        if let Err(e) = list(&query) {
+            prop_assert!(e.message.starts_with(&format!("{param}:")), "{}", e.message);
+            prop_assert!(e.message.contains("24h") && e.message.contains("2026-11-22T10:00:00Z"), "{}", e.message);
+        }
     }
 
     /// A log query of valid values gives exactly those values to the log

@@ -278,12 +278,28 @@ pub struct RerunArgs {
 
 #[derive(Args, Debug)]
 pub struct JobsArgs {
-    /// Only jobs in this state.
-    #[arg(long, value_name = "S", value_parser = parse_state)]
-    pub state: Option<JobState>,
-    /// Only jobs with this name.
-    #[arg(long, value_name = "N")]
+    /// Only jobs in these states, comma-separated (queued, running,
+    /// succeeded, failed, cancelled, timed_out, interrupted).
+    #[arg(long, value_name = "LIST", value_parser = parse_states)]
+    pub state: Option<StateList>,
+    /// Only jobs with this name, or matching this pattern: `*` any
+    /// characters, `?` one (quote it: 'backup*').
+    #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Only jobs run on this node.
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
+    /// Only jobs created since then: a duration back from now (24h, 7d) or
+    /// a time (2026-11-22T10:00:00Z, 2026-11-22).
+    #[arg(long, value_name = "WHEN", value_parser = parse_when)]
+    pub since: Option<String>,
+    /// Only jobs created before then (same forms as --since).
+    #[arg(long, value_name = "WHEN", value_parser = parse_when)]
+    pub until: Option<String>,
+    /// Only jobs older than this one (its id), to read on from an earlier
+    /// listing.
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
+    pub before_id: Option<i64>,
     /// How many jobs to list.
     #[arg(long, value_name = "N", default_value_t = 50,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -373,6 +389,9 @@ pub struct KeyValue {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamList(pub Vec<Stream>);
 
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateList(pub Vec<JobState>);
+
 fn parse_kv(s: &str) -> Result<KeyValue, String> {
     let (key, value) = match s.split_once('=') {
         Some((k, v)) => (k, Some(v.to_string())),
@@ -390,11 +409,19 @@ fn parse_kv(s: &str) -> Result<KeyValue, String> {
     })
 }
 
-fn parse_state(s: &str) -> Result<JobState, String> {
-    JobState::parse(s).ok_or_else(|| {
-        let names: Vec<&str> = JobState::ALL.iter().map(|st| st.name()).collect();
-        format!("unknown state {s:?} (expected one of {})", names.join(", "))
-    })
+fn parse_states(s: &str) -> Result<StateList, String> {
+    let list = JobState::parse_list(s)?;
+    if list.is_empty() {
+        return Err("give at least one state".to_string());
+    }
+    Ok(StateList(list))
+}
+
+/// A `--since`/`--until` in a form the server accepts; kept as text, so the
+/// server reads a duration against its own clock.
+fn parse_when(s: &str) -> Result<String, String> {
+    joblog_core::parse_time_bound(s, joblog_core::Timestamp::now())?;
+    Ok(s.trim().to_string())
 }
 
 fn parse_streams(s: &str) -> Result<StreamList, String> {
@@ -426,9 +453,15 @@ mod tests {
     }
 
     #[test]
-    fn states_and_streams() {
-        assert!(parse_state("runing").unwrap_err().contains("running"));
-        assert_eq!(parse_state("timed_out").unwrap(), JobState::TimedOut);
+    fn states_times_and_streams() {
+        assert!(parse_states("runing").unwrap_err().contains("running"));
+        assert_eq!(
+            parse_states("timed_out,failed").unwrap().0,
+            [JobState::Failed, JobState::TimedOut]
+        );
+        assert!(parse_states(",").is_err());
+        assert_eq!(parse_when(" 24h").unwrap(), "24h");
+        assert!(parse_when("yesterday").unwrap_err().contains("24h"));
         assert!(parse_streams("warning,eror").is_err());
         assert!(parse_streams(",").is_err());
     }

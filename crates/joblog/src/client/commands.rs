@@ -221,18 +221,26 @@ fn resolve_kvs(flag: &str, kvs: Vec<KeyValue>) -> anyhow::Result<BTreeMap<String
 
 pub(super) async fn jobs(api: &Api, a: JobsArgs) -> anyhow::Result<Answer> {
     let mut jobs: Vec<Value> = Vec::new();
-    let mut before: Option<i64> = None;
+    let mut before: Option<i64> = a.before_id;
     let mut next = None;
     let mut single_raw: Option<Vec<u8>> = None;
     let mut first = true;
     while jobs.len() < a.limit as usize {
         let want = (a.limit as usize - jobs.len()).min(joblog_core::MAX_LIST_LIMIT as usize);
         let mut q = vec![("limit", want.to_string())];
-        if let Some(s) = a.state {
-            q.push(("state", s.name().to_string()));
+        if let Some(s) = &a.state {
+            let names: Vec<&str> = s.0.iter().map(|st| st.name()).collect();
+            q.push(("state", names.join(",")));
         }
-        if let Some(n) = &a.name {
-            q.push(("name", n.clone()));
+        for (key, value) in [
+            ("name", &a.name),
+            ("node", &a.node),
+            ("since", &a.since),
+            ("until", &a.until),
+        ] {
+            if let Some(v) = value {
+                q.push((key, v.clone()));
+            }
         }
         if let Some(b) = before {
             q.push(("before_id", b.to_string()));

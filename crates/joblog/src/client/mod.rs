@@ -20,7 +20,7 @@ pub(crate) use render::escape_display;
 pub(crate) use wire::JobView;
 
 use commands::Answer;
-use render::Printer;
+use render::{Layout, Printer};
 
 /// Makes ring the crypto provider of every TLS client in the process (as
 /// it is the server's): the HTTP client is built without a provider of its
@@ -53,17 +53,18 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
         let api = Api::with_ca(&global.server, token.as_deref(), global.cacert.as_deref())?;
         match cmd {
             ClientCommand::Run(a) => {
-                let mut printer = Printer::stdio(false, a.json);
+                // A job being watched keeps its stderr on stderr.
+                let mut printer = Printer::stdio(Layout::Split, false, a.json);
                 commands::run(&api, a, &mut printer).await
             }
             ClientCommand::Rerun(a) => {
-                let mut printer = Printer::stdio(false, a.json);
+                let mut printer = Printer::stdio(Layout::Split, false, a.json);
                 commands::rerun(&api, a, &mut printer).await
             }
             ClientCommand::Jobs(a) => print(commands::jobs(&api, a).await?),
             ClientCommand::Show(a) => print(commands::show(&api, a).await?),
             ClientCommand::Logs(a) => {
-                let mut printer = Printer::stdio(a.timestamps, a.json);
+                let mut printer = Printer::stdio(Layout::Stdout, a.timestamps, a.json);
                 commands::logs(&api, a, &mut printer).await
             }
             ClientCommand::JobResult(a) => print(commands::result(&api, a).await?),

@@ -11,12 +11,14 @@
 //! dropped connection is recognised on retry and never applied twice.
 //!
 //! This module ties the parts together behind [`Store`]: `schema` migrates
-//! at open, `pool` serves reads with the statements of `sql`, `writer`
+//! at open, `pool` serves reads with the statements of `sql` (and job
+//! listings, built per query, through `listing`), `writer`
 //! applies batches, `listener` hears the commits of other nodes,
 //! `partitions` creates and drops the log's job-id ranges, and `notices`
 //! drives connections, logging the server's notices at their weight.
 
 mod listener;
+mod listing;
 pub(crate) mod notices;
 pub(crate) mod partitions;
 mod pool;
@@ -30,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use joblog_core::{Job, JobId, JobQuery, JobState, NodeInfo, Record, Stream, TokenInfo};
+use joblog_core::{Job, JobId, JobQuery, NodeInfo, Record, Stream, TokenInfo};
 use tokio::sync::broadcast;
 use tokio_postgres::config::Host;
 use tokio_postgres::tls::MakeTlsConnect;
@@ -44,9 +46,8 @@ use crate::{
 };
 use pool::Pool;
 use sql::{
-    jobs_from_rows, record_from_row, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_ALL,
-    LIST_NAME, LIST_NAME_STATE, LIST_STATE, LIST_TOKENS, READ_LOG, READ_RESULT, SELECT_JOB,
-    TOKEN_BY_HASH,
+    jobs_from_rows, record_from_row, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_TOKENS,
+    READ_LOG, READ_RESULT, SELECT_JOB, TOKEN_BY_HASH,
 };
 use writer::PgWriter;
 
@@ -248,23 +249,7 @@ impl Store for PgStore {
 
     async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let before = q.before_id.unwrap_or(i64::MAX);
-                    let limit = i64::from(q.limit);
-                    let state = q.state.map(JobState::name);
-                    // One statement per shape, so each uses its index.
-                    let rows = match (state, &q.name) {
-                        (None, None) => c.query(LIST_ALL, &[&before, &limit]).await?,
-                        (Some(s), None) => c.query(LIST_STATE, &[&before, &limit, &s]).await?,
-                        (None, Some(n)) => c.query(LIST_NAME, &[&before, &limit, n]).await?,
-                        (Some(s), Some(n)) => {
-                            c.query(LIST_NAME_STATE, &[&before, &limit, n, &s]).await?
-                        }
-                    };
-                    jobs_from_rows(&rows)
-                })
-            })
+            .read(move |c| Box::pin(async move { listing::list(c, &q).await }))
             .await
     }
 

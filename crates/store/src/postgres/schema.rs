@@ -74,6 +74,15 @@ CREATE TABLE tokens (
 );
 "#,
     r#"
+-- Job listings by node and by creation time (jobs --node, --since), each
+-- index ending in id like the others; and names in byte order whatever the
+-- database's collation, so that a name prefix (jobs --name 'backup*') is
+-- one range of the index.
+CREATE INDEX jobs_node ON jobs (node, id);
+CREATE INDEX jobs_created ON jobs (created_at, id);
+CREATE INDEX jobs_name_bytes ON jobs (name COLLATE "C");
+"#,
+    r#"
 -- What `joblog nodes` shows: the version a node started with, and whether
 -- it stopped gracefully.
 ALTER TABLE nodes ADD COLUMN version text;

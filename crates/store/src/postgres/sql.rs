@@ -69,31 +69,8 @@ pub(super) fn record_from_row(row: &Row) -> Result<Record> {
 }
 
 // What requests read, on the read pool (and the writer, re-deriving a
-// batch). One statement per shape of job list, so that each uses its index.
+// batch). Job listings are built per query by `crate::listing`.
 pub(super) const SELECT_JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1");
-pub(super) const LIST_ALL: &str = concat!(
-    "SELECT ",
-    job_columns!(),
-    " FROM jobs \
-     WHERE id < $1 ORDER BY id DESC LIMIT $2"
-);
-pub(super) const LIST_STATE: &str = concat!(
-    "SELECT ",
-    job_columns!(),
-    " FROM jobs \
-     WHERE state = $3 AND id < $1 ORDER BY id DESC LIMIT $2"
-);
-pub(super) const LIST_NAME: &str = concat!(
-    "SELECT ",
-    job_columns!(),
-    " FROM jobs \
-     WHERE name = $3 AND id < $1 ORDER BY id DESC LIMIT $2"
-);
-pub(super) const LIST_NAME_STATE: &str = concat!(
-    "SELECT ",
-    job_columns!(),
-    " FROM jobs WHERE name = $3 AND state = $4 AND id < $1 ORDER BY id DESC LIMIT $2"
-);
 /// A page of a job's log, cut after the record that crosses `$5` bytes of
 /// message text (so a page of long lines stays bounded, as on SQLite).
 pub(super) const READ_LOG: &str = "SELECT seq, ts, stream, message, fields FROM (

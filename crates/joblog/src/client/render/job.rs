@@ -7,25 +7,30 @@ use joblog_core::Stream;
 use super::escape_display;
 use crate::client::wire::JobView;
 
+/// A duration as people read one, in at most two units: `0.4ms`, `85ms`,
+/// `20.0s`, `4m05s`, `1h02m`, `3d04h`. Each form is used only while it
+/// would not round up to the next (`59.96s` is `1m00s`, never `60.0s`).
 fn format_duration_ms(ms: f64) -> String {
     if !ms.is_finite() || ms < 0.0 {
         return "-".to_string();
     }
-    if ms < 10.0 {
+    if ms < 9.95 {
         return format!("{ms:.1}ms");
     }
-    if ms < 1000.0 {
+    if ms < 999.5 {
         return format!("{ms:.0}ms");
     }
-    let s = ms / 1000.0;
-    if s < 60.0 {
-        return format!("{s:.1}s");
+    let tenths = (ms / 100.0).round();
+    if tenths < 600.0 {
+        return format!("{:.1}s", tenths / 10.0);
     }
-    let total = s.round() as u64;
-    if total < 3600 {
-        return format!("{}m{:02}s", total / 60, total % 60);
+    // Whole seconds from here, as u64 (a f64 past u64::MAX saturates).
+    let s = (ms / 1000.0).round() as u64;
+    match s {
+        0..3_600 => format!("{}m{:02}s", s / 60, s % 60),
+        3_600..86_400 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        86_400.. => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3600),
     }
-    format!("{}h{:02}m", total / 3600, (total % 3600) / 60)
 }
 
 /// `2026-11-22T10:15:01.000001Z` → `2026-11-22 10:15:01` (UTC).
@@ -48,9 +53,9 @@ fn truncate_chars(s: &str, max: usize) -> String {
 
 pub(super) fn jobs_table(jobs: &[JobView]) -> String {
     let header = [
-        "ID", "STATE", "NAME", "EXIT", "CREATED", "DURATION", "RECORDS",
+        "ID", "STATE", "NAME", "NODE", "EXIT", "CREATED", "DURATION", "RECORDS",
     ];
-    let rows: Vec<[String; 7]> = jobs
+    let rows: Vec<[String; 8]> = jobs
         .iter()
         .map(|j| {
             [
@@ -59,6 +64,10 @@ pub(super) fn jobs_table(jobs: &[JobView]) -> String {
                 j.name
                     .as_deref()
                     .map(|n| truncate_chars(&escape_display(n, false), 40))
+                    .unwrap_or_else(|| "-".to_string()),
+                j.node
+                    .as_deref()
+                    .map(|n| truncate_chars(&escape_display(n, false), 30))
                     .unwrap_or_else(|| "-".to_string()),
                 j.exit_code
                     .map(|c| c.to_string())
@@ -72,7 +81,7 @@ pub(super) fn jobs_table(jobs: &[JobView]) -> String {
         })
         .collect();
     // Numbers read best right-aligned.
-    let right = [true, false, false, true, false, true, true];
+    let right = [true, false, false, false, true, false, true, true];
     table(&header, &rows, &right)
 }
 
@@ -192,7 +201,7 @@ pub(super) fn show_text(j: &JobView) -> String {
         (
             "duration".into(),
             j.duration_ms
-                .map(|d| format!("{d:.1} ms"))
+                .map(format_duration_ms)
                 .unwrap_or_else(|| "-".into()),
         ),
         ("records".into(), j.log.records.to_string()),
@@ -242,13 +251,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_and_times() {
-        assert_eq!(format_duration_ms(0.42), "0.4ms");
-        assert_eq!(format_duration_ms(28.0), "28ms");
-        assert_eq!(format_duration_ms(1234.0), "1.2s");
-        assert_eq!(format_duration_ms(184_000.0), "3m04s");
-        assert_eq!(format_duration_ms(7_500_000.0), "2h05m");
+    fn durations_read_as_people_write_them() {
+        let cases = [
+            (0.42, "0.4ms"),
+            (9.96, "10ms"),
+            (85.0, "85ms"),
+            (999.4, "999ms"),
+            (999.6, "1.0s"),
+            (1234.0, "1.2s"),
+            (20_000.0, "20.0s"),
+            (59_940.0, "59.9s"),
+            (59_960.0, "1m00s"),
+            (184_000.0, "3m04s"),
+            (245_000.0, "4m05s"),
+            (3_599_600.0, "1h00m"),
+            (3_720_000.0, "1h02m"),
+            (7_500_000.0, "2h05m"),
+            (86_399_000.0, "23h59m"),
+            (86_400_000.0, "1d00h"),
+            (274_000_000.0, "3d04h"),
+            (1e300, "213503982334601d07h"),
+        ];
+        for (ms, text) in cases {
+            assert_eq!(format_duration_ms(ms), text, "{ms} ms");
+        }
         assert_eq!(format_duration_ms(f64::NAN), "-");
+        assert_eq!(format_duration_ms(-1.0), "-");
+    }
+
+    #[test]
+    fn times() {
         assert_eq!(
             short_time(Some("2026-11-22T10:15:01.000001Z")),
             "2026-11-22 10:15:01"
@@ -265,11 +297,12 @@ mod tests {
         let jobs = vec![
             job(
                 json!({"id": 42, "name": "backup", "state": "succeeded", "exit_code": 0,
-                "created_at": "2026-11-22T10:15:01.000001Z", "duration_ms": 28.0,
+                "node": "host-a:7878",
+                "created_at": "2026-11-22T10:15:01.000001Z", "duration_ms": 245_000.0,
                 "log": {"records": 1002}}),
             ),
             job(
-                json!({"id": 7, "name": null, "state": "running", "exit_code": null,
+                json!({"id": 7, "name": null, "state": "queued", "exit_code": null,
                 "created_at": "2026-11-22T10:15:01.000001Z", "duration_ms": null}),
             ),
         ];
@@ -277,15 +310,15 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0],
-            "ID  STATE      NAME    EXIT  CREATED              DURATION  RECORDS"
+            "ID  STATE      NAME    NODE         EXIT  CREATED              DURATION  RECORDS"
         );
         assert_eq!(
             lines[1],
-            "42  succeeded  backup     0  2026-11-22 10:15:01      28ms     1002"
+            "42  succeeded  backup  host-a:7878     0  2026-11-22 10:15:01     4m05s     1002"
         );
         assert_eq!(
             lines[2],
-            " 7  running    -          -  2026-11-22 10:15:01         -        0"
+            " 7  queued     -       -               -  2026-11-22 10:15:01         -        0"
         );
     }
 
@@ -307,5 +340,6 @@ mod tests {
         assert!(out < err && err < warn, "{t}");
         assert!(t.contains("result:    120 bytes"), "{t}");
         assert!(t.contains("truncated: no"), "{t}");
+        assert!(t.contains("duration:  28ms\n"), "{t}");
     }
 }

@@ -1,6 +1,8 @@
-//! A job's log as text: each record rendered for a person (stream
-//! prefixes, group marks, escaped control characters) or as one JSON line,
-//! `output` to stdout and every other stream to stderr, in the job's order.
+//! A job's log as text: each record rendered for a person (stream labels,
+//! coloured on a terminal, group marks, escaped control characters) or as
+//! one JSON line, in the job's order. `joblog logs` prints every record on
+//! stdout, where `| grep` and `> file` find them all; `joblog run` keeps a
+//! job's streams apart, `output` on stdout and the others on stderr.
 
 use std::io::{self, IsTerminal, Write};
 
@@ -15,6 +17,53 @@ use crate::client::wire::LogRecord;
 enum Dest {
     Out,
     Err,
+}
+
+/// Where a log's records go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::client) enum Layout {
+    /// Every record on stdout, each stream but `output` labelled
+    /// (`error: `, `warning: `, …): what a log read later is for.
+    Stdout,
+    /// `output` on stdout, every other stream on stderr, as a job being
+    /// watched writes them (its `error` records unlabelled: stderr says it).
+    Split,
+}
+
+/// How a label looks on a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tint {
+    Red,
+    Yellow,
+    Dim,
+}
+
+impl Tint {
+    fn sgr(self) -> &'static str {
+        match self {
+            Tint::Red => "\x1b[31m",
+            Tint::Yellow => "\x1b[33m",
+            Tint::Dim => "\x1b[2m",
+        }
+    }
+}
+
+/// How records are rendered for one destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Style {
+    timestamps: bool,
+    /// Keep the job's own colour codes (on a terminal).
+    keep_sgr: bool,
+    /// Colour the labels.
+    colour: bool,
+    /// Label `error` records too (they share stdout with `output`).
+    label_errors: bool,
+}
+
+/// Colour only on a terminal, and never when `NO_COLOR` is set to anything
+/// but the empty string (no-color.org), as for the server's own log.
+fn use_colour(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// What a group record means to a viewer (docs/records.md `::group::`).
@@ -48,38 +97,25 @@ fn is_continued(fields: Option<&Map<String, Value>>) -> bool {
         .unwrap_or(false)
 }
 
-fn dest_of(r: &LogRecord) -> Dest {
-    if r.stream == Stream::Output.name() {
-        Dest::Out
-    } else {
-        Dest::Err
+fn dest_of(r: &LogRecord, layout: Layout) -> Dest {
+    match layout {
+        Layout::Stdout => Dest::Out,
+        Layout::Split if r.stream == Stream::Output.name() => Dest::Out,
+        Layout::Split => Dest::Err,
     }
 }
 
-/// The text shown for a record (without its newline), or `None` for records
-/// that only structure the log (end of a group).
-fn render_record(r: &LogRecord, timestamps: bool, keep_sgr: bool) -> Option<String> {
+/// The label a record's stream is shown with (`warning: `), if any.
+fn label(r: &LogRecord, label_errors: bool) -> Option<(String, Tint)> {
     let fields = r.fields.as_ref();
-    let mut s = String::new();
-    if timestamps {
-        s.push_str(&escape_display(&r.ts, false));
-        s.push(' ');
-    }
-    match group_mark(fields) {
-        Some(GroupMark::End) => return None,
-        Some(GroupMark::Start) => {
-            s.push_str("▸ ");
-            s.push_str(&escape_display(&r.message, keep_sgr));
-            return Some(s);
-        }
-        None => {}
-    }
-    match Stream::parse(&r.stream) {
-        Some(Stream::Output) | Some(Stream::Error) => {}
-        Some(Stream::Warning) => s.push_str("warning: "),
-        Some(Stream::Information) => s.push_str("info: "),
-        Some(Stream::Verbose) => s.push_str("verbose: "),
-        Some(Stream::Debug) => s.push_str("debug: "),
+    Some(match Stream::parse(&r.stream) {
+        Some(Stream::Output) => return None,
+        Some(Stream::Error) if !label_errors => return None,
+        Some(Stream::Error) => ("error: ".into(), Tint::Red),
+        Some(Stream::Warning) => ("warning: ".into(), Tint::Yellow),
+        Some(Stream::Information) => ("info: ".into(), Tint::Dim),
+        Some(Stream::Verbose) => ("verbose: ".into(), Tint::Dim),
+        Some(Stream::Debug) => ("debug: ".into(), Tint::Dim),
         Some(Stream::Progress) => {
             let pct = fields.and_then(|f| f.get("percent")).and_then(|p| match p {
                 Value::Number(n) => Some(n.to_string()),
@@ -87,24 +123,45 @@ fn render_record(r: &LogRecord, timestamps: bool, keep_sgr: bool) -> Option<Stri
                 _ => None,
             });
             match pct {
-                Some(p) => {
-                    s.push_str("progress ");
-                    s.push_str(&p);
-                    s.push_str("%: ");
-                }
-                None => s.push_str("progress: "),
+                Some(p) => (format!("progress {p}%: "), Tint::Dim),
+                None => ("progress: ".into(), Tint::Dim),
             }
         }
-        None => {
-            s.push_str(&escape_display(&r.stream, false));
-            s.push_str(": ");
+        None => (format!("{}: ", escape_display(&r.stream, false)), Tint::Dim),
+    })
+}
+
+/// The text shown for a record (without its newline), or `None` for records
+/// that only structure the log (end of a group).
+fn render_record(r: &LogRecord, style: Style) -> Option<String> {
+    let mut s = String::new();
+    if style.timestamps {
+        s.push_str(&escape_display(&r.ts, false));
+        s.push(' ');
+    }
+    match group_mark(r.fields.as_ref()) {
+        Some(GroupMark::End) => return None,
+        Some(GroupMark::Start) => {
+            s.push_str("▸ ");
+            s.push_str(&escape_display(&r.message, style.keep_sgr));
+            return Some(s);
+        }
+        None => {}
+    }
+    if let Some((text, tint)) = label(r, style.label_errors) {
+        if style.colour {
+            s.push_str(tint.sgr());
+            s.push_str(&text);
+            s.push_str("\x1b[0m");
+        } else {
+            s.push_str(&text);
         }
     }
-    s.push_str(&escape_display(&r.message, keep_sgr));
+    s.push_str(&escape_display(&r.message, style.keep_sgr));
     Some(s)
 }
 
-/// Writes records to stdout (`output`) and stderr (the rest).
+/// Writes records to stdout, or to stdout and stderr (see [`Layout`]).
 ///
 /// A record's newline is written only when the next record arrives, so a
 /// record marked `continued` (a long line split by the server) is joined to
@@ -112,22 +169,29 @@ fn render_record(r: &LogRecord, timestamps: bool, keep_sgr: bool) -> Option<Stri
 pub(in crate::client) struct Printer<O: Write, E: Write> {
     out: O,
     err: E,
-    out_tty: bool,
-    err_tty: bool,
-    timestamps: bool,
+    layout: Layout,
+    out_style: Style,
+    err_style: Style,
     json: bool,
     open_line: Option<Dest>,
     last: Option<Dest>,
 }
 
 impl Printer<io::BufWriter<io::Stdout>, io::BufWriter<io::Stderr>> {
-    pub(in crate::client) fn stdio(timestamps: bool, json: bool) -> Self {
+    pub(in crate::client) fn stdio(layout: Layout, timestamps: bool, json: bool) -> Self {
+        let no_color = std::env::var_os("NO_COLOR");
+        let style = |tty: bool| Style {
+            timestamps,
+            keep_sgr: tty,
+            colour: use_colour(tty, no_color.as_deref()),
+            label_errors: layout == Layout::Stdout,
+        };
         Printer {
-            out_tty: io::stdout().is_terminal(),
-            err_tty: io::stderr().is_terminal(),
+            out_style: style(io::stdout().is_terminal()),
+            err_style: style(io::stderr().is_terminal()),
             out: io::BufWriter::new(io::stdout()),
             err: io::BufWriter::new(io::stderr()),
-            timestamps,
+            layout,
             json,
             open_line: None,
             last: None,
@@ -161,17 +225,17 @@ impl<O: Write, E: Write> Printer<O, E> {
             self.switch_to(Dest::Out)?;
             return writeln!(self.out, "{line}");
         }
-        let d = dest_of(r);
-        let keep_sgr = match d {
-            Dest::Out => self.out_tty,
-            Dest::Err => self.err_tty,
+        let d = dest_of(r, self.layout);
+        let style = match d {
+            Dest::Out => self.out_style,
+            Dest::Err => self.err_style,
         };
         if is_continued(r.fields.as_ref()) && self.open_line == Some(d) {
             self.switch_to(d)?;
-            let text = escape_display(&r.message, keep_sgr);
+            let text = escape_display(&r.message, style.keep_sgr);
             return self.writer(d).write_all(text.as_bytes());
         }
-        let Some(text) = render_record(r, self.timestamps, keep_sgr) else {
+        let Some(text) = render_record(r, style) else {
             return Ok(());
         };
         self.close_line()?;
@@ -221,88 +285,4 @@ impl<O: Write, E: Write> Sink for Printer<O, E> {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn rec(stream: &str, message: &str, fields: Option<Value>) -> LogRecord {
-        LogRecord {
-            seq: 1,
-            ts: "2026-11-22T10:15:02.123456Z".into(),
-            stream: stream.into(),
-            message: message.into(),
-            fields: fields.and_then(|f| f.as_object().cloned()),
-        }
-    }
-
-    #[test]
-    fn record_rendering() {
-        let r = |s, m, f| render_record(&rec(s, m, f), false, false);
-        assert_eq!(r("output", "hello", None).unwrap(), "hello");
-        assert_eq!(r("error", "boom", None).unwrap(), "boom");
-        assert_eq!(r("warning", "careful", None).unwrap(), "warning: careful");
-        assert_eq!(r("information", "fyi", None).unwrap(), "info: fyi");
-        assert_eq!(r("debug", "d", None).unwrap(), "debug: d");
-        assert_eq!(
-            r("progress", "Copying", Some(json!({"percent": 40}))).unwrap(),
-            "progress 40%: Copying"
-        );
-        assert_eq!(r("progress", "Copying", None).unwrap(), "progress: Copying");
-        assert_eq!(
-            r("information", "Build", Some(json!({"group": "start"}))).unwrap(),
-            "▸ Build"
-        );
-        assert_eq!(r("information", "", Some(json!({"group": "end"}))), None);
-        assert_eq!(r("future", "x", None).unwrap(), "future: x");
-        assert_eq!(r("output", "nul\0", None).unwrap(), "nul\\0");
-        assert_eq!(
-            render_record(&rec("warning", "w", None), true, false).unwrap(),
-            "2026-11-22T10:15:02.123456Z warning: w"
-        );
-        assert_eq!(dest_of(&rec("output", "", None)), Dest::Out);
-        assert_eq!(dest_of(&rec("warning", "", None)), Dest::Err);
-    }
-
-    fn printer(json: bool) -> Printer<Vec<u8>, Vec<u8>> {
-        Printer {
-            out: Vec::new(),
-            err: Vec::new(),
-            out_tty: false,
-            err_tty: false,
-            timestamps: false,
-            json,
-            open_line: None,
-            last: None,
-        }
-    }
-
-    #[test]
-    fn printer_splits_streams_and_joins_continued_lines() {
-        let mut p = printer(false);
-        p.record(&rec("output", "a", None)).unwrap();
-        p.record(&rec("output", "b1", None)).unwrap();
-        p.record(&rec("output", "b2", Some(json!({"continued": true}))))
-            .unwrap();
-        p.record(&rec("error", "e", None)).unwrap();
-        p.record(&rec("warning", "w", None)).unwrap();
-        p.finish().unwrap();
-        assert_eq!(String::from_utf8(p.out).unwrap(), "a\nb1b2\n");
-        assert_eq!(String::from_utf8(p.err).unwrap(), "e\nwarning: w\n");
-    }
-
-    #[test]
-    fn printer_json_lines_keep_api_field_order() {
-        let mut p = printer(true);
-        p.record(&rec("warning", "w", Some(json!({"file": "a.py"}))))
-            .unwrap();
-        p.record(&rec("output", "o", None)).unwrap();
-        p.finish().unwrap();
-        assert_eq!(
-            String::from_utf8(p.out).unwrap(),
-            "{\"seq\":1,\"ts\":\"2026-11-22T10:15:02.123456Z\",\"stream\":\"warning\",\"message\":\"w\",\"fields\":{\"file\":\"a.py\"}}\n\
-             {\"seq\":1,\"ts\":\"2026-11-22T10:15:02.123456Z\",\"stream\":\"output\",\"message\":\"o\"}\n"
-        );
-        assert!(p.err.is_empty());
-    }
-}
+mod tests;

@@ -10,7 +10,7 @@ mod token;
 use std::io::{self, Write};
 
 pub(crate) use joblog_core::escape_display;
-pub(super) use log::Printer;
+pub(super) use log::{Layout, Printer};
 
 use super::commands::Answer;
 

@@ -1,7 +1,7 @@
 //! The writer against a real server (skipped without one): retrying a
 //! batch whose acknowledgement was lost.
 
-use joblog_core::{JobQuery, JobSpec, JobState};
+use joblog_core::{JobQuery, JobSpec, JobState, NameFilter};
 
 use super::*;
 use crate::postgres::PgStore;
@@ -71,10 +71,9 @@ fn a_retried_batch_that_was_committed_is_not_applied_twice() {
         .unwrap();
     let jobs = rt
         .block_on(store.list_jobs(JobQuery {
-            state: None,
-            name: Some("retried".into()),
+            name: Some(NameFilter::Exact("retried".into())),
             limit: 10,
-            before_id: None,
+            ..JobQuery::default()
         }))
         .unwrap();
     assert_eq!(jobs.len(), 2, "one job per applied batch: {jobs:?}");

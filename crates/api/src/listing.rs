@@ -1,0 +1,122 @@
+//! `GET /api/v1/jobs`: the listing's query parameters, checked into a
+//! [`JobQuery`], and its handler.
+
+use axum::extract::State;
+use axum::Json;
+use joblog_core::{
+    parse_time_bound, Job, JobId, JobQuery, JobState, NameFilter, Timestamp, MAX_LIST_LIMIT,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::extract::QueryParams;
+use crate::routes::LISTED_COMMAND_BYTES;
+use crate::AppState;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    state: Option<String>,
+    name: Option<String>,
+    node: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    limit: Option<u32>,
+    before_id: Option<JobId>,
+}
+
+#[derive(Serialize)]
+struct JobList {
+    jobs: Vec<Job>,
+    next_before_id: Option<JobId>,
+}
+
+fn invalid(message: String) -> ApiError {
+    ApiError::new(ErrorCode::InvalidQuery, message)
+}
+
+/// Text a job's name or node cannot contain: a control character (no job
+/// has one, and PostgreSQL refuses a NUL). Empty text is no filter.
+fn text_filter(param: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(v) if v.chars().any(char::is_control) => Err(invalid(format!(
+            "{param}: a job's {param} has no control characters"
+        ))),
+        v => Ok(v.filter(|v| !v.is_empty())),
+    }
+}
+
+fn time_bound(
+    param: &str,
+    value: Option<&str>,
+    now: Timestamp,
+) -> Result<Option<Timestamp>, ApiError> {
+    match value {
+        None | Some("") => Ok(None),
+        Some(v) => parse_time_bound(v, now)
+            .map(Some)
+            .map_err(|e| invalid(format!("{param}: {e}"))),
+    }
+}
+
+impl ListParams {
+    /// The listing asked for, `since` and `until` read against `now`:
+    /// `state` a comma-separated list of states, `name` an exact name or a
+    /// pattern with `*` and `?`, `node` a node's name, `since`/`until` a
+    /// duration back from now or a time, with `since` before `until`;
+    /// `limit` 1 to [`MAX_LIST_LIMIT`] (default 50). An empty value is no
+    /// filter. A bad value → 400 naming the parameter.
+    pub(crate) fn query(self, now: Timestamp) -> Result<JobQuery, ApiError> {
+        let states = match self.state.as_deref() {
+            None => Vec::new(),
+            Some(s) => JobState::parse_list(s).map_err(|e| invalid(format!("state: {e}")))?,
+        };
+        let limit = self.limit.unwrap_or(50);
+        if limit == 0 || limit > MAX_LIST_LIMIT {
+            return Err(invalid(format!("limit: must be 1 to {MAX_LIST_LIMIT}")));
+        }
+        let name = text_filter("name", self.name)?;
+        let node = text_filter("node", self.node)?;
+        let since = time_bound("since", self.since.as_deref(), now)?;
+        let until = time_bound("until", self.until.as_deref(), now)?;
+        if let (Some(s), Some(u)) = (since, until) {
+            if s >= u {
+                return Err(invalid(format!(
+                    "since: {} is not before until ({})",
+                    s.to_rfc3339(),
+                    u.to_rfc3339()
+                )));
+            }
+        }
+        Ok(JobQuery {
+            states,
+            name: name.as_deref().map(NameFilter::parse),
+            node,
+            created_since: since,
+            created_until: until,
+            limit,
+            before_id: self.before_id,
+        })
+    }
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    QueryParams(p): QueryParams<ListParams>,
+) -> Result<Json<impl Serialize>, ApiError> {
+    let query = p.query(Timestamp::now())?;
+    let limit = query.limit;
+    let mut jobs = state.engine.store().list_jobs(query).await?;
+    for job in &mut jobs {
+        job.abbreviate_command(LISTED_COMMAND_BYTES);
+    }
+    let next_before_id = if jobs.len() == limit as usize {
+        jobs.last().map(|j| j.id)
+    } else {
+        None
+    };
+    Ok(Json(JobList {
+        jobs,
+        next_before_id,
+    }))
+}

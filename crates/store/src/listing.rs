@@ -1,0 +1,224 @@
+//! How a job listing ([`JobQuery`]) becomes SQL, the same for both stores,
+//! so that a page is index searches merged in id order, never a scan of the
+//! table nor a sort of everything that matches:
+//!
+//! 1. A creation window (`since`) is first turned into the ids it spans,
+//!    by one range of `jobs_created` (its entries only, as many as jobs
+//!    created in the window, never the rows); every walk below stays
+//!    inside those ids. The window is still checked row by row, so ids
+//!    need not follow creation times (several nodes' clocks) for the
+//!    answer to be exact.
+//! 2. A name pattern with a literal prefix (`backup*`) is first turned into
+//!    the names it matches, by one seek of the name index per distinct
+//!    name under the prefix, at most [`MAX_NAME_ARMS`] of them.
+//! 3. The page walks, newest first, one index range per exact name, or per
+//!    state, or the node's, or else the primary key; the database merges
+//!    the walks by id and stops at the limit. Every other filter is checked
+//!    on the rows walked.
+//!
+//! A pattern that starts with a wildcard, or whose prefix covers more
+//! names than that, is checked on the rows walked like the other filters.
+
+use std::borrow::Cow;
+
+use joblog_core::{JobQuery, JobState, NameFilter};
+
+use crate::rows::JOB_COLUMNS;
+
+mod names;
+
+pub(crate) use names::NameScan;
+use names::{like_pattern, sqlite_glob};
+
+/// Most names a pattern's prefix may cover for the page to walk one index
+/// range per name.
+pub(crate) const MAX_NAME_ARMS: usize = 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A value bound to a statement.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Param {
+    Int(i64),
+    Text(String),
+}
+
+/// A statement and its values, in placeholder order.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    pub text: Cow<'static, str>,
+    pub params: Vec<Param>,
+}
+
+impl Sql {
+    /// Binds `p` and returns its placeholder.
+    fn bind(&mut self, d: Dialect, p: Param) -> String {
+        self.params.push(p);
+        match d {
+            Dialect::Sqlite => format!("?{}", self.params.len()),
+            Dialect::Postgres => format!("${}", self.params.len()),
+        }
+    }
+}
+
+/// The lowest and highest id of the jobs created in the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IdSpan {
+    pub first: i64,
+    pub last: i64,
+}
+
+/// The statement answering one row `(min(id), max(id))` (both NULL when no
+/// job was created in the window), or `None` without `since`: a window
+/// open to the past would be found by reading most of the index.
+pub(crate) fn window_sql(d: Dialect, q: &JobQuery) -> Option<Sql> {
+    let since = q.created_since?;
+    let until = q.created_until.map_or(i64::MAX, |t| t.micros());
+    Some(Sql {
+        text: Cow::Borrowed(match d {
+            Dialect::Sqlite => {
+                "SELECT min(id), max(id) FROM jobs WHERE created_at >= ?1 AND created_at < ?2"
+            }
+            Dialect::Postgres => {
+                "SELECT min(id), max(id) FROM jobs WHERE created_at >= $1 AND created_at < $2"
+            }
+        }),
+        params: vec![Param::Int(since.micros()), Param::Int(until)],
+    })
+}
+
+/// What one walk of the page follows.
+#[derive(Debug, Clone, Copy)]
+enum Walk<'a> {
+    Name(&'a str),
+    State(JobState),
+    Node(&'a str),
+    Id,
+}
+
+/// The page of `q`: `names` are the names its pattern matched (from
+/// [`NameScan`]), `span` the ids its window covers (from [`window_sql`]).
+/// `None` when nothing can match (a pattern that matched no name).
+pub(crate) fn page_sql(
+    d: Dialect,
+    q: &JobQuery,
+    names: Option<&[String]>,
+    span: Option<IdSpan>,
+) -> Option<Sql> {
+    let mut sql = Sql {
+        text: Cow::Borrowed(""),
+        params: Vec::new(),
+    };
+    // Every state is no filter at all.
+    let states: &[JobState] = if q.states.len() >= JobState::ALL.len() {
+        &[]
+    } else {
+        &q.states
+    };
+    let mut walks: Vec<Walk> = Vec::new();
+    let mut glob_checked = None;
+    match (&q.name, names) {
+        (Some(NameFilter::Exact(name)), _) => walks.push(Walk::Name(name)),
+        (Some(NameFilter::Glob(_)), Some(names)) => {
+            if names.is_empty() {
+                return None;
+            }
+            walks.extend(names.iter().map(|n| Walk::Name(n)));
+        }
+        (Some(NameFilter::Glob(glob)), None) => glob_checked = Some(glob),
+        (None, _) => {}
+    }
+    if walks.is_empty() {
+        match (states, &q.node) {
+            ([_, ..], _) => walks.extend(states.iter().map(|&s| Walk::State(s))),
+            ([], Some(node)) => walks.push(Walk::Node(node)),
+            ([], None) => walks.push(Walk::Id),
+        }
+    }
+    let by_state = matches!(walks[0], Walk::State(_));
+    let by_node = matches!(walks[0], Walk::Node(_));
+
+    // What every walk checks besides its key, bound once.
+    let before = sql.bind(d, Param::Int(q.before_id.unwrap_or(i64::MAX)));
+    let limit = sql.bind(d, Param::Int(i64::from(q.limit)));
+    let mut checks = format!("id < {before}");
+    if let Some(span) = span {
+        let first = sql.bind(d, Param::Int(span.first));
+        let last = sql.bind(d, Param::Int(span.last));
+        checks.push_str(&format!(" AND id >= {first} AND id <= {last}"));
+    }
+    if !by_state && !states.is_empty() {
+        // State names are joblog's own words, never user text.
+        let list: Vec<String> = states.iter().map(|s| format!("'{}'", s.name())).collect();
+        checks.push_str(&format!(" AND state IN ({})", list.join(", ")));
+    }
+    if let Some(glob) = glob_checked {
+        let pattern = match d {
+            Dialect::Sqlite => sql.bind(d, Param::Text(sqlite_glob(glob))),
+            Dialect::Postgres => sql.bind(d, Param::Text(like_pattern(glob))),
+        };
+        checks.push_str(&match d {
+            Dialect::Sqlite => format!(" AND name GLOB {pattern}"),
+            Dialect::Postgres => format!(" AND name LIKE {pattern} ESCAPE '\\'"),
+        });
+    }
+    if let (false, Some(node)) = (by_node, &q.node) {
+        let node = sql.bind(d, Param::Text(node.clone()));
+        checks.push_str(&format!(" AND node = {node}"));
+    }
+    if let Some(since) = q.created_since {
+        let since = sql.bind(d, Param::Int(since.micros()));
+        checks.push_str(&format!(" AND created_at >= {since}"));
+    }
+    if let Some(until) = q.created_until {
+        let until = sql.bind(d, Param::Int(until.micros()));
+        checks.push_str(&format!(" AND created_at < {until}"));
+    }
+    let arms: Vec<String> = walks
+        .iter()
+        .map(|walk| {
+            // SQLite is told the index: with several filters its planner
+            // may otherwise prefer one that needs a sort.
+            let (index, key) = match *walk {
+                Walk::Name(name) => ("INDEXED BY jobs_name", {
+                    let p = sql.bind(d, Param::Text(name.to_string()));
+                    format!("name = {p} AND ")
+                }),
+                Walk::State(state) => (
+                    "INDEXED BY jobs_state",
+                    format!("state = '{}' AND ", state.name()),
+                ),
+                Walk::Node(node) => ("INDEXED BY jobs_node", {
+                    let p = sql.bind(d, Param::Text(node.to_string()));
+                    format!("node = {p} AND ")
+                }),
+                Walk::Id => ("NOT INDEXED", String::new()),
+            };
+            let index = match d {
+                Dialect::Sqlite => format!(" {index}"),
+                Dialect::Postgres => String::new(),
+            };
+            format!("SELECT {JOB_COLUMNS} FROM jobs{index} WHERE {key}{checks}")
+        })
+        .collect();
+    let order = format!("ORDER BY id DESC LIMIT {limit}");
+    let text = match (d, arms.as_slice()) {
+        (_, [one]) => format!("{one} {order}"),
+        // SQLite merges the walks of a compound SELECT by its ORDER BY.
+        (Dialect::Sqlite, _) => format!("{} {order}", arms.join(" UNION ALL ")),
+        // PostgreSQL merges them (Merge Append) only when each is ordered.
+        (Dialect::Postgres, _) => {
+            let arms: Vec<String> = arms.iter().map(|a| format!("({a} {order})")).collect();
+            format!("{} {order}", arms.join(" UNION ALL "))
+        }
+    };
+    sql.text = Cow::Owned(text);
+    Some(sql)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
