@@ -37,7 +37,7 @@ pub(crate) fn interruption(
     };
     let (what, reason) = match cause {
         Cause::Restarted => (
-            format!("{node_name} ended without stopping it (killed or crashed); the node found it at its next start"),
+            format!("{node_name}, which ended without stopping it (killed or crashed); the node found it at its next start"),
             "node_restarted",
         ),
         Cause::Lapsed { by, timeout } => (
