@@ -6,6 +6,7 @@
 
 mod duration;
 mod escape;
+mod given;
 mod job;
 mod node;
 mod query;
@@ -15,8 +16,9 @@ mod token;
 
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use escape::escape_display;
+pub use given::Given;
 pub use job::{
-    Given, Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
+    Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
     ValidationError, MAX_LIST_LIMIT,
 };
 pub use node::{NodeInfo, NodeState};

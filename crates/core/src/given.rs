@@ -1,0 +1,87 @@
+//! What a job was given besides its command — shown with it, and enough to
+//! submit it again (`rerun`), secrets by name only.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::job::invalid;
+use crate::{Job, JobId, JobSpec, NewJobRequest, ValidationError};
+
+/// What a job was submitted with besides its command and name: enough to
+/// see how it ran and to submit it again (never a secret's value).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Given {
+    pub cwd: Option<String>,
+    pub timeout_s: Option<f64>,
+    pub env: BTreeMap<String, String>,
+    /// Names of the secrets it was given; their values are never kept.
+    pub secret_names: Vec<String>,
+    /// The script, when it was submitted as one (it is also the last
+    /// argument of `command`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+    /// The job this one is a rerun of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<JobId>,
+}
+
+impl Given {
+    pub fn of(spec: &JobSpec) -> Given {
+        Given {
+            cwd: spec.cwd.clone(),
+            timeout_s: spec.timeout_s,
+            env: spec.env.clone(),
+            secret_names: spec.secret_names.clone(),
+            script: spec.script().map(str::to_owned),
+            shell: spec.shell.clone(),
+            rerun_of: spec.rerun_of,
+        }
+    }
+}
+
+impl Job {
+    /// The request that submits this job again: same name, command (or
+    /// script and shell), environment, timeout and directory, marked as a
+    /// rerun of it. Its secrets' values are not kept: `secrets` must give
+    /// every one of them again.
+    pub fn rerun_request(
+        &self,
+        secrets: BTreeMap<String, String>,
+    ) -> Result<NewJobRequest, ValidationError> {
+        let missing: Vec<&str> = self
+            .spec
+            .secret_names
+            .iter()
+            .filter(|n| !secrets.contains_key(*n))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(invalid(
+                "secrets",
+                format!(
+                    "job {} was given secrets whose values joblog never keeps; give them again: {}",
+                    self.id,
+                    missing.join(", ")
+                ),
+            ));
+        }
+        let (command, script, shell) = match (self.spec.script(), &self.spec.shell) {
+            (Some(script), Some(shell)) => (None, Some(script.to_owned()), Some(shell.clone())),
+            _ => (Some(self.spec.command.clone()), None, None),
+        };
+        Ok(NewJobRequest {
+            command,
+            script,
+            shell,
+            name: self.name.clone(),
+            env: self.spec.env.clone(),
+            secrets,
+            timeout_s: self.spec.timeout_s,
+            cwd: self.spec.cwd.clone(),
+            rerun_of: Some(self.id),
+        })
+    }
+}
