@@ -2,7 +2,7 @@
 //! types, so that each store only maps its own row type.
 
 use joblog_core::{
-    Given, Job, JobId, JobSpec, JobState, LogSummary, Record, Role, Stream, StreamCounts,
+    Given, Job, JobId, JobSpec, JobState, LogSummary, NodeInfo, Record, Role, Stream, StreamCounts,
     Timestamp, TokenInfo,
 };
 
@@ -164,6 +164,36 @@ impl TokenRow {
             created_at: Timestamp(self.created_at),
             expires_at: self.expires_at.map(Timestamp),
             last_used_at: self.last_used_at.map(Timestamp),
+        })
+    }
+}
+
+/// A nodes row with its running jobs counted, as both stores list it
+/// (times in micros since the epoch).
+pub(crate) struct NodeRow {
+    pub name: String,
+    pub version: Option<String>,
+    pub started_at: i64,
+    pub heartbeat_at: i64,
+    pub stopped_at: Option<i64>,
+    pub running_jobs: i64,
+}
+
+impl NodeRow {
+    pub fn into_info(self) -> Result<NodeInfo> {
+        let running_jobs = u64::try_from(self.running_jobs).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "node {:?} counts {} running jobs",
+                self.name, self.running_jobs
+            ))
+        })?;
+        Ok(NodeInfo {
+            name: self.name,
+            version: self.version,
+            started_at: Timestamp(self.started_at),
+            heartbeat_at: Timestamp(self.heartbeat_at),
+            stopped_at: self.stopped_at.map(Timestamp),
+            running_jobs,
         })
     }
 }

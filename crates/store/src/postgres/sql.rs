@@ -6,7 +6,7 @@
 use joblog_core::{Job, NodeInfo, Record, Timestamp, TokenInfo};
 use tokio_postgres::Row;
 
-use crate::rows::{job_columns, token_columns, JobRow, RecordRow, TokenRow};
+use crate::rows::{job_columns, token_columns, JobRow, NodeRow, RecordRow, TokenRow};
 use crate::Result;
 
 fn job_from_row(row: &Row) -> Result<Job> {
@@ -43,14 +43,15 @@ pub(super) fn victim_from_row(row: &Row) -> Result<(Job, Option<String>, Option<
 }
 
 pub(super) fn node_from_row(row: &Row) -> Result<NodeInfo> {
-    Ok(NodeInfo {
+    NodeRow {
         name: row.try_get(0)?,
         version: row.try_get(1)?,
-        started_at: Timestamp(row.try_get(2)?),
-        heartbeat_at: Timestamp(row.try_get(3)?),
-        stopped_at: row.try_get::<_, Option<i64>>(4)?.map(Timestamp),
-        running_jobs: row.try_get::<_, i64>(5)? as u64,
-    })
+        started_at: row.try_get(2)?,
+        heartbeat_at: row.try_get(3)?,
+        stopped_at: row.try_get(4)?,
+        running_jobs: row.try_get(5)?,
+    }
+    .into_info()
 }
 
 pub(super) fn record_from_row(row: &Row) -> Result<Record> {

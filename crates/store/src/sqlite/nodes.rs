@@ -6,7 +6,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::query_jobs;
 use crate::interrupt::{interruption, Cause};
-use crate::rows::{fields_text, JOB_COLUMNS};
+use crate::rows::{fields_text, NodeRow, JOB_COLUMNS};
 use crate::{Outcome, Result};
 
 /// Migration 3: the nodes table (heartbeats, so that a job interrupted by
@@ -120,14 +120,14 @@ pub(super) fn list(c: &Connection) -> Result<Vec<NodeInfo>> {
         "SELECT name, version, started_at, heartbeat_at, stopped_at,          (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name)          FROM nodes ORDER BY name",
     )?;
     let rows = stmt.query_map([], |r| {
-        Ok(NodeInfo {
+        Ok(NodeRow {
             name: r.get(0)?,
             version: r.get(1)?,
-            started_at: Timestamp(r.get(2)?),
-            heartbeat_at: Timestamp(r.get(3)?),
-            stopped_at: r.get::<_, Option<i64>>(4)?.map(Timestamp),
-            running_jobs: r.get::<_, i64>(5)? as u64,
+            started_at: r.get(2)?,
+            heartbeat_at: r.get(3)?,
+            stopped_at: r.get(4)?,
+            running_jobs: r.get(5)?,
         })
     })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    rows.map(|r| r?.into_info()).collect()
 }
