@@ -56,7 +56,7 @@ pub fn parse_time_bound(text: &str, now: Timestamp) -> Result<Timestamp, String>
     let parsed = if starts_with_date {
         parse_rfc3339(t)
     } else {
-        humantime::parse_duration(t).ok().map(|ago| {
+        crate::parse_duration(t).ok().map(|ago| {
             let micros = i64::try_from(ago.as_micros()).unwrap_or(i64::MAX);
             Timestamp(now.0.saturating_sub(micros).max(0))
         })
