@@ -22,6 +22,7 @@ mod nodes;
 mod routes;
 mod sse;
 mod tokens;
+mod ui;
 
 use std::sync::Arc;
 
@@ -111,6 +112,7 @@ pub fn app(state: AppState) -> Router {
         .route("/backup", get(backup::backup))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{name}", delete(tokens::revoke))
+        .route("/whoami", get(ui::whoami))
         .route("/openapi.json", get(routes::openapi));
     Router::new()
         .nest("/api/v1", api)
@@ -121,6 +123,9 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             auth::authorize,
         ))
+        // After the access rules: the UI's files hold no data (its page
+        // asks the API, which checks the token), so they need none.
+        .merge(ui::router())
         .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

@@ -18,6 +18,8 @@ mod security;
 mod service;
 #[path = "e2e/startup.rs"]
 mod startup;
+#[path = "e2e/ui.rs"]
+mod ui;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -25,6 +25,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/healthz", Public),
     ("GET", "/openapi.json", Public),
     ("GET", "/api/v1/openapi.json", Public),
+    ("GET", "/api/v1/whoami", VIEWER),
     ("GET", "/metrics", VIEWER),
     ("GET", "/api/v1/jobs", VIEWER),
     ("POST", "/api/v1/jobs", OPERATOR),

@@ -1,0 +1,100 @@
+// The web UI's entry: asks who the caller is (and for a token when the
+// server wants one), then shows the page the URL names.
+
+import { get, setToken, token, onUnauthorized, ApiError } from "./api.js";
+import { el, text, clear, fail } from "./dom.js";
+import { jobsPage } from "./jobs.js";
+import { jobPage } from "./job.js";
+import { submitPage } from "./submit.js";
+
+const main = document.getElementById("app");
+let page = null;
+
+async function boot() {
+  let me;
+  try {
+    me = await get("/api/v1/whoami");
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return askToken(token() ? "That token was refused." : null);
+    return fail(main, err);
+  }
+  showWho(me);
+  onUnauthorized(() => {
+    page?.destroy?.();
+    askToken("The server no longer accepts the token.");
+  });
+  try {
+    page = await route(me);
+  } catch (err) {
+    fail(main, err);
+  }
+}
+
+function route(me) {
+  const path = location.pathname;
+  for (const a of document.querySelectorAll("[data-needs]")) {
+    a.hidden = !["operator", "admin"].includes(me.role);
+  }
+  const job = /^\/jobs\/(\d+)$/.exec(path);
+  if (job) return jobPage(main, Number(job[1]), me);
+  if (path === "/submit") return submitPage(main, me);
+  return jobsPage(main, me);
+}
+
+function showWho(me) {
+  const who = document.getElementById("who");
+  clear(who);
+  who.append(text(`${me.name} · ${me.role}`, "muted"));
+  if (token()) {
+    const out = el("button", "button small");
+    out.textContent = "Forget token";
+    out.addEventListener("click", () => {
+      setToken(null);
+      location.reload();
+    });
+    who.append(out);
+  }
+}
+
+// The server needs a token: nothing but this form is shown until it
+// accepts one. It is kept in this tab's session storage only.
+function askToken(problem) {
+  clear(main);
+  const form = el("form", "token-form");
+  form.id = "token-form";
+  form.append(text("This joblog server needs an API token", null, "h1"));
+  if (problem) form.append(text(problem, "error-text", "p"));
+  const input = el("input");
+  input.type = "password";
+  input.name = "token";
+  input.autocomplete = "off";
+  input.placeholder = "jl_…";
+  input.required = true;
+  const go = el("button", "button primary");
+  go.type = "submit";
+  go.textContent = "Use token";
+  form.append(
+    input,
+    go,
+    text("It stays in this browser tab (session storage) and is sent as a bearer header, never in a URL.", "hint", "p"),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    setToken(input.value.trim());
+    boot();
+  });
+  main.append(form);
+  input.focus();
+}
+
+document.addEventListener("keydown", (e) => {
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const typing = e.target.closest?.("input, textarea, select");
+  if (typing) {
+    if (e.key === "Escape") e.target.blur();
+    else return;
+  }
+  if (page?.key?.(e)) e.preventDefault();
+});
+
+boot();

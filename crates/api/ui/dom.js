@@ -1,0 +1,64 @@
+// Small DOM helpers shared by the pages. Text always goes in as text.
+
+const ROLES = ["viewer", "operator", "admin"];
+
+export function el(tag, cls) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  return e;
+}
+
+export function text(value, cls, tag = "span") {
+  const e = el(tag, cls);
+  e.textContent = value;
+  return e;
+}
+
+export function clear(node) {
+  while (node.firstChild) node.firstChild.remove();
+}
+
+export function stateBadge(state) {
+  const s = text(state, `state st-${state}`);
+  s.title = state;
+  return s;
+}
+
+// Whether the caller's role is at least `role`.
+export function can(me, role) {
+  return !!me && ROLES.indexOf(me.role) >= ROLES.indexOf(role);
+}
+
+export function when(ts) {
+  if (!ts) return null;
+  const d = new Date(ts);
+  if (Number.isNaN(d.getTime())) return ts;
+  // Local time, as people read it at a glance: 2026-11-22 10:15:01.
+  const p = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+// A job's run time: finished − started, or started → now while running.
+export function duration(job) {
+  if (job.duration_ms !== null && job.duration_ms !== undefined) return human(job.duration_ms);
+  if (job.started_at && !job.finished_at) return human(Date.now() - new Date(job.started_at).getTime());
+  return null;
+}
+
+export function human(ms) {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
+  const h = Math.floor(m / 60);
+  return `${h} h ${m % 60} min`;
+}
+
+// Shows an API error where the user is looking.
+export function fail(where, err) {
+  console.warn(err);
+  const msg = err && err.message ? err.message : String(err);
+  where.textContent = err && err.status === 403 ? `Not allowed: ${msg}` : `Error: ${msg}`;
+  where.classList.add("error-text");
+}

@@ -1,0 +1,499 @@
+// A job's page: its header (state, timings, cancel, rerun), details and
+// result, a progress bar, and its log in the virtualized viewer — live
+// through the SSE tail while it runs.
+
+import { get, post, stream, token, withQuery, blob } from "./api.js";
+import { SeqSource, FilterSource } from "./sources.js";
+import { Viewer } from "./viewer.js";
+import { el, text, stateBadge, duration, when, can, fail, clear } from "./dom.js";
+
+const STREAMS = ["output", "error", "warning", "information", "verbose", "debug", "progress"];
+
+export async function jobPage(main, id, me) {
+  const [job, outline] = await Promise.all([
+    get(`/api/v1/jobs/${id}`),
+    get(`/api/v1/jobs/${id}/log/outline`),
+  ]);
+  const page = new JobPage(main, job, outline, me);
+  page.start();
+  return page;
+}
+
+class JobPage {
+  constructor(main, job, outline, me) {
+    this.main = main;
+    this.job = job;
+    this.outline = outline;
+    this.me = me;
+    this.counts = { ...job.log.streams };
+    this.lastSeq = job.log.records;
+    this.streams = new Set(STREAMS);
+    this.search = null; // {q, total, seqs, next, index}
+    this.live = null;
+    this.inbox = [];
+    document.title = `${job.name ?? "job"} #${job.id} · joblog`;
+    clear(main);
+    main.classList.add("job-page");
+    this.header = el("section", "job-head");
+    this.progress = el("div", "progress");
+    this.progress.hidden = true;
+    this.details = el("details", "job-details");
+    this.toolbar = el("div", "toolbar");
+    this.logEl = el("div");
+    this.status = el("div", "log-status");
+    main.append(this.header, this.progress, this.details, this.toolbar, this.logEl, this.status);
+    this.renderHeader();
+    this.renderDetails();
+    this.renderToolbar();
+    this.viewer = new Viewer(this.logEl, {
+      onRowClick: (seq, e) => this.rowClick(seq, e),
+      onScrollState: (s) => this.scrollState(s),
+    });
+    const groups = (outline.groups ?? []).map((g) => ({ ...g, folded: g.end_seq !== null }));
+    this.seqSource = new SeqSource(job.id, this.lastSeq, groups, () => this.viewer.schedule());
+    this.viewer.setSource(this.seqSource);
+    if (outline.progress) this.showProgress(outline.progress);
+  }
+
+  running() {
+    return this.job.state === "running" || this.job.state === "queued";
+  }
+
+  start() {
+    const target = seqFromHash();
+    if (target) this.jumpTo(target, { highlight: true });
+    else if (this.running()) this.viewer.toEnd();
+    else this.viewer.toStart();
+    if (this.running()) this.follow();
+    this.onHash = () => {
+      const s = seqFromHash();
+      if (s) this.jumpTo(s, { highlight: true });
+    };
+    window.addEventListener("hashchange", this.onHash);
+    this.ticker = setInterval(() => this.running() && this.renderHeader(), 1000);
+  }
+
+  // The live tail: records after what the page was opened with.
+  follow() {
+    const url = withQuery(`/api/v1/jobs/${this.job.id}/log/events`, { after_seq: this.lastSeq });
+    this.live = stream(url, {
+      lastEventId: this.lastSeq,
+      onEvent: (type, data) => {
+        if (type === "message") {
+          this.inbox.push(JSON.parse(data));
+          if (this.inbox.length === 1) requestAnimationFrame(() => this.drain());
+        } else if (type === "end") {
+          this.drain();
+          this.job = JSON.parse(data);
+          this.renderHeader();
+          this.renderDetails();
+        }
+      },
+      onState: (s) => this.setLive(s),
+    });
+  }
+
+  // Applies the records that came since the last frame, in one go.
+  drain() {
+    const batch = this.inbox;
+    if (!batch.length) return;
+    this.inbox = [];
+    for (const r of batch) {
+      if (r.seq <= this.lastSeq) continue;
+      this.lastSeq = r.seq;
+      this.counts[r.stream] = (this.counts[r.stream] ?? 0) + 1;
+      this.liveGroup(r);
+      if (r.stream === "progress") this.showProgress(r);
+    }
+    this.seqSource.append(batch);
+    if (this.filter) this.filter.append(batch);
+    this.job.log.records = this.lastSeq;
+    this.viewer.schedule();
+  }
+
+  liveGroup(r) {
+    const src = this.seqSource;
+    const open = src.groups.findLast((g) => g.end_seq === null);
+    if (r.fields?.group === "start") {
+      if (open) open.end_seq = r.seq - 1;
+      src.addGroup({ seq: r.seq, end_seq: null, title: r.message, errors: 0, warnings: 0, folded: false });
+    } else if (r.fields?.group === "end") {
+      if (open) open.end_seq = r.seq;
+    } else if (open && r.stream === "error") open.errors++;
+    else if (open && r.stream === "warning") open.warnings++;
+  }
+
+  showProgress(r) {
+    this.progress.hidden = false;
+    clear(this.progress);
+    const pct = Number(r.fields?.percent);
+    const bar = el("div", "bar");
+    const fill = el("div", "fill");
+    if (Number.isFinite(pct)) fill.style.width = `${Math.max(0, Math.min(100, pct))}%`;
+    else bar.classList.add("indeterminate");
+    bar.append(fill);
+    const label = el("span", "progress-label");
+    label.textContent = `${Number.isFinite(pct) ? pct + "% " : ""}${r.message}`;
+    this.progress.append(bar, label);
+  }
+
+  renderHeader() {
+    const j = this.job;
+    clear(this.header);
+    const title = el("h1");
+    title.append(stateBadge(j.state), text(` ${j.name ?? "(unnamed)"} `), text(`#${j.id}`, "muted"));
+    const facts = el("dl", "facts");
+    const fact = (k, v) => {
+      if (v === null || v === undefined || v === "") return;
+      facts.append(text(k, null, "dt"), text(String(v), null, "dd"));
+    };
+    fact("state", j.state);
+    fact("exit", j.exit_code);
+    fact("node", j.node);
+    fact("created", when(j.created_at));
+    fact("started", when(j.started_at));
+    fact("finished", when(j.finished_at));
+    fact("duration", duration(j));
+    fact("records", j.log.records.toLocaleString());
+    if (j.log.truncated) fact("truncated", "yes — the middle of the log was dropped (see its marker record)");
+    const actions = el("div", "actions");
+    if (can(this.me, "operator") && this.running()) {
+      actions.append(button("Cancel", "danger", () => this.cancel()));
+    }
+    if (can(this.me, "operator") && !this.running()) {
+      actions.append(button("Rerun", null, () => this.rerun()));
+    }
+    const dl = el("a", "button");
+    dl.textContent = "Download log";
+    dl.href = `/api/v1/jobs/${j.id}/log/text`;
+    dl.download = `job-${j.id}.log`;
+    dl.id = "download";
+    // A link cannot carry the bearer token: with one, fetch the text.
+    dl.addEventListener("click", (e) => {
+      if (!token()) return;
+      e.preventDefault();
+      this.download().catch((err) => fail(this.status, err));
+    });
+    actions.append(dl);
+    this.header.append(title, actions, facts);
+  }
+
+  async download() {
+    const b = await blob(`/api/v1/jobs/${this.job.id}/log/text`);
+    const url = URL.createObjectURL(b);
+    const a = el("a");
+    a.href = url;
+    a.download = `job-${this.job.id}.log`;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+
+  renderDetails() {
+    const j = this.job;
+    clear(this.details);
+    const sum = el("summary");
+    sum.textContent = "Details";
+    this.details.append(sum);
+    const dl = el("dl", "facts");
+    const row = (k, v) => dl.append(text(k, null, "dt"), v instanceof Node ? wrap("dd", v) : text(v, null, "dd"));
+    const cmd = el("code");
+    cmd.textContent = (j.command ?? []).map(quote).join(" ");
+    row("command", cmd);
+    if (j.script !== undefined && j.script !== null) {
+      const pre = el("pre", "script");
+      pre.textContent = j.script;
+      row(`script (${j.shell ?? "sh"})`, pre);
+    }
+    if (j.cwd) row("working directory", j.cwd);
+    if (j.timeout_s) row("timeout", `${j.timeout_s} s`);
+    const env = Object.entries(j.env ?? {});
+    if (env.length) {
+      const list = el("ul", "env");
+      for (const [k, v] of env) list.append(text(`${k}=${v}`, null, "li"));
+      row("environment", list);
+    }
+    if ((j.secret_names ?? []).length) {
+      row("secrets", `${j.secret_names.join(", ")} (values are never shown)`);
+    }
+    if (j.rerun_of) {
+      const a = el("a");
+      a.href = `/jobs/${j.rerun_of}`;
+      a.textContent = `#${j.rerun_of}`;
+      row("rerun of", a);
+    }
+    const result = el("div", "result");
+    if (j.result) {
+      const show = button(`Show result (${j.result.bytes.toLocaleString()} bytes)`, null, async () => {
+        show.disabled = true;
+        try {
+          const value = await get(`/api/v1/jobs/${j.id}/result`);
+          const pre = el("pre", "result-json");
+          const textValue = JSON.stringify(value, null, 2);
+          const cap = 2 * 1024 * 1024;
+          pre.textContent = textValue.length > cap ? textValue.slice(0, cap) + "\n… (cut: download it from the API)" : textValue;
+          show.replaceWith(pre);
+        } catch (err) {
+          fail(result, err);
+          show.disabled = false;
+        }
+      });
+      show.id = "show-result";
+      result.append(show);
+    } else result.append(text("none", "muted"));
+    row("result", result);
+    this.details.append(dl);
+  }
+
+  renderToolbar() {
+    const t = this.toolbar;
+    clear(t);
+    const form = el("form", "search");
+    this.searchInput = el("input");
+    this.searchInput.type = "search";
+    this.searchInput.placeholder = "Search the log  (/)";
+    this.searchInput.id = "search";
+    this.searchInfo = text("", "search-info");
+    this.searchInfo.id = "search-info";
+    form.append(
+      this.searchInput,
+      button("↑", "small", () => this.nextMatch(-1), "previous match (N)"),
+      button("↓", "small", () => this.nextMatch(1), "next match (n)"),
+      this.searchInfo,
+    );
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.runSearch(this.searchInput.value).catch((err) => fail(this.status, err));
+    });
+    const firstError = button("First error", null, () => this.firstError(), "jump to the first error (e: next error)");
+    firstError.id = "first-error";
+    firstError.disabled = !this.outline.first_error_seq;
+    const chips = el("div", "chips");
+    chips.id = "streams";
+    for (const s of STREAMS) {
+      const c = el("button", `chip s-${s} on`);
+      c.type = "button";
+      c.dataset.stream = s;
+      c.textContent = s;
+      c.title = `show or hide ${s} records`;
+      c.addEventListener("click", () => this.toggleStream(s, c));
+      chips.append(c);
+    }
+    const ts = button("Timestamps", "toggle", () => this.toggleTimestamps(), "show each record's time (t)");
+    ts.id = "timestamps";
+    this.followButton = button("↓ Follow", "toggle", () => this.viewer.toEnd(), "follow the end of the log (f)");
+    this.followButton.id = "follow";
+    t.append(
+      form,
+      firstError,
+      chips,
+      ts,
+      button("Start", "small", () => this.viewer.toStart(), "first line (g)"),
+      button("End", "small", () => this.viewer.toEnd(), "last line (G)"),
+      this.followButton,
+    );
+  }
+
+  toggleTimestamps() {
+    const on = this.logEl.classList.toggle("show-ts");
+    document.getElementById("timestamps").classList.toggle("on", on);
+  }
+
+  toggleStream(s, chip) {
+    if (this.streams.has(s)) this.streams.delete(s);
+    else this.streams.add(s);
+    chip.classList.toggle("on", this.streams.has(s));
+    this.applyFilter();
+  }
+
+  applyFilter() {
+    if (this.streams.size === STREAMS.length) {
+      this.filter = null;
+      this.viewer.setSource(this.seqSource);
+    } else {
+      const total = [...this.streams].reduce((n, s) => n + (this.counts[s] ?? 0), 0);
+      this.filter = new FilterSource(this.job.id, this.streams, total, this.lastSeq, () => this.viewer.schedule());
+      this.viewer.setSource(this.filter);
+    }
+    this.viewer.refresh();
+    this.viewer.toStart();
+  }
+
+  clearFilter() {
+    if (!this.filter) return;
+    this.streams = new Set(STREAMS);
+    for (const c of this.toolbar.querySelectorAll(".chip")) c.classList.add("on");
+    this.filter = null;
+    this.viewer.setSource(this.seqSource);
+    this.viewer.refresh();
+  }
+
+  // Shows `seq` in the whole log: unfolds the group hiding it, and clears a
+  // stream filter (a filtered view cannot place a seq without reading
+  // everything before it).
+  jumpTo(seq, { highlight } = {}) {
+    if (seq < 1 || seq > this.lastSeq) {
+      this.status.textContent = `line ${seq} is not in this log (it has ${this.lastSeq} lines)`;
+      return;
+    }
+    this.clearFilter();
+    const src = this.seqSource;
+    const g = src.foldOf(seq);
+    if (g) {
+      g.folded = false;
+      src.refold();
+    }
+    if (highlight) this.viewer.highlight = seq;
+    this.viewer.refresh();
+    this.viewer.scrollToRow(src.rowOf(seq), { force: true });
+  }
+
+  rowClick(seq, e) {
+    const g = this.seqSource.groupAt(seq);
+    if (g && !this.filter && (e.target.closest(".fold") || e.target.closest(".tx"))) {
+      g.folded = !g.folded;
+      this.seqSource.refold();
+      this.viewer.refresh();
+    }
+  }
+
+  async firstError() {
+    if (this.outline.first_error_seq) this.jumpTo(this.outline.first_error_seq, { highlight: true });
+  }
+
+  // The next error after the line in view (or after the highlighted one).
+  async nextError() {
+    const from = this.viewer.highlight ?? this.seqSource.seqAt(this.topRow ?? 0);
+    const page = await get(`/api/v1/jobs/${this.job.id}/log`, { after_seq: from, limit: 1, streams: "error" });
+    if (page.records.length) this.jumpTo(page.records[0].seq, { highlight: true });
+    else this.status.textContent = "no error after this line";
+  }
+
+  async runSearch(q) {
+    q = q.trim();
+    if (!q) return this.clearSearch();
+    this.searchInfo.textContent = "searching…";
+    const res = await get(`/api/v1/jobs/${this.job.id}/log/search`, { q, limit: 10000 });
+    this.search = { q, total: res.total, seqs: res.seqs, next: res.next_after_seq, index: -1 };
+    this.viewer.mark = q.toLowerCase();
+    this.viewer.refresh();
+    if (res.total === 0) {
+      this.searchInfo.textContent = "no matches";
+      return;
+    }
+    await this.nextMatch(1);
+  }
+
+  async nextMatch(dir) {
+    const s = this.search;
+    if (!s || s.total === 0) return;
+    let i = s.index + dir;
+    if (i >= s.seqs.length && s.next !== null) {
+      const more = await get(`/api/v1/jobs/${this.job.id}/log/search`, { q: s.q, after_seq: s.next, limit: 10000 });
+      s.seqs = s.seqs.concat(more.seqs);
+      s.next = more.next_after_seq;
+    }
+    if (i >= s.seqs.length) i = 0;
+    if (i < 0) i = s.seqs.length - 1;
+    s.index = i;
+    const seq = s.seqs[i];
+    this.viewer.current = seq;
+    this.searchInfo.textContent = `${i + 1} of ${s.total.toLocaleString()}`;
+    this.jumpTo(seq);
+  }
+
+  clearSearch() {
+    this.search = null;
+    this.viewer.mark = null;
+    this.viewer.current = null;
+    this.viewer.highlight = null;
+    this.searchInput.value = "";
+    this.searchInfo.textContent = "";
+    this.viewer.refresh();
+  }
+
+  scrollState({ top, count, following }) {
+    this.topRow = top;
+    this.followButton.classList.toggle("on", following);
+    const live = this.running() ? (this.liveState === "open" ? " · live" : ` · ${this.liveState ?? "connecting"}`) : "";
+    const seq = this.filter ? null : this.seqSource.seqAt(top);
+    this.status.textContent = `${count.toLocaleString()} rows${seq ? ` · line ${seq.toLocaleString()} at the top` : ""}${live}${
+      following ? " · following" : ""
+    }`;
+  }
+
+  setLive(state) {
+    this.liveState = state;
+    this.viewer.schedule();
+  }
+
+  async cancel() {
+    try {
+      await post(`/api/v1/jobs/${this.job.id}/cancel`);
+      this.job = await get(`/api/v1/jobs/${this.job.id}`);
+      this.renderHeader();
+    } catch (err) {
+      fail(this.status, err);
+    }
+  }
+
+  async rerun() {
+    try {
+      const job = await post(`/api/v1/jobs/${this.job.id}/rerun`);
+      location.assign(`/jobs/${job.id}`);
+    } catch (err) {
+      fail(this.status, err);
+    }
+  }
+
+  key(e) {
+    const k = e.key;
+    if (k === "/") {
+      e.preventDefault();
+      this.searchInput.focus();
+    } else if (k === "n") this.nextMatch(1);
+    else if (k === "N") this.nextMatch(-1);
+    else if (k === "e") this.nextError().catch((err) => fail(this.status, err));
+    else if (k === "g") this.viewer.toStart();
+    else if (k === "G") this.viewer.toEnd();
+    else if (k === "f") {
+      if (this.viewer.following) this.viewer.setFollowing(false);
+      else this.viewer.toEnd();
+    } else if (k === "t") this.toggleTimestamps();
+    else if (k === "Escape") this.clearSearch();
+    else return false;
+    return true;
+  }
+
+  destroy() {
+    this.live?.close();
+    clearInterval(this.ticker);
+    window.removeEventListener("hashchange", this.onHash);
+    this.viewer.destroy();
+  }
+}
+
+function seqFromHash() {
+  const m = /^#seq-(\d+)$/.exec(location.hash);
+  return m ? Number(m[1]) : null;
+}
+
+function button(label, cls, onClick, title) {
+  const b = el("button", cls ? `button ${cls}` : "button");
+  b.type = "button";
+  b.textContent = label;
+  if (title) b.title = title;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+function wrap(tag, child) {
+  const e = el(tag);
+  e.append(child);
+  return e;
+}
+
+function quote(arg) {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`;
+}

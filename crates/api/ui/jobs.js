@@ -1,0 +1,265 @@
+// The job list: newest first, filtered by state, name, node and time, paged
+// by `before_id`, kept current by the `/api/v1/events` feed (it re-reads
+// its page when a change concerns it; it never polls).
+
+import { get, post, stream } from "./api.js";
+import { el, text, clear, stateBadge, duration, when, can, fail } from "./dom.js";
+
+const STATES = ["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted"];
+const LIMIT = 50;
+// The page is re-read at most this often, however busy the server.
+const MIN_REFRESH_MS = 500;
+
+export function jobsPage(main, me) {
+  const page = new JobsPage(main, me);
+  page.start();
+  return page;
+}
+
+class JobsPage {
+  constructor(main, me) {
+    this.main = main;
+    this.me = me;
+    const q = new URLSearchParams(location.search);
+    this.filters = {
+      state: new Set((q.get("state") ?? "").split(",").filter((s) => STATES.includes(s))),
+      name: q.get("name") ?? "",
+      node: q.get("node") ?? "",
+      since: q.get("since") ?? "",
+    };
+    this.beforeId = q.get("before_id");
+    this.jobs = [];
+    this.lastRead = 0;
+    this.timer = null;
+    document.title = "Jobs · joblog";
+    clear(main);
+    main.classList.add("jobs-page");
+    this.bar = el("div", "filters");
+    this.table = el("table", "jobs");
+    this.table.id = "jobs";
+    this.footer = el("div", "pager");
+    this.status = el("div", "log-status");
+    main.append(this.bar, this.table, this.footer, this.status);
+    this.renderFilters();
+  }
+
+  start() {
+    this.load();
+    this.feed = stream("/api/v1/events", {
+      onEvent: (type, data) => {
+        if (type !== "jobs") return;
+        const change = JSON.parse(data);
+        const shown = new Set(this.jobs.map((j) => j.id));
+        const concerns =
+          change.reset || (change.new > 0 && !this.beforeId) || change.changed.some((id) => shown.has(id));
+        if (concerns) this.refreshSoon();
+      },
+      onState: (s) => {
+        this.live = s;
+        this.renderStatus();
+        // Changes made while the feed was away are read now.
+        if (s === "open") this.refreshSoon();
+      },
+    });
+    // Running jobs' durations tick without asking the server.
+    this.ticker = setInterval(() => {
+      for (const row of this.table.querySelectorAll("tr.st-running td.duration")) {
+        const job = this.jobs.find((j) => String(j.id) === row.parentElement.dataset.id);
+        if (job) row.textContent = duration(job) ?? "";
+      }
+    }, 1000);
+  }
+
+  refreshSoon() {
+    if (this.timer) return;
+    const wait = Math.max(0, this.lastRead + MIN_REFRESH_MS - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.load();
+    }, wait);
+  }
+
+  query() {
+    const f = this.filters;
+    return {
+      state: [...f.state].join(","),
+      name: f.name,
+      node: f.node,
+      since: f.since,
+      limit: LIMIT,
+      before_id: this.beforeId,
+    };
+  }
+
+  async load() {
+    this.lastRead = Date.now();
+    try {
+      const res = await get("/api/v1/jobs", this.query());
+      this.jobs = res.jobs;
+      this.next = res.next_before_id;
+      this.renderTable();
+      this.status.classList.remove("error-text");
+      this.renderStatus();
+    } catch (err) {
+      fail(this.status, err);
+    }
+  }
+
+  renderStatus() {
+    if (this.status.classList.contains("error-text")) return;
+    const live = this.live === "open" ? "live" : this.live ?? "connecting";
+    this.status.textContent = `${this.jobs.length} jobs shown · ${live}`;
+  }
+
+  // Filters live in the URL, so a filtered list can be linked to.
+  navigate(beforeId) {
+    const f = this.filters;
+    const q = new URLSearchParams();
+    if (f.state.size) q.set("state", [...f.state].join(","));
+    for (const k of ["name", "node", "since"]) if (f[k]) q.set(k, f[k]);
+    if (beforeId) q.set("before_id", beforeId);
+    const s = q.toString();
+    history.replaceState(null, "", s ? `/?${s}` : "/");
+    this.beforeId = beforeId ?? null;
+    this.load();
+  }
+
+  renderFilters() {
+    clear(this.bar);
+    const chips = el("div", "chips");
+    chips.id = "state-filter";
+    for (const s of STATES) {
+      const c = el("button", `chip st-${s}${this.filters.state.has(s) ? " on" : ""}`);
+      c.type = "button";
+      c.dataset.state = s;
+      c.textContent = s.replace("_", " ");
+      c.addEventListener("click", () => {
+        if (this.filters.state.has(s)) this.filters.state.delete(s);
+        else this.filters.state.add(s);
+        c.classList.toggle("on", this.filters.state.has(s));
+        this.navigate(null);
+      });
+      chips.append(c);
+    }
+    const form = el("form", "filter-form");
+    const input = (key, placeholder, title) => {
+      const i = el("input");
+      i.type = "search";
+      i.name = key;
+      i.placeholder = placeholder;
+      i.title = title;
+      i.value = this.filters[key];
+      form.append(i);
+      return i;
+    };
+    input("name", "name (backup-*)", "a job name, or a pattern with * and ?");
+    input("node", "node", "the node that ran the job");
+    input("since", "since (24h)", "created since: a duration back (24h, 7d) or an RFC 3339 time");
+    const go = el("button", "button");
+    go.type = "submit";
+    go.textContent = "Filter";
+    form.append(go);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      for (const k of ["name", "node", "since"]) this.filters[k] = form.elements[k].value.trim();
+      this.navigate(null);
+    });
+    this.bar.append(chips, form);
+  }
+
+  renderTable() {
+    const t = this.table;
+    clear(t);
+    const head = el("thead");
+    const hr = el("tr");
+    for (const h of ["", "id", "name", "node", "started", "duration", "exit", "⚠", "✖", ""]) {
+      hr.append(text(h, null, "th"));
+    }
+    hr.children[7].title = "warnings";
+    hr.children[8].title = "errors";
+    head.append(hr);
+    const body = el("tbody");
+    for (const j of this.jobs) body.append(this.row(j));
+    t.append(head, body);
+    if (!this.jobs.length) {
+      const tr = el("tr");
+      const td = text(this.beforeId ? "no older jobs" : "no jobs yet", "muted", "td");
+      td.colSpan = 10;
+      tr.append(td);
+      body.append(tr);
+    }
+    clear(this.footer);
+    if (this.beforeId) {
+      const newest = el("button", "button");
+      newest.textContent = "« Newest";
+      newest.addEventListener("click", () => this.navigate(null));
+      this.footer.append(newest);
+    }
+    if (this.next) {
+      const older = el("button", "button");
+      older.id = "older";
+      older.textContent = "Older »";
+      older.addEventListener("click", () => this.navigate(this.next));
+      this.footer.append(older);
+    }
+  }
+
+  row(j) {
+    const tr = el("tr", `st-${j.state}`);
+    tr.dataset.id = j.id;
+    const link = el("a");
+    link.href = `/jobs/${j.id}`;
+    link.textContent = j.id;
+    const dot = el("td");
+    dot.append(stateBadge(j.state));
+    const id = el("td", "num");
+    id.append(link);
+    const name = el("td", "name");
+    const nameLink = el("a");
+    nameLink.href = `/jobs/${j.id}`;
+    nameLink.textContent = j.name ?? (j.command ?? []).join(" ");
+    if (!j.name) nameLink.classList.add("muted");
+    name.append(nameLink);
+    const streams = j.log?.streams ?? {};
+    tr.append(
+      dot,
+      id,
+      name,
+      text(j.node ?? "", null, "td"),
+      text(when(j.started_at ?? j.created_at) ?? "", null, "td"),
+      text(duration(j) ?? "", "duration num", "td"),
+      text(j.exit_code ?? "", "num", "td"),
+      text(streams.warning ?? "", "num warn", "td"),
+      text(streams.error ?? "", "num err", "td"),
+    );
+    const act = el("td");
+    if (can(this.me, "operator") && (j.state === "queued" || j.state === "running")) {
+      const b = el("button", "button small danger");
+      b.type = "button";
+      b.textContent = "Cancel";
+      b.addEventListener("click", async (e) => {
+        e.stopPropagation();
+        b.disabled = true;
+        try {
+          await post(`/api/v1/jobs/${j.id}/cancel`);
+          this.refreshSoon();
+        } catch (err) {
+          fail(this.status, err);
+        }
+      });
+      act.append(b);
+    }
+    tr.append(act);
+    tr.addEventListener("click", (e) => {
+      if (e.target.closest("a, button")) return;
+      location.assign(`/jobs/${j.id}`);
+    });
+    return tr;
+  }
+
+  destroy() {
+    this.feed?.close();
+    clearInterval(this.ticker);
+    clearTimeout(this.timer);
+  }
+}

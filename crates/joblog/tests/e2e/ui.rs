@@ -1,0 +1,116 @@
+//! The web UI in a real browser: each scenario of `tests/ui/*.mjs` (Node
+//! with playwright-core driving Debian's headless chromium) runs against a
+//! real `joblog serve` of its own. Screenshots land in
+//! `target/ui-screenshots/`.
+//!
+//! Without chromium, Node or `tests/ui/node_modules` (`npm ci` there) the
+//! scenarios are skipped with a note, unless `JOBLOG_REQUIRE_BROWSER` is
+//! set (CI sets it), which makes a missing piece a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::Server;
+
+const TOKEN: &str = "e2e-ui-token-0123456789abcdefghijklmnop";
+
+/// One browser at a time: the scenarios measure lines appearing within a
+/// second, which two chromiums on two cores would only blur.
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn ui_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui")
+}
+
+fn chromium() -> PathBuf {
+    std::env::var_os("JOBLOG_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
+}
+
+/// What is missing to run the scenarios, if anything.
+fn missing() -> Option<String> {
+    if !chromium().exists() {
+        return Some(format!(
+            "{} not found (apt-get install chromium, or set JOBLOG_CHROMIUM)",
+            chromium().display()
+        ));
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        return Some("node not found".into());
+    }
+    if !ui_dir().join("node_modules/playwright-core").exists() {
+        return Some(format!("run `npm ci` in {}", ui_dir().display()));
+    }
+    None
+}
+
+/// Runs `tests/ui/<name>.mjs` against `server`; its output is the test's.
+async fn scenario(name: &str, server: &Server, token: Option<&str>) {
+    if let Some(what) = missing() {
+        assert!(
+            std::env::var_os("JOBLOG_REQUIRE_BROWSER").is_none(),
+            "browser tests required (JOBLOG_REQUIRE_BROWSER) but {what}"
+        );
+        eprintln!("note: browser test {name} SKIPPED — {what}");
+        return;
+    }
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target directory")
+        .join("ui-screenshots");
+    let mut node = tokio::process::Command::new("node");
+    node.arg(ui_dir().join(format!("{name}.mjs")))
+        .env("JOBLOG_URL", &server.url)
+        .env("JOBLOG_SCREENSHOTS", &shots)
+        .env("JOBLOG_CHROMIUM", chromium())
+        .kill_on_drop(true);
+    if let Some(t) = token {
+        node.env("JOBLOG_TOKEN", t);
+    }
+    let out = node.output().await.expect("running node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stdout}");
+    eprint!("{stderr}");
+    assert!(
+        out.status.success(),
+        "browser scenario {name} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+}
+
+async fn run(name: &str) {
+    let _one = BROWSER.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--max-concurrency", "4"]).await;
+    scenario(name, &server, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_output_renders_as_inert_text() {
+    run("hostile").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_list_and_a_running_jobs_page_update_live() {
+    run("live").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_viewers_tools_work_on_a_100k_line_log() {
+    run("log").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_million_line_log_opens_reaches_its_end_with_few_rows_in_the_dom() {
+    run("million").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
+    let _one = BROWSER.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--token", TOKEN]).await;
+    scenario("token", &server, Some(TOKEN)).await;
+}

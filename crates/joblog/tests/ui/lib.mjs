@@ -1,0 +1,118 @@
+// Shared by the browser scenarios: the server under test (from the
+// environment the Rust test sets), its API, and a headless Debian chromium.
+
+import { chromium } from "playwright-core";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+
+export const URL = process.env.JOBLOG_URL;
+export const TOKEN = process.env.JOBLOG_TOKEN || null;
+export const SHOTS = process.env.JOBLOG_SCREENSHOTS;
+assert.ok(URL, "JOBLOG_URL names the server under test");
+if (SHOTS) mkdirSync(SHOTS, { recursive: true });
+
+export { assert };
+
+export async function api(method, path, body) {
+  const headers = { "Content-Type": "application/json" };
+  if (TOKEN) headers.Authorization = `Bearer ${TOKEN}`;
+  const res = await fetch(URL + path, { method, headers, body: body ? JSON.stringify(body) : undefined });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+export const submit = (body) => api("POST", "/api/v1/jobs", body);
+export const job = (id) => api("GET", `/api/v1/jobs/${id}`);
+
+export async function finished(id, timeoutMs = 120000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const j = await job(id);
+    if (j.state !== "queued" && j.state !== "running") return j;
+    if (Date.now() > end) throw new Error(`job ${id} did not finish: ${JSON.stringify(j)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// A browser page that fails the scenario on any script error or dialog
+// (a dialog would mean job output ran as code).
+export async function browser() {
+  const b = await chromium.launch({
+    executablePath: process.env.JOBLOG_CHROMIUM || "/usr/bin/chromium",
+    // Root in a container has no user namespaces for chromium's sandbox.
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
+  const context = await b.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  const problems = [];
+  const newPage = async () => {
+    const page = await context.newPage();
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("dialog", (d) => {
+      problems.push(`a dialog opened: ${d.type()} ${d.message()}`);
+      d.dismiss().catch(() => {});
+    });
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(`console error: ${m.text()}`);
+    });
+    return page;
+  };
+  return {
+    newPage,
+    problems,
+    async close() {
+      await b.close();
+      assert.deepEqual(problems, [], "the browser reported problems");
+    },
+  };
+}
+
+export async function shot(page, name) {
+  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png` });
+}
+
+// Rows of the log viewer in the DOM, and the seqs they show.
+export async function rows(page) {
+  return page.$$eval(".log-rows .row:not([hidden])", (rs) =>
+    rs.map((r) => ({ seq: Number(r.dataset.seq || 0), text: r.querySelector(".tx").textContent, cls: r.className })),
+  );
+}
+
+export async function visibleSeqs(page) {
+  return page.evaluate(() => {
+    const box = document.querySelector(".log-scroll").getBoundingClientRect();
+    return [...document.querySelectorAll(".log-rows .row:not([hidden])")]
+      .filter((r) => {
+        const b = r.getBoundingClientRect();
+        return b.bottom > box.top && b.top < box.bottom;
+      })
+      .map((r) => Number(r.dataset.seq || 0));
+  });
+}
+
+export async function until(what, fn, timeoutMs = 15000) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${last})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// Runs a scenario, printing one line per step so a failure says where.
+export async function scenario(name, body) {
+  const started = Date.now();
+  try {
+    await body((step) => console.log(`[${name}] ${step}`));
+    console.log(`[${name}] passed in ${Date.now() - started} ms`);
+  } catch (e) {
+    console.error(`[${name}] FAILED: ${e.stack ?? e}`);
+    process.exit(1);
+  }
+}

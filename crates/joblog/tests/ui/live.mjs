@@ -1,0 +1,60 @@
+// Live: the job list shows a job as soon as it is submitted and when it
+// finishes, without reloading; a running job's lines reach its page
+// within a second of being written.
+
+import { scenario, browser, submit, job, shot, assert, URL, until } from "./lib.mjs";
+
+await scenario("live", async (step) => {
+  const b = await browser();
+  const list = await b.newPage();
+  await list.goto(`${URL}/`);
+  await until("the list's live feed", async () => (await list.textContent(".log-status"))?.includes("live"));
+  // The job waits for a file before it starts writing, so the test knows
+  // the page is open first; then each line carries when it was written.
+  const go = `/tmp/joblog-ui-go-${process.pid}`;
+  const script = [
+    `while [ ! -e ${go} ]; do sleep 0.05; done`,
+    "i=0",
+    "while [ $i -lt 20 ]; do i=$((i+1)); echo \"tick $i $(date +%s%3N)\"; sleep 0.1; done",
+    "echo '::warning file=a.py,line=3::almost done'",
+    `rm -f ${go}`,
+  ].join("\n");
+  const { id } = await submit({ name: "live-ticks", script });
+  await until("the new job in the list", () => list.$(`tr[data-id='${id}']`), 5000);
+  step("a submitted job appears in the open list");
+  const page = await b.newPage();
+  await page.goto(`${URL}/jobs/${id}`);
+  await until("the job running", async () => (await job(id)).state === "running");
+  await until("the page's live tail", async () => (await page.textContent(".log-status")).includes("live"));
+  // The page records when each tick row first appears.
+  await page.evaluate(() => {
+    window.seen = {};
+    new MutationObserver(() => {
+      for (const r of document.querySelectorAll(".log-rows .row")) {
+        const m = /^tick (\d+) (\d+)$/.exec(r.querySelector(".tx").textContent);
+        if (m && !(m[1] in window.seen)) window.seen[m[1]] = Date.now() - Number(m[2]);
+      }
+    }).observe(document.querySelector(".log-rows"), { subtree: true, childList: true, characterData: true });
+  });
+  const { writeFileSync } = await import("node:fs");
+  writeFileSync(go, "");
+  await until("all 20 ticks on the page", async () => Object.keys(await page.evaluate(() => window.seen)).length === 20, 20000);
+  const late = await page.evaluate(() => window.seen);
+  const worst = Math.max(...Object.values(late));
+  console.log(`[live] written → shown: worst ${worst} ms over 20 lines`);
+  assert.ok(worst <= 1000, `a line took ${worst} ms to appear: ${JSON.stringify(late)}`);
+  step("each line appeared within 1 s of being written");
+  await shot(page, "job-live");
+  await until("the job's end on its page", async () => (await page.textContent(".job-head")).includes("succeeded"), 20000);
+  step("the page shows the job's end");
+  await until(
+    "the finished state in the list",
+    async () => (await list.getAttribute(`tr[data-id='${id}']`, "class")) === "st-succeeded",
+    5000,
+  );
+  const warnings = await list.textContent(`tr[data-id='${id}'] td.warn`);
+  assert.equal(warnings, "1");
+  step("the list shows it finished, with its warning count, without a reload");
+  await shot(list, "jobs");
+  await b.close();
+});
