@@ -12,14 +12,15 @@ use serde::de::DeserializeOwned;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JsonBody, QueryParams};
 use crate::listing::ListParams;
+use crate::navigation::SearchParams;
 use crate::routes::{parse_streams, LogParams, TextParams};
 use crate::sse::EventsParams;
 
 /// What each route with query parameters (the job listing, a log page,
-/// the text log, the live tail) makes of the query string `q`: read by the
+/// the text log, the live tail, a log search) makes of the query string `q`: read by the
 /// real extractor and checked as its handler checks it. `None` when `q`
 /// cannot be part of a URL.
-pub fn query(q: &str) -> Option<[Result<(), ApiError>; 4]> {
+pub fn query(q: &str) -> Option<[Result<(), ApiError>; 5]> {
     let request = Request::get(format!("/x?{q}")).body(()).ok()?;
     let (parts, ()) = request.into_parts();
     Some([
@@ -27,6 +28,7 @@ pub fn query(q: &str) -> Option<[Result<(), ApiError>; 4]> {
         extract::<LogParams>(&parts).and_then(|p| p.request().map(drop)),
         extract::<TextParams>(&parts).and_then(|p| parse_streams(p.streams.as_deref()).map(drop)),
         extract::<EventsParams>(&parts).and_then(|p| parse_streams(p.streams.as_deref()).map(drop)),
+        extract::<SearchParams>(&parts).and_then(|p| p.request().map(drop)),
     ])
 }
 

@@ -18,6 +18,7 @@ mod guard;
 pub mod limits;
 mod listing;
 mod metrics;
+mod navigation;
 mod nodes;
 mod routes;
 mod sse;
@@ -105,6 +106,8 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/rerun", post(routes::rerun))
         .route("/jobs/{id}/log", get(routes::log_page))
         .route("/jobs/{id}/log/text", get(routes::log_text))
+        .route("/jobs/{id}/log/search", get(navigation::search))
+        .route("/jobs/{id}/log/outline", get(navigation::outline))
         .route("/jobs/{id}/log/events", get(sse::log_events))
         .route("/jobs/{id}/result", get(routes::result))
         .route("/groom", post(routes::groom))

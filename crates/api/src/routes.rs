@@ -81,6 +81,7 @@ pub async fn cancel(
 #[serde(deny_unknown_fields)]
 pub struct LogParams {
     after_seq: Option<u64>,
+    before_seq: Option<u64>,
     limit: Option<u32>,
     streams: Option<String>,
     wait_ms: Option<u64>,
@@ -90,6 +91,9 @@ pub struct LogParams {
 #[derive(Debug, PartialEq)]
 pub(crate) struct LogRequest {
     pub after: u64,
+    /// A page read backwards: the records just before this seq (then
+    /// `after` is 0 and `wait` zero).
+    pub before: Option<u64>,
     pub limit: u32,
     /// `None`: every stream.
     pub streams: Option<Vec<Stream>>,
@@ -99,23 +103,45 @@ pub(crate) struct LogRequest {
 
 impl LogParams {
     /// The page asked for: `limit` 1 to [`MAX_LOG_LIMIT`] (default
-    /// [`DEFAULT_LOG_LIMIT`]), `streams` known, `wait_ms` capped. A bad
-    /// value → 400 naming the parameter.
+    /// [`DEFAULT_LOG_LIMIT`]), `streams` known, `wait_ms` capped, and a
+    /// page either after a seq or before one, only the first waiting. A
+    /// bad value → 400 naming the parameter.
     pub(crate) fn request(self) -> Result<LogRequest, ApiError> {
-        let limit = self.limit.unwrap_or(DEFAULT_LOG_LIMIT);
-        if limit == 0 || limit > MAX_LOG_LIMIT {
-            return Err(ApiError::new(
-                ErrorCode::InvalidQuery,
-                format!("limit: must be 1 to {MAX_LOG_LIMIT}"),
-            ));
+        let limit = check_limit(self.limit)?;
+        if self.before_seq.is_some() {
+            if self.after_seq.is_some() {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidQuery,
+                    "before_seq: a page goes one way; give before_seq or after_seq, not both",
+                ));
+            }
+            if self.wait_ms.is_some() {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidQuery,
+                    "wait_ms: only a page after a seq waits for records; not with before_seq",
+                ));
+            }
         }
         Ok(LogRequest {
             after: self.after_seq.unwrap_or(0),
+            before: self.before_seq,
             limit,
             streams: parse_streams(self.streams.as_deref())?,
             wait: Duration::from_millis(self.wait_ms.unwrap_or(0).min(MAX_WAIT_MS)),
         })
     }
+}
+
+/// A page's `limit`: 1 to [`MAX_LOG_LIMIT`], default [`DEFAULT_LOG_LIMIT`].
+pub(crate) fn check_limit(limit: Option<u32>) -> Result<u32, ApiError> {
+    let limit = limit.unwrap_or(DEFAULT_LOG_LIMIT);
+    if limit == 0 || limit > MAX_LOG_LIMIT {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            format!("limit: must be 1 to {MAX_LOG_LIMIT}"),
+        ));
+    }
+    Ok(limit)
 }
 
 #[derive(Serialize)]
@@ -141,7 +167,7 @@ pub(crate) fn parse_streams(s: Option<&str>) -> Result<Option<Vec<Stream>>, ApiE
 
 /// A page of the log. With `wait_ms`, a request for records that do not
 /// exist yet waits (long poll) until the writer commits some for this job
-/// or the job ends.
+/// or the job ends. With `before_seq`, the page read backwards from there.
 pub async fn log_page(
     State(state): State<AppState>,
     JobIdPath(id): JobIdPath,
@@ -149,10 +175,14 @@ pub async fn log_page(
 ) -> Result<Response, ApiError> {
     let LogRequest {
         after,
+        before,
         limit,
         streams,
         wait,
     } = p.request()?;
+    if let Some(before) = before {
+        return crate::navigation::earlier_page(&state, id, before, limit, streams).await;
+    }
     let deadline = tokio::time::Instant::now() + wait;
     // Subscribe before reading so that a commit between the read and the
     // wait is not missed.
@@ -386,7 +416,7 @@ pub async fn groom(
 
 /// JSON encoded in one pre-sized buffer: for large pages this is cheaper
 /// than axum's `Json`, which writes through many small buffer appends.
-fn json_response<T: Serialize>(value: &T, size_hint: usize) -> Response {
+pub(crate) fn json_response<T: Serialize>(value: &T, size_hint: usize) -> Response {
     let mut body = Vec::with_capacity(size_hint + 64);
     match serde_json::to_writer(&mut body, value) {
         Ok(()) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),

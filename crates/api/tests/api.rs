@@ -14,6 +14,8 @@ mod common;
 mod hardening;
 #[path = "api/listing.rs"]
 mod listing;
+#[path = "api/navigation.rs"]
+mod navigation;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

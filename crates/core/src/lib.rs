@@ -1,5 +1,6 @@
 //! joblog's domain types: jobs, records, streams, timestamps, job
-//! listings and API token roles, with no I/O.
+//! listings, what a log viewer asks of a log (earlier pages, searches,
+//! outlines) and API token roles, with no I/O.
 //!
 //! Every other crate speaks in these types; this crate knows nothing about
 //! SQL, HTTP, processes or files.
@@ -8,6 +9,7 @@ mod duration;
 mod escape;
 mod given;
 mod job;
+mod navigation;
 mod node;
 mod query;
 mod record;
@@ -20,6 +22,10 @@ pub use given::Given;
 pub use job::{
     Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
     ValidationError, MAX_LIST_LIMIT,
+};
+pub use navigation::{
+    group_title, EarlierPage, LogGroup, LogOutline, LogSearch, SearchHits, MAX_GROUP_TITLE_BYTES,
+    MAX_OUTLINE_GROUPS, MAX_SEARCH_BYTES,
 };
 pub use node::{NodeInfo, NodeState};
 pub use query::{GlobPiece, JobQuery, NameFilter, NameGlob};

@@ -11,6 +11,8 @@ pub mod baseline;
 mod error;
 mod interrupt;
 mod listing;
+mod navigation;
+mod outline;
 pub mod postgres;
 mod rows;
 mod snapshot;
@@ -20,8 +22,8 @@ pub mod testing;
 
 use async_trait::async_trait;
 use joblog_core::{
-    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NewToken, NodeInfo, Record, Stream,
-    Timestamp, TokenInfo,
+    EarlierPage, Job, JobId, JobQuery, JobSpec, JobState, LogOutline, LogSearch, LogSummary,
+    NewToken, NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
 };
 
 pub use error::StoreError;
@@ -54,6 +56,37 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
         streams: Option<Vec<Stream>>,
     ) -> Result<Vec<Record>>;
+
+    /// The last `limit` records with `seq < before_seq`, in order,
+    /// optionally of some streams only: the ones nearest `before_seq`, as
+    /// many as fit in [`MAX_PAGE_BYTES`] (at least one), and whether
+    /// earlier ones remain.
+    async fn read_log_before(
+        &self,
+        id: JobId,
+        before_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<EarlierPage>;
+
+    /// The records whose message holds `search`'s text (of some streams
+    /// only): how many in the whole log, and the seqs of the first `limit`
+    /// after `after_seq`. One pass over the job's log in all, however many
+    /// pages are asked for.
+    async fn search_log(
+        &self,
+        id: JobId,
+        search: &LogSearch,
+        after_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<SearchHits>;
+
+    /// The outline of the job's log as committed so far, listing at most
+    /// `max_groups` groups (the API lists [`joblog_core::MAX_OUTLINE_GROUPS`]),
+    /// from one read of its `error`, `warning`, `information` and
+    /// `progress` records.
+    async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline>;
 
     async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>>;
 

@@ -20,6 +20,8 @@ use serde_json::{json, Value};
 
 #[path = "store/listing.rs"]
 mod listing;
+#[path = "store/navigation.rs"]
+mod navigation;
 #[path = "store/snapshot.rs"]
 mod snapshot;
 #[path = "store/tls.rs"]

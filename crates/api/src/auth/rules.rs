@@ -34,6 +34,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/jobs/{id}/rerun", OPERATOR),
     ("GET", "/api/v1/jobs/{id}/log", VIEWER),
     ("GET", "/api/v1/jobs/{id}/log/text", VIEWER),
+    ("GET", "/api/v1/jobs/{id}/log/search", VIEWER),
+    ("GET", "/api/v1/jobs/{id}/log/outline", VIEWER),
     ("GET", "/api/v1/jobs/{id}/log/events", VIEWER),
     ("GET", "/api/v1/jobs/{id}/result", VIEWER),
     ("POST", "/api/v1/groom", ADMIN),

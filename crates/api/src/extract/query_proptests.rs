@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use super::QueryParams;
 use crate::error::{ApiError, ErrorCode};
 use crate::listing::ListParams;
+use crate::navigation::{SearchParams, SearchRequest};
 use crate::routes::{parse_streams, LogParams, LogRequest, TextParams};
 use crate::sse::EventsParams;
 
@@ -45,6 +46,9 @@ fn text(q: &str) -> Result<Text, ApiError> {
 fn events(q: &str) -> Result<(Option<u64>, Option<Vec<Stream>>), ApiError> {
     let p = extract::<EventsParams>(q)?;
     Ok((p.after_seq, parse_streams(p.streams.as_deref())?))
+}
+fn search(q: &str) -> Result<SearchRequest, ApiError> {
+    extract::<SearchParams>(q)?.request()
 }
 
 /// The keys of a query, decoded as the extractor decodes them.
@@ -83,8 +87,10 @@ fn enc(bytes: &[u8], how: Enc) -> String {
     out
 }
 
-const PARAMS: [&str; 12] = [
+const PARAMS: [&str; 14] = [
     "after_seq",
+    "before_seq",
+    "q",
     "limit",
     "streams",
     "wait_ms",
@@ -174,6 +180,29 @@ fn check<T>(r: Result<T, ApiError>, query: &str, params: &[&str]) -> Result<(), 
     }
 }
 
+/// [`check`] for a route with a required parameter, which a refusal names
+/// when the query lacks it.
+fn check_required<T>(
+    r: Result<T, ApiError>,
+    query: &str,
+    params: &[&str],
+    required: &str,
+) -> Result<(), TestCaseError> {
+    match r {
+        Err(e) if !keys(query).iter().any(|k| k == required) => {
+            prop_assert_eq!(e.code, ErrorCode::InvalidQuery, "{}", e.message);
+            if e.message.starts_with(&format!("{required}:")) {
+                return Ok(());
+            }
+            check_error(&e, query)
+        }
+        Ok(_) if !keys(query).iter().any(|k| k == required) => Err(TestCaseError::fail(format!(
+            "{query:?} accepted without {required}"
+        ))),
+        r => check(r, query, params),
+    }
+}
+
 /// A stream list as a client may write it: `warning,error`, with spaces
 /// and a trailing comma or not.
 fn stream_list() -> impl Strategy<Value = (Vec<Stream>, String)> {
@@ -233,7 +262,8 @@ proptest! {
     /// unknown and empty keys, huge and negative numbers, empty values,
     /// stray `%`): no route panics, and each either accepts it — every key
     /// one of its parameters, once — or answers `400 invalid_query` naming
-    /// a key of the query. The bare parser does the same on any text.
+    /// a key of the query (or the `q` a search lacks). The bare parser
+    /// does the same on any text.
     #[test]
     fn any_query_is_parsed_or_refused_naming_a_key(query in raw_query(), raw in any::<String>()) {
         check(
@@ -241,9 +271,10 @@ proptest! {
             &query,
             &["state", "name", "node", "since", "until", "limit", "before_id"],
         )?;
-        check(log(&query), &query, &["after_seq", "limit", "streams", "wait_ms"])?;
+        check(log(&query), &query, &["after_seq", "before_seq", "limit", "streams", "wait_ms"])?;
         check(text(&query), &query, &["streams", "timestamps", "escape"])?;
         check(events(&query), &query, &["after_seq", "streams"])?;
+        check_required(search(&query), &query, &["q", "after_seq", "limit", "streams"], "q")?;
         if let Err(e) = super::serde_urlencoded_from_str::<ListParams>(&raw) {
             prop_assert_eq!(e.code, ErrorCode::InvalidQuery);
         }
@@ -323,6 +354,7 @@ proptest! {
     #[test]
     fn a_log_query_round_trips(
         after in prop::option::of(any::<u64>()),
+        before in any::<u64>(),
         limit in prop::option::of(1u32..=crate::routes::MAX_LOG_LIMIT),
         streams in prop::option::of(stream_list()),
         wait_ms in prop::option::of(any::<u64>()),
@@ -342,16 +374,41 @@ proptest! {
         if let Some(e) = flags.1 { download.push(("escape", e.to_string())) }
 
         let filter = streams.map(|s| s.0).filter(|s| !s.is_empty());
-        let q = render(page, &order, how);
+        let q = render(page.clone(), &order, how);
         prop_assert_eq!(
             log(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?,
             LogRequest {
                 after: after.unwrap_or(0),
+                before: None,
                 limit: limit.unwrap_or(crate::routes::DEFAULT_LOG_LIMIT),
                 streams: filter.clone(),
                 wait: std::time::Duration::from_millis(wait_ms.unwrap_or(0).min(30_000)),
             }
         );
+        // The same page read backwards: alone, or refused naming what
+        // cannot go with it.
+        page.push(("before_seq", before.to_string()));
+        let q = render(page, &order, how);
+        match (after, wait_ms) {
+            (Some(_), _) => {
+                let e = log(&q).expect_err("after_seq and before_seq");
+                prop_assert!(e.message.starts_with("before_seq:") && e.message.contains("after_seq"), "{}", e.message);
+            }
+            (None, Some(_)) => {
+                let e = log(&q).expect_err("wait_ms and before_seq");
+                prop_assert!(e.message.starts_with("wait_ms:") && e.message.contains("before_seq"), "{}", e.message);
+            }
+            (None, None) => prop_assert_eq!(
+                log(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?,
+                LogRequest {
+                    after: 0,
+                    before: Some(before),
+                    limit: limit.unwrap_or(crate::routes::DEFAULT_LOG_LIMIT),
+                    streams: filter.clone(),
+                    wait: std::time::Duration::ZERO,
+                }
+            ),
+        }
         let q = render(download, &order, how);
         prop_assert_eq!(
             text(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?,
@@ -361,6 +418,41 @@ proptest! {
         prop_assert_eq!(
             events(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?,
             (after, filter)
+        );
+    }
+
+    /// A search of valid values gives exactly those values (defaults:
+    /// after 0, limit 1000, every stream), its text folded A–Z only; a
+    /// text of no bytes or more than 256 is refused naming `q`.
+    #[test]
+    fn a_search_query_round_trips(
+        text in prop_oneof![4 => "\\PC{1,64}", 1 => "\\PC{0,300}", 1 => any::<String>()],
+        after in prop::option::of(any::<u64>()),
+        limit in prop::option::of(1u32..=crate::routes::MAX_LOG_LIMIT),
+        streams in prop::option::of(stream_list()),
+        how in encoding(),
+        order in order(),
+    ) {
+        let mut pairs = vec![("q", text.clone())];
+        if let Some(a) = after { pairs.push(("after_seq", a.to_string())) }
+        if let Some(l) = limit { pairs.push(("limit", l.to_string())) }
+        if let Some(s) = &streams { pairs.push(("streams", s.1.clone())) }
+        let q = render(pairs, &order, how);
+        if text.is_empty() || text.len() > joblog_core::MAX_SEARCH_BYTES {
+            let e = search(&q).expect_err("a text of no or too many bytes");
+            prop_assert!(e.message.starts_with("q:"), "{}", e.message);
+            return Ok(());
+        }
+        let parsed = search(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?;
+        prop_assert_eq!(parsed.search.folded(), text.to_ascii_lowercase());
+        prop_assert_eq!(
+            parsed,
+            SearchRequest {
+                search: joblog_core::LogSearch::new(&text).unwrap(),
+                after: after.unwrap_or(0),
+                limit: limit.unwrap_or(crate::routes::DEFAULT_LOG_LIMIT),
+                streams: streams.map(|s| s.0).filter(|s| !s.is_empty()),
+            }
         );
     }
 }

@@ -19,6 +19,7 @@
 
 mod listener;
 mod listing;
+mod navigation;
 pub(crate) mod notices;
 pub(crate) mod partitions;
 mod pool;
@@ -32,7 +33,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use joblog_core::{Job, JobId, JobQuery, NodeInfo, Record, Stream, TokenInfo};
+use joblog_core::{
+    EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, NodeInfo, Record, SearchHits, Stream,
+    TokenInfo,
+};
 use tokio::sync::broadcast;
 use tokio_postgres::config::Host;
 use tokio_postgres::tls::MakeTlsConnect;
@@ -275,6 +279,46 @@ impl Store for PgStore {
                     rows.iter().map(record_from_row).collect()
                 })
             })
+            .await
+    }
+
+    async fn read_log_before(
+        &self,
+        id: JobId,
+        before_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<EarlierPage> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    navigation::read_before(c, id, before_seq, limit, &streams).await
+                })
+            })
+            .await
+    }
+
+    async fn search_log(
+        &self,
+        id: JobId,
+        search: &LogSearch,
+        after_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<SearchHits> {
+        let search = search.clone();
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    navigation::search(c, id, &search, after_seq, limit, &streams).await
+                })
+            })
+            .await
+    }
+
+    async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline> {
+        self.pool
+            .read(move |c| Box::pin(async move { navigation::outline(c, id, max_groups).await }))
             .await
     }
 

@@ -50,6 +50,17 @@ impl PooledConn {
         let stmt = self.prepared(sql).await?;
         Ok(self.client.query(&stmt, params).await?)
     }
+
+    /// Like [`Self::query`], but hands the rows over one by one as they
+    /// come, for reads that fold many rows into little.
+    pub(super) async fn query_rows(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<tokio_postgres::RowStream> {
+        let stmt = self.prepared(sql).await?;
+        Ok(self.client.query_raw(&stmt, params.iter().copied()).await?)
+    }
 }
 
 impl Pool {

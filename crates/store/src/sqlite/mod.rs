@@ -6,12 +6,14 @@ use std::sync::{Arc, Mutex};
 
 mod backup;
 mod listing;
+mod navigation;
 mod nodes;
 mod tokens;
 
 use async_trait::async_trait;
 use joblog_core::{
-    Job, JobId, JobQuery, LogSummary, NodeInfo, Record, Stream, Timestamp, TokenInfo,
+    EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, LogSummary, NodeInfo, Record,
+    SearchHits, Stream, Timestamp, TokenInfo,
 };
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
@@ -272,6 +274,35 @@ impl Store for SqliteStore {
             Ok(out)
         })
         .await
+    }
+
+    async fn read_log_before(
+        &self,
+        id: JobId,
+        before_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<EarlierPage> {
+        self.read(move |c| navigation::read_before(c, id, before_seq, limit, &streams))
+            .await
+    }
+
+    async fn search_log(
+        &self,
+        id: JobId,
+        search: &LogSearch,
+        after_seq: u64,
+        limit: u32,
+        streams: Option<Vec<Stream>>,
+    ) -> Result<SearchHits> {
+        let search = search.clone();
+        self.read(move |c| navigation::search(c, id, &search, after_seq, limit, &streams))
+            .await
+    }
+
+    async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline> {
+        self.read(move |c| navigation::outline(c, id, max_groups))
+            .await
     }
 
     async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>> {
@@ -578,6 +609,30 @@ mod tests {
         .into_iter()
         .map(|q| (q, Vec::new()))
         .collect();
+        // The log viewer's reads: each one job's log by its primary key.
+        use crate::listing::Param::{Int, Text};
+        queries.extend([
+            (
+                navigation::READ_LOG_BEFORE.to_string(),
+                vec![Int(1), Int(500), Int(101), Int(6)],
+            ),
+            (
+                navigation::SEARCH_PAGE.to_string(),
+                vec![Int(1), Int(5), Int(127), Text("error".into()), Int(1000)],
+            ),
+            (
+                navigation::SEARCH_COUNT.to_string(),
+                vec![Int(1), Int(0), Int(127), Text("error".into()), Int(5)],
+            ),
+            (
+                navigation::OUTLINE.to_string(),
+                vec![
+                    Int(1),
+                    Int(crate::outline::read_mask()),
+                    Int(crate::outline::text_mask()),
+                ],
+            ),
+        ]);
         let listings = crate::listing::tests::every_statement(crate::listing::Dialect::Sqlite);
         assert!(listings.len() > 10);
         queries.extend(

@@ -8,6 +8,7 @@ use tokio_postgres::types::ToSql;
 use super::*;
 use crate::listing::tests::every_statement;
 use crate::listing::{Dialect, Param};
+use crate::postgres::navigation as nav;
 use crate::postgres::writer::PgWriter;
 use crate::postgres::PgStore;
 use crate::testing::TestDatabase;
@@ -61,6 +62,29 @@ fn request_queries_use_indexes_and_never_sort() {
             .replace("$4", "127")
             .replace("$5", "1048576"),
         READ_RESULT.replace("$1", "1"),
+        // The log viewer's reads: each one job's log by its primary key.
+        nav::READ_LOG_BEFORE
+            .replace("$1", "1")
+            .replace("$2", "500")
+            .replace("$3", "101")
+            .replace("$4", "6")
+            .replace("$5", "1048576"),
+        nav::SEARCH_PAGE
+            .replace("$1", "1")
+            .replace("$2", "5")
+            .replace("$3", "127")
+            .replace("$4", "'error'::bytea")
+            .replace("$5", "1000"),
+        nav::SEARCH_COUNT
+            .replace("$1", "1")
+            .replace("$2", "0")
+            .replace("$3", "127")
+            .replace("$4", "'error'::bytea")
+            .replace("$5", "5"),
+        nav::OUTLINE
+            .replace("$1", "1")
+            .replace("$2", &crate::outline::read_mask().to_string())
+            .replace("$3", &crate::outline::text_mask().to_string()),
     ]
     .into_iter()
     .map(|q| (q, Vec::new()))
