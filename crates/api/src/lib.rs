@@ -1,5 +1,6 @@
-//! The HTTP API (docs/api.md): jobs, logs, results, tokens, health and
-//! metrics, each route behind the access rule of its role.
+//! The HTTP API (docs/api.md): jobs, logs, results, tokens, health,
+//! metrics and the job-list feed, each route behind the access rule of its
+//! role.
 //!
 //! Invariants: only this crate speaks JSON to clients; handlers hold no
 //! lock across I/O and never write to the store themselves (writes go
@@ -12,6 +13,7 @@ mod backup;
 mod contract_tests;
 mod error;
 mod extract;
+mod feed;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
@@ -106,6 +108,7 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/log/text", get(routes::log_text))
         .route("/jobs/{id}/log/events", get(sse::log_events))
         .route("/jobs/{id}/result", get(routes::result))
+        .route("/events", get(feed::job_events))
         .route("/groom", post(routes::groom))
         .route("/nodes", get(nodes::list))
         .route("/backup", get(backup::backup))

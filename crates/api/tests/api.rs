@@ -10,6 +10,8 @@ mod auth;
 #[path = "api/backup.rs"]
 mod backup;
 mod common;
+#[path = "api/feed.rs"]
+mod feed;
 #[path = "api/hardening.rs"]
 mod hardening;
 #[path = "api/listing.rs"]
