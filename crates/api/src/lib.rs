@@ -1,6 +1,6 @@
 //! The HTTP API (docs/api.md): jobs, logs, results, tokens, health,
 //! metrics and the job-list feed, each route behind the access rule of its
-//! role.
+//! role; every answer compressed as asked and with the security headers.
 //!
 //! Invariants: only this crate speaks JSON to clients; handlers hold no
 //! lock across I/O and never write to the store themselves (writes go
@@ -9,6 +9,7 @@
 
 mod auth;
 mod backup;
+mod compress;
 #[cfg(test)]
 mod contract_tests;
 mod error;
@@ -17,6 +18,7 @@ mod feed;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
+pub mod headers;
 pub mod limits;
 mod listing;
 mod metrics;
@@ -138,6 +140,10 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
         // Bodies are limited per route by `limits::enforce`.
         .layer(DefaultBodyLimit::disable())
+        // Outside the guards, so that their refusals are compressed and
+        // carry the security headers too.
+        .layer(compress::layer())
+        .layer(middleware::map_response(headers::add))
         .with_state(state)
 }
 

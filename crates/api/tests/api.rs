@@ -16,6 +16,8 @@ mod feed;
 mod hardening;
 #[path = "api/listing.rs"]
 mod listing;
+#[path = "api/responses.rs"]
+mod responses;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
