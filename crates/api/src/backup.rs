@@ -13,6 +13,9 @@ use tokio::io::AsyncReadExt;
 use crate::error::{ApiError, ErrorCode};
 use crate::AppState;
 
+/// The media type of a backup, which `compress.rs` leaves uncompressed.
+pub(crate) const CONTENT_TYPE: &str = "application/vnd.sqlite3";
+
 /// Bytes read from the snapshot per chunk of the body.
 const CHUNK: usize = 256 << 10;
 
@@ -45,7 +48,7 @@ pub async fn backup(State(state): State<AppState>) -> Result<Response, ApiError>
     });
     Ok((
         [
-            (header::CONTENT_TYPE, "application/vnd.sqlite3".to_string()),
+            (header::CONTENT_TYPE, CONTENT_TYPE.to_string()),
             (header::CONTENT_LENGTH, len.to_string()),
             (
                 header::CONTENT_DISPOSITION,

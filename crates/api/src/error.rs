@@ -71,7 +71,7 @@ error_codes! {
     BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE, "The request body is larger than the route accepts (`http.max_body_bytes` for a job, 64 KiB for others).";
     UriTooLong = "uri_too_long", URI_TOO_LONG, "The URL is longer than `http.max_uri_bytes`.";
     QueueFull = "queue_full", TOO_MANY_REQUESTS, "`max_queued` jobs are waiting already; retry after `Retry-After` seconds.";
-    TooManyViewers = "too_many_viewers", TOO_MANY_REQUESTS, "The live tail's viewer limits are reached (`http.max_viewers`, `http.max_viewers_per_job`).";
+    TooManyViewers = "too_many_viewers", TOO_MANY_REQUESTS, "The live viewer limits are reached: log tails and job-list feeds on the node (`http.max_viewers`), tails of one job (`http.max_viewers_per_job`).";
     Internal = "internal", INTERNAL_SERVER_ERROR, "Something failed inside the server; the cause is in its error log.";
     StoreUnavailable = "store_unavailable", SERVICE_UNAVAILABLE, "The database is unavailable (locked, full or unreachable); retry shortly.";
     ShuttingDown = "shutting_down", SERVICE_UNAVAILABLE, "The server is stopping and takes no new work.";

@@ -1,5 +1,6 @@
-//! The HTTP API (docs/api.md): jobs, logs, results, tokens, health and
-//! metrics, each route behind the access rule of its role.
+//! The HTTP API (docs/api.md): jobs, logs, results, tokens, health,
+//! metrics and the job-list feed, each route behind the access rule of its
+//! role; every answer compressed as asked and with the security headers.
 //!
 //! Invariants: only this crate speaks JSON to clients; handlers hold no
 //! lock across I/O and never write to the store themselves (writes go
@@ -8,13 +9,16 @@
 
 mod auth;
 mod backup;
+mod compress;
 #[cfg(test)]
 mod contract_tests;
 mod error;
 mod extract;
+mod feed;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
+pub mod headers;
 pub mod limits;
 mod listing;
 mod metrics;
@@ -110,6 +114,7 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/log/outline", get(navigation::outline))
         .route("/jobs/{id}/log/events", get(sse::log_events))
         .route("/jobs/{id}/result", get(routes::result))
+        .route("/events", get(feed::job_events))
         .route("/groom", post(routes::groom))
         .route("/nodes", get(nodes::list))
         .route("/backup", get(backup::backup))
@@ -143,6 +148,10 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
         // Bodies are limited per route by `limits::enforce`.
         .layer(DefaultBodyLimit::disable())
+        // Outside the guards, so that their refusals are compressed and
+        // carry the security headers too.
+        .layer(compress::layer())
+        .layer(middleware::map_response(headers::add))
         .with_state(state)
 }
 

@@ -1,8 +1,8 @@
 //! Hard limits against careless and hostile clients, at the request level:
 //! how long a request may take, how long its URL may be, how large a body
-//! may be declared, and how many live-tail viewers may be open. (The
-//! connection-level limits — connections, header size, header-read time —
-//! are the HTTP server's, in the binary.)
+//! may be declared, and how many live viewers (log tails, job-list feeds)
+//! may be open. (The connection-level limits — connections, header size,
+//! header-read time — are the HTTP server's, in the binary.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,7 +27,8 @@ pub struct Limits {
     pub max_uri_bytes: usize,
     /// Largest body of a job submission.
     pub max_body_bytes: usize,
-    /// Live-tail viewers open at once on this node.
+    /// Live viewers (log tails and job-list feeds) open at once on this
+    /// node.
     pub max_viewers: usize,
     /// Live-tail viewers of one job at once on this node.
     pub max_viewers_per_job: usize,
@@ -132,7 +133,9 @@ fn close(mut response: Response) -> Response {
     response
 }
 
-/// The live-tail viewers open on this node, in total and per job.
+/// The live viewers open on this node: log tails, counted in total and
+/// per job, and job-list feeds, counted in the total only (a feed follows
+/// no one job, and one viewer's browser may keep one open per tab).
 #[derive(Debug, Default)]
 pub(crate) struct Viewers {
     open: Mutex<ViewerCounts>,
@@ -148,34 +151,50 @@ struct ViewerCounts {
 #[derive(Debug)]
 pub(crate) struct ViewerSlot {
     viewers: Arc<Viewers>,
-    job: JobId,
+    /// The job of a log tail; `None` for a job-list feed.
+    job: Option<JobId>,
 }
 
 impl Viewers {
-    /// A place for a viewer of `job`, or an error saying which bound is
-    /// reached.
+    /// A place for a live tail of `job`, or an error saying which bound
+    /// is reached.
     pub fn admit(self: &Arc<Self>, job: JobId, limits: &Limits) -> Result<ViewerSlot, ApiError> {
+        self.admit_viewer(Some(job), limits)
+    }
+
+    /// A place for a job-list feed, taken from the same total as tails.
+    pub fn admit_feed(self: &Arc<Self>, limits: &Limits) -> Result<ViewerSlot, ApiError> {
+        self.admit_viewer(None, limits)
+    }
+
+    fn admit_viewer(
+        self: &Arc<Self>,
+        job: Option<JobId>,
+        limits: &Limits,
+    ) -> Result<ViewerSlot, ApiError> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         if open.total >= limits.max_viewers {
             return Err(ApiError::new(
                 ErrorCode::TooManyViewers,
                 format!(
-                    "{} live-tail viewers are open on this server, its limit (http.max_viewers); try again later",
+                    "{} live viewers (log tails and job-list feeds) are open on this server, its limit (http.max_viewers); try again later",
                     open.total
                 ),
             ));
         }
-        let of_job = open.per_job.get(&job).copied().unwrap_or(0);
-        if of_job >= limits.max_viewers_per_job {
-            return Err(ApiError::new(
-                ErrorCode::TooManyViewers,
-                format!(
-                    "{of_job} viewers follow job {job} already, its limit (http.max_viewers_per_job); try again later"
-                ),
-            ));
+        if let Some(job) = job {
+            let of_job = open.per_job.get(&job).copied().unwrap_or(0);
+            if of_job >= limits.max_viewers_per_job {
+                return Err(ApiError::new(
+                    ErrorCode::TooManyViewers,
+                    format!(
+                        "{of_job} viewers follow job {job} already, its limit (http.max_viewers_per_job); try again later"
+                    ),
+                ));
+            }
+            *open.per_job.entry(job).or_insert(0) += 1;
         }
         open.total += 1;
-        *open.per_job.entry(job).or_insert(0) += 1;
         Ok(ViewerSlot {
             viewers: self.clone(),
             job,
@@ -192,10 +211,11 @@ impl Drop for ViewerSlot {
     fn drop(&mut self) {
         let mut open = self.viewers.open.lock().unwrap_or_else(|p| p.into_inner());
         open.total = open.total.saturating_sub(1);
-        if let Some(n) = open.per_job.get_mut(&self.job) {
+        let Some(job) = self.job else { return };
+        if let Some(n) = open.per_job.get_mut(&job) {
             *n -= 1;
             if *n == 0 {
-                open.per_job.remove(&self.job);
+                open.per_job.remove(&job);
             }
         }
     }
@@ -223,6 +243,30 @@ mod tests {
         drop(a1);
         assert_eq!(v.total(), 2);
         let _a3 = v.admit(1, &limits).unwrap();
+    }
+
+    #[test]
+    fn feeds_take_places_from_the_total_only() {
+        let limits = Limits {
+            max_viewers: 3,
+            max_viewers_per_job: 1,
+            ..Limits::default()
+        };
+        let v = Arc::new(Viewers::default());
+        let f1 = v.admit_feed(&limits).unwrap();
+        let _f2 = v.admit_feed(&limits).unwrap();
+        assert!(v.open.lock().unwrap().per_job.is_empty());
+        let _a = v.admit(1, &limits).unwrap();
+        let e = v.admit_feed(&limits).unwrap_err();
+        assert!(e.message.contains("http.max_viewers"), "{}", e.message);
+        let e = v.admit(2, &limits).unwrap_err();
+        assert!(e.message.contains("http.max_viewers"), "{}", e.message);
+        drop(f1);
+        assert_eq!(v.total(), 2);
+        // A tail's per-job count is its own: feeds did not touch it.
+        let e = v.admit(1, &limits).unwrap_err();
+        assert!(e.message.contains("job 1"), "{}", e.message);
+        let _b = v.admit(2, &limits).unwrap();
     }
 
     #[test]

@@ -84,6 +84,15 @@ pub async fn log_events(
         let event = tail.next_event().await?;
         Some((Ok::<_, Infallible>(event), tail))
     });
+    Ok(event_stream(events))
+}
+
+/// The `text/event-stream` answer of a live route: its events, with a
+/// keep-alive comment line while none comes.
+pub(crate) fn event_stream<S>(events: S) -> Response
+where
+    S: futures_util::Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response();
@@ -92,7 +101,7 @@ pub async fn log_events(
         HeaderName::from_static("x-accel-buffering"),
         HeaderValue::from_static("no"),
     );
-    Ok(response)
+    response
 }
 
 /// The seq in `Last-Event-ID`, if the header is there and not empty.
@@ -265,7 +274,7 @@ impl Tail {
 }
 
 /// `data:` is the value exactly as the JSON endpoints serialise it.
-fn json_event<T: Serialize>(value: &T) -> Result<Event, ApiError> {
+pub(crate) fn json_event<T: Serialize>(value: &T) -> Result<Event, ApiError> {
     match serde_json::to_string(value) {
         Ok(json) => Ok(Event::default().data(json)),
         Err(e) => {

@@ -10,12 +10,16 @@ mod auth;
 #[path = "api/backup.rs"]
 mod backup;
 mod common;
+#[path = "api/feed.rs"]
+mod feed;
 #[path = "api/hardening.rs"]
 mod hardening;
 #[path = "api/listing.rs"]
 mod listing;
 #[path = "api/navigation.rs"]
 mod navigation;
+#[path = "api/responses.rs"]
+mod responses;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

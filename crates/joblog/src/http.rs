@@ -196,8 +196,14 @@ async fn write_refusal<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     body: &str,
 ) -> std::io::Result<()> {
+    // Written by hand, outside the router: the security headers every
+    // answer carries are added here as well.
+    let security: String = joblog_api::headers::SECURITY_HEADERS
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n{security}\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await?;
@@ -236,6 +242,14 @@ mod tests {
         assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
         assert!(
             head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        assert!(
+            head.contains("\r\nx-content-type-options: nosniff\r\n"),
+            "{head}"
+        );
+        assert!(
+            head.contains("\r\ncontent-security-policy: default-src 'none';"),
             "{head}"
         );
         let v: serde_json::Value = serde_json::from_str(body).unwrap();

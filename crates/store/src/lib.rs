@@ -151,6 +151,11 @@ pub struct Committed {
     /// Jobs that reached a final state in this commit.
     #[serde(default, rename = "f", skip_serializing_if = "Vec::is_empty")]
     pub finished: Vec<JobId>,
+    /// Jobs claimed by a node in this commit (they started running).
+    /// Added after the others: a peer that predates it ignores the key,
+    /// and an empty list is not sent at all.
+    #[serde(default, rename = "s", skip_serializing_if = "Vec::is_empty")]
+    pub started: Vec<JobId>,
     /// Jobs queued by this commit.
     #[serde(default, rename = "q", skip_serializing_if = "is_zero")]
     pub queued: u32,
@@ -184,6 +189,9 @@ impl Committed {
             (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => self.finished.push(*job),
             (WriteOp::CancelQueued { .. }, _) => {}
             (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
+            // A job list shows a job start; the job's own followers learn
+            // it from its records.
+            (WriteOp::ClaimNext { .. }, Outcome::Claimed(Some(job))) => self.started.push(job.id),
             // Jobs of a lapsed or restarted node were ended in bulk.
             (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Interrupted(jobs)) => {
                 self.reset |= !jobs.is_empty()
@@ -191,9 +199,9 @@ impl Committed {
             (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, _) => {}
             // Nobody follows nodes: `joblog nodes` reads them when asked.
             (WriteOp::RegisterNode { .. } | WriteOp::NodeStopped { .. }, _) => {}
-            // Nobody follows a claim (the job's own records tell it runs),
-            // deletions (only finished jobs are deleted) or tokens (each
-            // request looks its token up).
+            // Nobody follows a claim that found nothing, deletions (only
+            // finished jobs are deleted) or tokens (each request looks its
+            // token up).
             (
                 WriteOp::ClaimNext { .. }
                 | WriteOp::DeleteLogChunk { .. }
@@ -469,6 +477,81 @@ mod tests {
             ..Committed::default()
         };
         assert!(reset.touches_after(1, u64::MAX));
+    }
+
+    fn running(id: JobId) -> Job {
+        Job {
+            id,
+            name: None,
+            state: JobState::Running,
+            exit_code: None,
+            command: vec!["true".into()],
+            command_truncated: false,
+            node: Some("a".into()),
+            created_at: Timestamp(0),
+            started_at: Some(Timestamp(1)),
+            finished_at: None,
+            duration_ms: None,
+            log: LogSummary::default(),
+            result: None,
+            given: joblog_core::Given::default(),
+            spec: JobSpec::default(),
+        }
+    }
+
+    #[test]
+    fn a_claim_that_found_a_job_is_a_start() {
+        let claim = WriteOp::ClaimNext { node: "a".into() };
+        let mut c = Committed::default();
+        c.add(&claim, &Outcome::Claimed(None));
+        assert!(c.is_empty(), "nothing was claimed: {c:?}");
+        c.add(&claim, &Outcome::Claimed(Some(running(4))));
+        c.add(&claim, &Outcome::Claimed(Some(running(5))));
+        assert_eq!(c.started, [4, 5]);
+        assert!(!c.touches(4), "a tail of job 4 learns it from its records");
+    }
+
+    /// `Committed` crosses nodes in NOTIFY payloads, so nodes of two
+    /// versions read each other: `s` is left out when empty, and a peer
+    /// that has no `started` (below: the struct as it was) reads a notice
+    /// that has it.
+    #[test]
+    fn started_crosses_nodes_and_older_peers_still_read_it() {
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        struct Before {
+            #[serde(default, rename = "a")]
+            appended: Vec<(JobId, u64)>,
+            #[serde(default, rename = "f")]
+            finished: Vec<JobId>,
+            #[serde(default, rename = "q")]
+            queued: u32,
+        }
+        let c = Committed {
+            started: vec![3, 8],
+            finished: vec![2],
+            queued: 1,
+            ..Committed::default()
+        };
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(json, r#"{"f":[2],"s":[3,8],"q":1}"#);
+        assert_eq!(serde_json::from_str::<Committed>(&json).unwrap(), c);
+        let old: Before = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            old,
+            Before {
+                appended: vec![],
+                finished: vec![2],
+                queued: 1
+            }
+        );
+        // And what an older peer sends reads as no start.
+        let from_old: Committed = serde_json::from_str(r#"{"q":2}"#).unwrap();
+        assert!(from_old.started.is_empty());
+        let none = Committed {
+            queued: 1,
+            ..Committed::default()
+        };
+        assert_eq!(serde_json::to_string(&none).unwrap(), r#"{"q":1}"#);
     }
 
     #[test]

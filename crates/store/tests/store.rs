@@ -1175,6 +1175,8 @@ async fn postgres_other_nodes_hear_of_commits_and_a_node_not_of_its_own() {
     };
     let notice = next_notice(&mut rx).await;
     assert_eq!(notice.queued, 1, "{notice:?}");
+    // A job list on this node learns that the job started elsewhere.
+    assert_eq!(notice.started, vec![job.id], "{notice:?}");
     let recs: Vec<Record> = (1..=3).map(|i| record(i, Stream::Output, "x")).collect();
     other.apply(&[append(job.id, &recs, &recs)]).unwrap();
     assert_eq!(next_notice(&mut rx).await.appended, vec![(job.id, 3)]);

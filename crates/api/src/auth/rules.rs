@@ -38,6 +38,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/jobs/{id}/log/outline", VIEWER),
     ("GET", "/api/v1/jobs/{id}/log/events", VIEWER),
     ("GET", "/api/v1/jobs/{id}/result", VIEWER),
+    ("GET", "/api/v1/events", VIEWER),
     ("POST", "/api/v1/groom", ADMIN),
     ("GET", "/api/v1/nodes", VIEWER),
     ("GET", "/api/v1/backup", ADMIN),

@@ -138,13 +138,22 @@ fn content_type_of(response: &axum::response::Response) -> Option<String> {
         .map(|v| v.to_str().unwrap().to_owned())
 }
 
-/// Reads a whole response.
+/// Reads a whole response; of an open event stream, which may never end,
+/// only its head (the body is left empty: read one with [`open_events`]).
 async fn into_reply(response: axum::response::Response, content_type: Option<String>) -> Reply {
     let status = response.status();
     let www_authenticate = response
         .headers()
         .get(header::WWW_AUTHENTICATE)
         .map(|v| v.to_str().unwrap().to_owned());
+    if status == StatusCode::OK && content_type.as_deref() == Some("text/event-stream") {
+        return Reply {
+            status,
+            content_type,
+            www_authenticate,
+            body: Vec::new(),
+        };
+    }
     let body = response
         .into_body()
         .collect()
@@ -417,11 +426,15 @@ pub async fn open_events(
     if let Some(id) = last_event_id {
         req = req.header("last-event-id", id);
     }
-    let response = router
-        .clone()
-        .oneshot(req.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
+    open_events_with(router, req.body(Body::empty()).unwrap()).await
+}
+
+/// [`open_events`] of a request made by the caller (headers of its own).
+pub async fn open_events_with(
+    router: &Router,
+    request: Request<Body>,
+) -> Result<EventStream, Reply> {
+    let response = router.clone().oneshot(request).await.unwrap();
     let content_type = content_type_of(&response);
     if response.status() == StatusCode::OK && content_type.as_deref() == Some("text/event-stream") {
         return Ok(EventStream {

@@ -119,8 +119,8 @@ settings! {
     /// `408 request_timeout`. Above the longest long poll (30s).
     http_request_timeout: Duration = Limits::default().request_timeout,
         key "http.request_timeout", env "JOBLOG_HTTP_REQUEST_TIMEOUT", flag Some("http-request-timeout");
-    /// Live-tail (SSE) viewers open at once on this node; one more gets
-    /// `429 too_many_viewers`.
+    /// Live viewers (SSE log tails and job-list feeds) open at once on this
+    /// node; one more gets `429 too_many_viewers`.
     http_max_viewers: usize = Limits::default().max_viewers,
         key "http.max_viewers", env "JOBLOG_HTTP_MAX_VIEWERS", flag Some("http-max-viewers");
     /// Live-tail viewers of one job at once on this node.
