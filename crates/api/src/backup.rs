@@ -55,7 +55,7 @@ pub async fn backup(State(state): State<AppState>) -> Result<Response, ApiError>
                 "attachment; filename=\"joblog.db\"".to_string(),
             ),
         ],
-        Body::from_stream(chunks),
+        Body::from_stream(futures_util::StreamExt::fuse(chunks)),
     )
         .into_response())
 }

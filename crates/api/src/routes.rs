@@ -313,7 +313,9 @@ pub async fn log_text(
             (header::CONTENT_DISPOSITION, disposition),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
         ],
-        Body::from_stream(pages),
+        // Fused: an encoder of the compression layer polls again after the
+        // end, which a bare `unfold` answers with a panic.
+        Body::from_stream(futures_util::StreamExt::fuse(pages)),
     )
         .into_response())
 }

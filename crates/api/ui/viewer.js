@@ -99,16 +99,22 @@ export class Viewer {
   }
 
   setScrollTop(top) {
+    // The spacer may not have its height yet (a jump before the first draw).
+    this.sizeSpacer(this.geometry());
     const max = Math.max(0, this.spacer.offsetHeight - this.scroller.clientHeight);
     const t = Math.max(0, Math.min(max, Math.round(top)));
     this.expectTop = t;
     this.scroller.scrollTop = t;
   }
 
+  sizeSpacer(g) {
+    if (this.spacer.style.height !== `${g.height}px`) this.spacer.style.height = `${g.height}px`;
+  }
+
   draw() {
     if (!this.source) return;
     const g = this.geometry();
-    if (this.spacer.style.height !== `${g.height}px`) this.spacer.style.height = `${g.height}px`;
+    this.sizeSpacer(g);
     if (this.following) this.setScrollTop(g.height);
     const top = this.topRow(g);
     const first = Math.max(0, Math.floor(top) - OVERSCAN);
@@ -153,6 +159,7 @@ export class Viewer {
     r.className = "row";
     tx.textContent = "";
     if (!rec) {
+      delete r.dataset.seq;
       ln.textContent = seq ?? "";
       ln.removeAttribute("href");
       ts.textContent = "";

@@ -102,6 +102,15 @@ async fn answers_are_compressed_as_asked_but_never_streams_or_backups(db: TestDa
             "{asked} decodes to the same page"
         );
         let ratio = plain.len() as f64 / body.len() as f64;
+        // A streamed body (the log as text) ends whole: the encoder polls
+        // the stream again after its end, which must not fail.
+        let text_uri = format!("/api/v1/jobs/{id}/log/text");
+        let (status, headers, text) = fetch(r, &text_uri, &[("accept-encoding", asked)]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(encoding(&headers), Some(asked));
+        let text = String::from_utf8(decode(asked, &text)).unwrap();
+        assert_eq!(text.lines().count(), 1000, "{asked}: the whole log as text");
+        assert!(text.ends_with("step 1000 of 1000: compiling module_1000\n"));
         assert!(
             ratio >= 4.0,
             "{asked}: {} bytes for {} plain, only {ratio:.1}x smaller",
