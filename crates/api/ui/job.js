@@ -142,10 +142,12 @@ class JobPage {
     clear(this.header);
     const title = el("h1");
     title.append(stateBadge(j.state), text(` ${j.name ?? "(unnamed)"} `), text(`#${j.id}`, "muted"));
-    const facts = el("dl", "facts");
+    const facts = el("div", "head-facts");
     const fact = (k, v) => {
       if (v === null || v === undefined || v === "") return;
-      facts.append(text(k, null, "dt"), text(String(v), null, "dd"));
+      const f = el("span", "fact");
+      f.append(text(k, "k"), text(` ${v}`));
+      facts.append(f);
     };
     fact("state", j.state);
     fact("exit", j.exit_code);

@@ -108,6 +108,11 @@ async fn a_million_line_log_opens_reaches_its_end_with_few_rows_in_the_dom() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_submit_page_makes_a_job_and_never_shows_its_secret() {
+    run("submit").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
     let _one = BROWSER.lock().await;
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,40 @@
+// The submit page: a script with a name, an environment variable and a
+// secret becomes a job; its page shows the output, the secret masked, and
+// the secret's name (never its value) in the details.
+
+import { scenario, browser, rows, shot, assert, URL, until } from "./lib.mjs";
+
+await scenario("submit", async (step) => {
+  const b = await browser();
+  const page = await b.newPage();
+  await page.goto(`${URL}/submit`);
+  await page.fill("textarea[name=body]", 'echo "hello $GREETING"\necho "the secret is $API_KEY"');
+  await page.fill("input[name=name]", "from-the-form");
+  await page.fill("textarea[name=env]", "GREETING=world");
+  await page.fill(".secret-name", "API_KEY");
+  await page.fill(".secret-value", "s3cr3t-value-42");
+  assert.equal(await page.getAttribute(".secret-value", "type"), "password");
+  await shot(page, "submit");
+  await Promise.all([page.waitForURL(/\/jobs\/\d+$/), page.click("#submit button[type=submit]")]);
+  step("the form submitted a job and opened its page");
+  await until("its output", async () => (await rows(page)).some((r) => r.text === "hello world"));
+  const texts = (await rows(page)).map((r) => r.text);
+  assert.ok(texts.includes("the secret is ***"), `masked: ${JSON.stringify(texts)}`);
+  await page.click(".job-details summary");
+  const details = await page.textContent(".job-details");
+  assert.match(details, /API_KEY/);
+  assert.ok(!details.includes("s3cr3t-value-42"), "the secret's value is never shown");
+  assert.ok(!(await page.textContent("body")).includes("s3cr3t-value-42"));
+  step("output shown, the secret masked and named but never shown");
+
+  // A refused submission says why, in the API's words.
+  await page.goto(`${URL}/submit`);
+  await page.selectOption("select", "command");
+  await page.fill("textarea[name=body]", "true");
+  await page.fill("input[name=timeout_s]", "0");
+  await page.click("#submit button[type=submit]");
+  await until("the refusal", async () => /timeout_s/.test(await page.textContent(".form-status")));
+  step("a bad field is refused with the API's message naming it");
+  b.problems.splice(0, b.problems.length, ...b.problems.filter((p) => !p.includes("400")));
+  await b.close();
+});
