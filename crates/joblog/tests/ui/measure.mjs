@@ -3,8 +3,9 @@
 //
 //   node crates/joblog/tests/ui/measure.mjs http://127.0.0.1:7878 [runs]
 //
-// 1. A 1,000,000-record log: time from navigation to its first screen, and
-//    from pressing G to its last line on screen, median of `runs`.
+// 1. A 1,000,000-record log: time from navigation to its first screen,
+//    from pressing G to its last line on screen, and from clicking "First
+//    error" to that line (the log's last) on screen, median of `runs`.
 // 2. A job writing 10,000 lines/s for 10 s, followed live: the longest
 //    animation frame (Long Animation Frames API) and the number over
 //    50 ms and 100 ms while following.
@@ -51,10 +52,15 @@ const browser = await chromium.launch({
 const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
 
 const N = 1_000_000;
-const { id } = await api("POST", "/api/v1/jobs", { name: "measure-million", command: ["seq", "1", String(N)] });
+// Its one error is its last record: "First error" is the worst case.
+const { id } = await api("POST", "/api/v1/jobs", {
+  name: "measure-million",
+  script: `seq 1 ${N - 1}; echo '::error::the only error'`,
+});
 await finished(id);
 const open = [];
 const end = [];
+const firstError = [];
 for (let i = 0; i < RUNS; i++) {
   const page = await context.newPage();
   let t = performance.now();
@@ -66,9 +72,16 @@ for (let i = 0; i < RUNS; i++) {
   await page.keyboard.press("G");
   await visible(page, N);
   end.push(performance.now() - t);
+  await page.keyboard.press("g");
+  await visible(page, 1);
+  t = performance.now();
+  await page.click("#first-error");
+  await visible(page, N);
+  firstError.push(performance.now() - t);
   await page.close();
 }
 console.log(`1M-record log: first screen median ${median(open).toFixed(0)} ms (${open.map((x) => x.toFixed(0)).join(", ")})`);
+console.log(`1M-record log: "First error" (the last line) median ${median(firstError).toFixed(0)} ms (${firstError.map((x) => x.toFixed(0)).join(", ")})`);
 console.log(`1M-record log: G to the last line median ${median(end).toFixed(0)} ms (${end.map((x) => x.toFixed(0)).join(", ")})`);
 
 // Following 10,000 lines/s: 50 bursts of 200 lines every 20 ms = 10 s.

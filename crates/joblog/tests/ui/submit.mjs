@@ -8,7 +8,7 @@ await scenario("submit", async (step) => {
   const b = await browser();
   const page = await b.newPage();
   await page.goto(`${URL}/submit`);
-  await page.fill("textarea[name=body]", 'echo "hello $GREETING"\necho "the secret is $API_KEY"');
+  await page.fill("textarea[name=body]", 'echo "hello $GREETING"\necho "the secret is $API_KEY"\necho \'::set-result::{"count": 42, "items": ["a"]}\'');
   await page.fill("input[name=name]", "from-the-form");
   await page.fill("textarea[name=env]", "GREETING=world");
   await page.fill(".secret-name", "API_KEY");
@@ -26,6 +26,18 @@ await scenario("submit", async (step) => {
   assert.ok(!details.includes("s3cr3t-value-42"), "the secret's value is never shown");
   assert.ok(!(await page.textContent("body")).includes("s3cr3t-value-42"));
   step("output shown, the secret masked and named but never shown");
+
+  // The result is read only when asked, then shown pretty-printed.
+  const asked = [];
+  page.on("request", (r) => r.url().endsWith("/result") && asked.push(r.url()));
+  await until("the finished job", async () => (await page.textContent(".job-head")).includes("succeeded"));
+  await until("the result button", () => page.$("#show-result"));
+  assert.deepEqual(asked, [], "the result is not read before it is asked for");
+  await page.click("#show-result");
+  await until("the result", () => page.$(".result-json"));
+  assert.equal(await page.textContent(".result-json"), JSON.stringify({ count: 42, items: ["a"] }, null, 2));
+  assert.equal(asked.length, 1);
+  step("the result, fetched when asked and pretty-printed");
 
   // A refused submission says why, in the API's words.
   await page.goto(`${URL}/submit`);
