@@ -4,13 +4,17 @@
 import { get, setToken, token, onUnauthorized, ApiError } from "./api.js";
 import { el, text, clear, fail } from "./dom.js";
 import { jobsPage } from "./jobs.js";
-import { jobPage } from "./job.js";
+import { jobPage, prefetchJob } from "./job.js";
 import { submitPage } from "./submit.js";
 
 const main = document.getElementById("app");
 let page = null;
 
 async function boot() {
+  // A job's page asks for its job and outline while asking who we are.
+  const job = /^\/jobs\/(\d+)$/.exec(location.pathname);
+  const early = job ? prefetchJob(Number(job[1])) : null;
+  early?.catch(() => {});
   let me;
   try {
     me = await get("/api/v1/whoami");
@@ -24,19 +28,19 @@ async function boot() {
     askToken("The server no longer accepts the token.");
   });
   try {
-    page = await route(me);
+    page = await route(me, early);
   } catch (err) {
     fail(main, err);
   }
 }
 
-function route(me) {
+function route(me, early) {
   const path = location.pathname;
   for (const a of document.querySelectorAll("[data-needs]")) {
     a.hidden = !["operator", "admin"].includes(me.role);
   }
   const job = /^\/jobs\/(\d+)$/.exec(path);
-  if (job) return jobPage(main, Number(job[1]), me);
+  if (job) return jobPage(main, Number(job[1]), me, early);
   if (path === "/submit") return submitPage(main, me);
   return jobsPage(main, me);
 }

@@ -9,11 +9,14 @@ import { el, text, stateBadge, duration, when, can, fail, clear } from "./dom.js
 
 const STREAMS = ["output", "error", "warning", "information", "verbose", "debug", "progress"];
 
-export async function jobPage(main, id, me) {
-  const [job, outline] = await Promise.all([
-    get(`/api/v1/jobs/${id}`),
-    get(`/api/v1/jobs/${id}/log/outline`),
-  ]);
+// What a job's page needs before it can draw: the job and its log's
+// outline (groups, first error, progress), asked for together.
+export function prefetchJob(id) {
+  return Promise.all([get(`/api/v1/jobs/${id}`), get(`/api/v1/jobs/${id}/log/outline`)]);
+}
+
+export async function jobPage(main, id, me, early) {
+  const [job, outline] = await (early ?? prefetchJob(id));
   const page = new JobPage(main, job, outline, me);
   page.start();
   return page;
