@@ -14,7 +14,7 @@ async function boot() {
   // A job's page asks for its job and outline while asking who we are.
   const job = /^\/jobs\/(\d+)$/.exec(location.pathname);
   const early = job ? prefetchJob(Number(job[1])) : null;
-  early?.catch(() => {});
+  early?.job.catch(() => {});
   let me;
   try {
     me = await get("/api/v1/whoami");

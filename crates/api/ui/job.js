@@ -9,16 +9,27 @@ import { el, text, stateBadge, duration, when, can, fail, clear } from "./dom.js
 
 const STREAMS = ["output", "error", "warning", "information", "verbose", "debug", "progress"];
 
-// What a job's page needs before it can draw: the job and its log's
-// outline (groups, first error, progress), asked for together.
+// What a job's page needs: the job and its log's outline (groups, first
+// error, progress), asked for together.
 export function prefetchJob(id) {
-  return Promise.all([get(`/api/v1/jobs/${id}`), get(`/api/v1/jobs/${id}/log/outline`)]);
+  const job = get(`/api/v1/jobs/${id}`);
+  const outline = get(`/api/v1/jobs/${id}/log/outline`);
+  outline.catch(() => {});
+  return { job, outline };
 }
 
+const NO_OUTLINE = { groups: [], first_error_seq: null, first_warning_seq: null, progress: null };
+
 export async function jobPage(main, id, me, early) {
-  const [job, outline] = await (early ?? prefetchJob(id));
-  const page = new JobPage(main, job, outline, me);
+  const { job: jobP, outline: outlineP } = early ?? prefetchJob(id);
+  const job = await jobP;
+  // The outline reads the whole log. Only groups change what the first
+  // screen shows (they fold), and groups are information records: without
+  // any, the page draws at once and takes the outline when it comes.
+  const waits = (job.log.streams.information ?? 0) > 0;
+  const page = new JobPage(main, job, waits ? await outlineP : NO_OUTLINE, me);
   page.start();
+  if (!waits) outlineP.then((o) => page.applyOutline(o)).catch((err) => fail(page.status, err));
   return page;
 }
 
@@ -56,6 +67,19 @@ class JobPage {
     this.seqSource = new SeqSource(job.id, this.lastSeq, groups, () => this.viewer.schedule());
     this.viewer.setSource(this.seqSource);
     if (outline.progress) this.showProgress(outline.progress);
+  }
+
+  // The outline that came after the first draw (a log without groups).
+  applyOutline(outline) {
+    this.outline = outline;
+    for (const g of outline.groups ?? []) {
+      if (!this.seqSource.groupAt(g.seq)) this.seqSource.addGroup({ ...g, folded: false });
+    }
+    this.seqSource.refold();
+    const first = document.getElementById("first-error");
+    if (first) first.disabled = !outline.first_error_seq;
+    if (outline.progress && this.progress.hidden) this.showProgress(outline.progress);
+    this.viewer.refresh();
   }
 
   running() {
