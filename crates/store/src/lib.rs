@@ -13,6 +13,8 @@ mod interrupt;
 mod listing;
 pub mod postgres;
 mod rows;
+#[cfg(feature = "bench")]
+pub mod scratch;
 mod snapshot;
 pub mod sqlite;
 #[cfg(feature = "testing")]

@@ -17,6 +17,7 @@
 //! `partitions` creates and drops the log's job-id ranges, and `notices`
 //! drives connections, logging the server's notices at their weight.
 
+pub(crate) mod dbname;
 mod listener;
 mod listing;
 pub(crate) mod notices;
