@@ -1,6 +1,7 @@
 //! `joblog bench`: the benchmark scenarios of docs/benchmarks.md, printing Markdown
 //! tables. This module holds the arguments every scenario shares and picks
-//! the scenario; `server` runs the server under test, `stats` the figures.
+//! the scenario; `server` runs the server under test, `stats` the figures;
+//! `psu`, `ingest` and `tail` are one scenario each.
 
 mod ingest;
 mod psu;
