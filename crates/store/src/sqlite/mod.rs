@@ -1,12 +1,13 @@
 //! The embedded store: one SQLite file in WAL mode, one write connection
-//! (owned by the pipeline's writer thread) and a small pool of readers.
+//! (owned by the pipeline's writer thread) and a small pool of readers
+//! (`pool.rs`).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 mod backup;
 mod listing;
 mod nodes;
+mod pool;
 mod tokens;
 
 use async_trait::async_trait;
@@ -71,8 +72,7 @@ CREATE TABLE results (
 pub struct SqliteStore {
     path: PathBuf,
     sync: SyncMode,
-    readers: Arc<Mutex<Vec<Connection>>>,
-    max_idle_readers: usize,
+    readers: pool::Readers,
 }
 
 impl SqliteStore {
@@ -93,14 +93,9 @@ impl SqliteStore {
         let mut conn = open_conn(&path, options.sync, false)?;
         migrate(&mut conn)?;
         Ok(SqliteStore {
+            readers: pool::Readers::new(path.clone(), options.sync, options.readers),
             path,
             sync: options.sync,
-            readers: Arc::new(Mutex::new(Vec::new())),
-            max_idle_readers: if options.readers == 0 {
-                4
-            } else {
-                options.readers
-            },
         })
     }
 
@@ -110,25 +105,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        let pool = self.readers.clone();
-        let path = self.path.clone();
-        let sync = self.sync;
-        let max_idle = self.max_idle_readers;
-        tokio::task::spawn_blocking(move || {
-            let pooled = pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let conn = match pooled {
-                Some(c) => c,
-                None => open_conn(&path, sync, true)?,
-            };
-            let out = f(&conn);
-            let mut idle = pool.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < max_idle {
-                idle.push(conn);
-            }
-            out
-        })
-        .await
-        .map_err(|e| StoreError::Database(format!("read task failed: {e}")))?
+        self.readers.read(f).await
     }
 }
 
