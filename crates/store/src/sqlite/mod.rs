@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use joblog_core::{
     Job, JobId, JobQuery, LogSummary, NodeInfo, Record, Stream, Timestamp, TokenInfo,
 };
+use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
@@ -120,6 +121,12 @@ fn open_conn(path: &Path, sync: SyncMode, read_only: bool) -> Result<Connection>
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // One plan per statement, whatever is bound to it. Without this, SQLite
+    // plans `LIMIT ?` with the value bound and so prepares the statement
+    // again at every bind: a quarter of the read threads' time in `bench
+    // tail` (docs/benchmarks.md). Every plan is an index search either way
+    // (the plan tests below).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     if !read_only {
         conn.pragma_update(None, "journal_mode", "WAL")?;
     }
@@ -534,6 +541,28 @@ fn apply_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page of the log read again and again with other bounds runs the
+    /// statement prepared once, not re-planned at each bind.
+    #[test]
+    fn log_reads_are_not_prepared_again_at_every_bind() {
+        use rusqlite::StatementStatus;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("joblog.db");
+        SqliteStore::open(&path, &StoreOptions::default()).unwrap();
+        let conn = open_conn(&path, SyncMode::Normal, true).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT seq FROM log WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            .unwrap();
+        for (after, limit) in [(0, 10), (5, 1000), (7, 3)] {
+            let n = stmt
+                .query_map(params![1, after, limit], |r| r.get::<_, i64>(0))
+                .unwrap()
+                .count();
+            assert_eq!(n, 0);
+        }
+        assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+    }
 
     /// Every query a request runs must be an index search, never a scan:
     /// that is what keeps listing and log reads O(log n) as the database
