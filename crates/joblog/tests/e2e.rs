@@ -2,6 +2,8 @@
 //! real SQLite file (or PostgreSQL, for several nodes), real jobs, real
 //! signals.
 
+#[path = "e2e/bench.rs"]
+mod bench;
 #[path = "e2e/lifecycle.rs"]
 mod lifecycle;
 #[path = "e2e/limits.rs"]

@@ -15,6 +15,8 @@ mod navigation;
 mod outline;
 pub mod postgres;
 mod rows;
+#[cfg(feature = "bench")]
+pub mod scratch;
 mod snapshot;
 pub mod sqlite;
 #[cfg(feature = "testing")]
@@ -449,7 +451,8 @@ impl SyncMode {
 #[derive(Debug, Clone, Default)]
 pub struct StoreOptions {
     pub sync: SyncMode,
-    /// Read connections kept open (0 = a default).
+    /// Read connections: the most reads at once, each connection kept
+    /// open between reads (0 = the store's default).
     pub readers: usize,
     /// The node this store is opened by (PostgreSQL records it with the
     /// jobs it submits and the batches it commits).

@@ -1,12 +1,15 @@
 //! `joblog bench`: the benchmark scenarios of docs/benchmarks.md, printing Markdown
 //! tables. This module holds the arguments every scenario shares and picks
-//! the scenario; `server` runs the server under test, `stats` the figures.
+//! the scenario; `server` runs the server under test, `stats` the figures;
+//! `psu`, `ingest` and `tail` are one scenario each.
 
 mod ingest;
 mod psu;
 pub mod server;
 mod stats;
+mod tail;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -22,6 +25,13 @@ pub enum Scenario {
     /// Records per second through the pipeline into the store, beside the
     /// raw write limit of the same database (plain INSERT / COPY).
     Ingest,
+    /// A line written → delivered to live-tail (SSE) viewers of its job,
+    /// with 1 and with 100 viewers, while the psu load runs.
+    Tail,
+    /// The job `tail` follows (it runs it itself): numbered lines stamped
+    /// with the time they are written, at --rate for --duration.
+    #[value(hide = true)]
+    TailWriter,
 }
 
 #[derive(Args, Debug)]
@@ -65,10 +75,24 @@ pub struct BenchArgs {
     /// ingest: records written per run (suffixes K and M).
     #[arg(long, value_name = "N", default_value = "500K", value_parser = parse_count)]
     pub records: u64,
-    /// ingest: runs; the table shows medians.
+    /// ingest, tail: runs; the table shows medians.
     #[arg(long, value_name = "N", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
+    /// tail: viewers of the followed job, one measurement per count and run.
+    #[arg(long, value_name = "LIST", default_value = "1,100", value_parser = parse_viewers)]
+    pub viewers: Viewers,
+    /// tail: lines per second the followed job writes.
+    #[arg(long, value_name = "N", default_value_t = 200,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub rate: u32,
+    /// tail: how long the followed job writes.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = joblog_core::parse_positive_duration)]
+    pub duration: Duration,
+    /// tail-writer: start writing once this file exists (`tail` makes it
+    /// when every viewer is connected).
+    #[arg(long, value_name = "FILE")]
+    pub start_file: Option<PathBuf>,
     /// Give up when a job has not finished after this long.
     #[arg(long, value_name = "DUR", default_value = "120s", value_parser = joblog_core::parse_positive_duration)]
     pub job_timeout: Duration,
@@ -93,6 +117,33 @@ fn parse_checkpoints(s: &str) -> Result<Checkpoints, String> {
     v.sort_unstable();
     v.dedup();
     Ok(Checkpoints(v))
+}
+
+/// Viewer counts of `bench tail`, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Viewers(pub Vec<u32>);
+
+/// Most viewers of one job a measurement may have: with the load's
+/// connections, within the server's default `http.max_connections` (1024).
+const MAX_VIEWERS: u32 = 1000;
+
+fn parse_viewers(s: &str) -> Result<Viewers, String> {
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let n: u32 = part
+            .parse()
+            .map_err(|_| format!("{part:?} is not a number of viewers"))?;
+        if !(1..=MAX_VIEWERS).contains(&n) {
+            return Err(format!("{n}: give 1 to {MAX_VIEWERS} viewers"));
+        }
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    if v.is_empty() {
+        return Err("give at least one number of viewers".to_string());
+    }
+    Ok(Viewers(v))
 }
 
 /// The command line for the report, without secrets.
@@ -136,6 +187,8 @@ pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
     match args.scenario {
         Scenario::Psu => psu::run(args, global).await,
         Scenario::Ingest => ingest::run(args).await,
+        Scenario::Tail => tail::run(args, global).await,
+        Scenario::TailWriter => tail::run_writer(args).await,
     }
 }
 
@@ -150,6 +203,18 @@ mod tests {
             Checkpoints(vec![40_000, 500_000, 1_000_000])
         );
         assert!(parse_checkpoints(" , ").is_err());
+    }
+
+    #[test]
+    fn viewer_counts() {
+        assert_eq!(
+            parse_viewers("1, 100,1,,7").unwrap(),
+            Viewers(vec![1, 100, 7])
+        );
+        assert!(parse_viewers("0").unwrap_err().contains("1 to"));
+        assert!(parse_viewers("1001").is_err());
+        assert!(parse_viewers("many").unwrap_err().contains("many"));
+        assert!(parse_viewers(",").is_err());
     }
 
     #[test]

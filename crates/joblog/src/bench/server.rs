@@ -36,8 +36,13 @@ fn tail_of(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// Starts `joblog serve` on a fresh data directory and `database`
+/// (default: SQLite in that directory), with `flags` added to its command
+/// line.
 pub(super) async fn start_server(
     args: &BenchArgs,
+    database: Option<&str>,
+    flags: &[String],
     token: Option<&str>,
     sigint: &mut Signal,
 ) -> anyhow::Result<SpawnedServer> {
@@ -62,9 +67,10 @@ pub(super) async fn start_server(
         .arg(&listen)
         .arg("--data-dir")
         .arg(&data);
-    if let Some(db) = &args.database {
+    if let Some(db) = database {
         cmd.arg("--database").arg(db);
     }
+    cmd.args(flags);
     // A joblog.toml in the caller's directory must not change the server
     // under test.
     // Its own process group: Ctrl-C in the terminal reaches only the bench,

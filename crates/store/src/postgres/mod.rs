@@ -14,9 +14,11 @@
 //! at open, `pool` serves reads with the statements of `sql` (and job
 //! listings, built per query, through `listing`), `writer`
 //! applies batches, `listener` hears the commits of other nodes,
-//! `partitions` creates and drops the log's job-id ranges, and `notices`
-//! drives connections, logging the server's notices at their weight.
+//! `partitions` creates and drops the log's job-id ranges, `notices`
+//! drives connections, logging the server's notices at their weight, and
+//! `dbname` names another database of the server (for throwaway ones).
 
+pub(crate) mod dbname;
 mod listener;
 mod listing;
 mod navigation;

@@ -1,9 +1,14 @@
 //! The read pool: async connections kept open between requests, each with
-//! the statements it has prepared. At most `MAX_READS_IN_FLIGHT` reads run
-//! at once; a burst beyond that waits for a connection instead of opening
-//! more than the server allows.
+//! the statements it has prepared. At most `size` reads run at once, each
+//! on a connection the pool keeps: a burst beyond that waits for one
+//! instead of opening more. A connection opened for a burst and closed
+//! after it costs the server a backend process started and ended, and the
+//! statements prepared again (docs/benchmarks.md, `bench tail`: 100
+//! live-tail viewers woken by each commit made PostgreSQL start some 145
+//! backends a second, most of the machine's CPU time).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
@@ -18,14 +23,16 @@ use crate::{Result, StoreError};
 pub(super) struct Pool {
     target: Target,
     idle: Mutex<Vec<PooledConn>>,
-    max_idle: usize,
-    /// Reads in flight at once, at most: a burst of requests waits here
-    /// instead of opening connections until the server refuses them.
+    /// One permit per connection the pool may have: a read holds one from
+    /// before it takes a connection until it has given it back.
     in_use: Arc<tokio::sync::Semaphore>,
+    /// Connections opened so far.
+    opened: AtomicUsize,
 }
 
-/// Reads in flight on one node at once.
-const MAX_READS_IN_FLIGHT: usize = 32;
+/// Reads at once on one node (and connections kept) unless the options
+/// say otherwise.
+pub(super) const DEFAULT_READERS: usize = 16;
 
 pub(super) struct PooledConn {
     pub(super) client: Client,
@@ -64,21 +71,26 @@ impl PooledConn {
 }
 
 impl Pool {
-    /// A pool of `readers` idle connections at most (0 = a default).
+    /// A pool of `readers` connections (0 = [`DEFAULT_READERS`]), opened
+    /// as reads first need them.
     pub(super) fn new(target: Target, readers: usize) -> Pool {
+        // A connection costs the server a process, and opening one takes
+        // milliseconds: enough for a busy node's concurrent requests, kept
+        // rather than reconnected per request.
+        let size = if readers == 0 {
+            DEFAULT_READERS
+        } else {
+            readers
+        };
         Pool {
             target,
-            idle: Mutex::new(Vec::new()),
-            // A connection costs the server a process, and opening one
-            // takes milliseconds: keep enough for a busy node's
-            // concurrent requests rather than reconnect per request.
-            max_idle: if readers == 0 { 16 } else { readers },
-            in_use: Arc::new(tokio::sync::Semaphore::new(MAX_READS_IN_FLIGHT)),
+            idle: Mutex::new(Vec::with_capacity(size)),
+            in_use: Arc::new(tokio::sync::Semaphore::new(size)),
+            opened: AtomicUsize::new(0),
         }
     }
 
-    /// Runs `f` on a connection of the pool, once fewer than
-    /// `MAX_READS_IN_FLIGHT` reads are running.
+    /// Runs `f` on a connection of the pool, once one is free.
     pub(super) async fn read<T>(
         &self,
         f: impl for<'c> FnOnce(&'c mut PooledConn) -> BoxFuture<'c, Result<T>>,
@@ -103,6 +115,7 @@ impl Pool {
                 None => break,
             }
         }
+        self.opened.fetch_add(1, Ordering::Relaxed);
         let (client, conn) = self.target.connect().await.map_err(|e| {
             StoreError::Unavailable(format!(
                 "cannot connect to {}: {}",
@@ -125,10 +138,11 @@ impl Pool {
         if conn.client.is_closed() {
             return;
         }
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < self.max_idle {
-            idle.push(conn);
-        }
+        // Never more than the permits: each connection was taken under one.
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(conn);
     }
 }
 
@@ -140,11 +154,10 @@ mod tests {
     use crate::StoreOptions;
 
     /// A burst of slow reads waits for the pool: no more than
-    /// MAX_READS_IN_FLIGHT connections are busy at once, and every read
-    /// succeeds rather than the server refusing connections.
+    /// DEFAULT_READERS connections are busy at once or ever opened, and
+    /// every read succeeds rather than the server refusing connections.
     #[test]
     fn reads_in_flight_are_bounded() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
         let Some(db) = TestDatabase::postgres() else {
             return;
         };
@@ -157,7 +170,7 @@ mod tests {
         let now = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
         rt.block_on(async {
-            let reads: Vec<_> = (0..MAX_READS_IN_FLIGHT + 16)
+            let reads: Vec<_> = (0..DEFAULT_READERS * 3)
                 .map(|_| {
                     let (store, now, peak) = (store.clone(), now.clone(), peak.clone());
                     tokio::spawn(async move {
@@ -181,7 +194,9 @@ mod tests {
             }
         });
         let peak = peak.load(Ordering::SeqCst);
-        assert!(peak <= MAX_READS_IN_FLIGHT, "{peak} reads at once");
+        assert!(peak <= DEFAULT_READERS, "{peak} reads at once");
         assert!(peak > 1, "reads ran one at a time: {peak}");
+        let opened = store.pool.opened.load(Ordering::Relaxed);
+        assert!(opened <= DEFAULT_READERS, "{opened} connections opened");
     }
 }

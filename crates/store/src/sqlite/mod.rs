@@ -1,13 +1,14 @@
 //! The embedded store: one SQLite file in WAL mode, one write connection
-//! (owned by the pipeline's writer thread) and a small pool of readers.
+//! (owned by the pipeline's writer thread) and a small pool of readers
+//! (`pool.rs`).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 mod backup;
 mod listing;
 mod navigation;
 mod nodes;
+mod pool;
 mod tokens;
 
 use async_trait::async_trait;
@@ -15,6 +16,7 @@ use joblog_core::{
     EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, LogSummary, NodeInfo, Record,
     SearchHits, Stream, Timestamp, TokenInfo,
 };
+use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
@@ -73,8 +75,7 @@ CREATE TABLE results (
 pub struct SqliteStore {
     path: PathBuf,
     sync: SyncMode,
-    readers: Arc<Mutex<Vec<Connection>>>,
-    max_idle_readers: usize,
+    readers: pool::Readers,
 }
 
 impl SqliteStore {
@@ -95,14 +96,9 @@ impl SqliteStore {
         let mut conn = open_conn(&path, options.sync, false)?;
         migrate(&mut conn)?;
         Ok(SqliteStore {
+            readers: pool::Readers::new(path.clone(), options.sync, options.readers),
             path,
             sync: options.sync,
-            readers: Arc::new(Mutex::new(Vec::new())),
-            max_idle_readers: if options.readers == 0 {
-                4
-            } else {
-                options.readers
-            },
         })
     }
 
@@ -112,25 +108,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        let pool = self.readers.clone();
-        let path = self.path.clone();
-        let sync = self.sync;
-        let max_idle = self.max_idle_readers;
-        tokio::task::spawn_blocking(move || {
-            let pooled = pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let conn = match pooled {
-                Some(c) => c,
-                None => open_conn(&path, sync, true)?,
-            };
-            let out = f(&conn);
-            let mut idle = pool.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < max_idle {
-                idle.push(conn);
-            }
-            out
-        })
-        .await
-        .map_err(|e| StoreError::Database(format!("read task failed: {e}")))?
+        self.readers.read(f).await
     }
 }
 
@@ -145,6 +123,12 @@ fn open_conn(path: &Path, sync: SyncMode, read_only: bool) -> Result<Connection>
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // One plan per statement, whatever is bound to it. Without this, SQLite
+    // plans `LIMIT ?` with the value bound and so prepares the statement
+    // again at every bind: a quarter of the read threads' time in `bench
+    // tail` (docs/benchmarks.md). Every plan is an index search either way
+    // (the plan tests below).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     if !read_only {
         conn.pragma_update(None, "journal_mode", "WAL")?;
     }
@@ -588,6 +572,28 @@ fn apply_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page of the log read again and again with other bounds runs the
+    /// statement prepared once, not re-planned at each bind.
+    #[test]
+    fn log_reads_are_not_prepared_again_at_every_bind() {
+        use rusqlite::StatementStatus;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("joblog.db");
+        SqliteStore::open(&path, &StoreOptions::default()).unwrap();
+        let conn = open_conn(&path, SyncMode::Normal, true).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT seq FROM log WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            .unwrap();
+        for (after, limit) in [(0, 10), (5, 1000), (7, 3)] {
+            let n = stmt
+                .query_map(params![1, after, limit], |r| r.get::<_, i64>(0))
+                .unwrap()
+                .count();
+            assert_eq!(n, 0);
+        }
+        assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+    }
 
     /// Every query a request runs must be an index search, never a scan:
     /// that is what keeps listing and log reads O(log n) as the database

@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
+use crate::postgres::dbname::{quote_ident, with_dbname};
+
 mod cluster;
 
 pub use cluster::PrivateCluster;
@@ -158,7 +160,8 @@ impl TestDatabase {
             admin.connect_timeout(Duration::from_secs(10));
         }
         let dbname = unique_name();
-        let url = with_dbname(&server_url, &dbname);
+        let url = with_dbname(&server_url, &dbname)
+            .unwrap_or_else(|| panic!("{POSTGRES_URL_VAR} must be a postgres://… URL"));
         let server = describe(&admin);
 
         let create = format!("CREATE DATABASE {}", quote_ident(&dbname));
@@ -276,20 +279,6 @@ fn unique_name() -> String {
     format!("joblog_t_{}_{n}_{random:08x}", std::process::id())
 }
 
-/// `url` with its database (the URL path) replaced by `dbname`; user,
-/// password, hosts, ports and `?` parameters stay as they were.
-fn with_dbname(url: &str, dbname: &str) -> String {
-    let (scheme, rest) = url
-        .split_once("://")
-        .unwrap_or_else(|| panic!("{POSTGRES_URL_VAR} must be a postgres://… URL"));
-    // Reserved characters in user or password are percent-encoded in a URL,
-    // so the authority ends at the first '/' or '?'.
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let query = tail.find('?').map_or("", |q| &tail[q..]);
-    format!("{scheme}://{authority}/{dbname}{query}")
-}
-
 /// `user@host:port` of a config, for messages; never the password.
 fn describe(config: &tokio_postgres::Config) -> String {
     crate::postgres::server(config)
@@ -298,10 +287,6 @@ fn describe(config: &tokio_postgres::Config) -> String {
 /// What went wrong, for a test's failure message (never the password).
 fn pg_error(e: &tokio_postgres::Error) -> String {
     crate::error::pg_message(e)
-}
-
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// Runs one statement on a connection of its own, on a new thread with its
@@ -341,27 +326,6 @@ fn run_sql(config: &tokio_postgres::Config, sql: String) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn with_dbname_keeps_everything_but_the_database() {
-        assert_eq!(
-            with_dbname("postgres://postgres@127.0.0.1:5432/test", "x"),
-            "postgres://postgres@127.0.0.1:5432/x"
-        );
-        assert_eq!(
-            with_dbname("postgresql://u:p%2Fw@h1:1,h2:2/db?sslmode=disable", "x"),
-            "postgresql://u:p%2Fw@h1:1,h2:2/x?sslmode=disable"
-        );
-        assert_eq!(with_dbname("postgres://h", "x"), "postgres://h/x");
-        assert_eq!(
-            with_dbname("postgres://h?application_name=a", "x"),
-            "postgres://h/x?application_name=a"
-        );
-        assert_eq!(
-            with_dbname("postgres:///db?host=/run/postgresql", "x"),
-            "postgres:///x?host=/run/postgresql"
-        );
-    }
 
     #[test]
     fn names_are_unique_and_valid_identifiers() {

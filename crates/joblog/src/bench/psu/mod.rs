@@ -2,6 +2,7 @@
 //! concurrent `sh` jobs run back to back; at each checkpoint the recent
 //! jobs' execution times and whole-log retrieval times are measured.
 
+pub(super) mod load;
 mod report;
 
 use std::collections::VecDeque;
@@ -307,6 +308,13 @@ impl Psu<'_> {
     }
 }
 
+/// The job of the psu test: `lines` short lines from one `sh` loop.
+fn script(lines: u32) -> String {
+    format!(
+        "i=0; while [ $i -lt {lines} ]; do i=$((i+1)); echo \"message $i of job $JOBLOG_JOB_ID\"; done"
+    )
+}
+
 fn push_bounded<T>(q: &mut VecDeque<T>, v: T, cap: usize) {
     q.push_back(v);
     while q.len() > cap.max(1) {
@@ -326,7 +334,16 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
         None
     } else {
         eprintln!("bench: starting a joblog server");
-        Some(start_server(&args, token.as_deref(), &mut sigint).await?)
+        Some(
+            start_server(
+                &args,
+                args.database.as_deref(),
+                &[],
+                token.as_deref(),
+                &mut sigint,
+            )
+            .await?,
+        )
     };
     let url = server
         .as_ref()
@@ -334,15 +351,11 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
         .unwrap_or_else(|| global.server.clone());
     let outcome = match Api::with_ca(&url, token.as_deref(), global.cacert.as_deref()) {
         Ok(api) => {
-            let script = format!(
-                "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo \"message $i of job $JOBLOG_JOB_ID\"; done",
-                n = args.lines
-            );
             let mut psu = Psu {
                 api: &api,
                 args: &args,
                 server: server.as_ref(),
-                script,
+                script: script(args.lines),
                 started: Instant::now(),
                 jobs: 0,
                 failed: 0,

@@ -1,0 +1,95 @@
+//! `joblog bench tail` for real, briefly: every viewer gets every line of
+//! the followed job, on SQLite and on a PostgreSQL database that the bench
+//! makes and drops itself. The figures are not checked: performance is
+//! measured by the bench, never asserted.
+
+use joblog_store::testing::TestDatabase;
+
+use super::BIN;
+
+/// 1 and 3 viewers of a job writing 100 lines in a second, under a psu
+/// load of 2-job batches.
+const SMALL: &[&str] = &[
+    "bench",
+    "tail",
+    "--runs",
+    "1",
+    "--viewers",
+    "1,3",
+    "--rate",
+    "100",
+    "--duration",
+    "1s",
+    "--batch-jobs",
+    "2",
+    "--lines",
+    "100",
+    "--job-timeout",
+    "60s",
+];
+
+/// Runs the bench; its report (stdout) once it exited 0, and its pid.
+async fn bench_tail(extra: &[&str]) -> (String, u32) {
+    let child = tokio::process::Command::new(BIN)
+        .args(SMALL)
+        .args(extra)
+        .env("JOBLOG_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawning joblog bench tail");
+    let pid = child.id().expect("the bench's pid");
+    let out = child.wait_with_output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "bench tail failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (stdout, pid)
+}
+
+fn assert_every_line_delivered(report: &str) {
+    for row in ["| 1 | 1 | 100 / 100 |", "| 1 | 3 | 300 / 300 |"] {
+        assert!(report.contains(row), "no {row:?} in\n{report}");
+    }
+    assert!(!report.contains("Problems"), "{report}");
+}
+
+#[tokio::test]
+async fn bench_tail_delivers_every_line_to_every_viewer() {
+    let (report, _) = bench_tail(&[]).await;
+    assert_every_line_delivered(&report);
+    assert!(
+        report.contains("SQLite in a fresh temporary data directory"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn bench_tail_on_postgres_measures_on_databases_of_its_own_and_drops_them() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let (report, pid) = bench_tail(&["--database", db.url()]).await;
+    assert_every_line_delivered(&report);
+    assert!(
+        report.contains("a fresh database on its server"),
+        "{report}"
+    );
+    let (client, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_database WHERE datname LIKE $1",
+            &[&format!("joblog\\_bench\\_tail\\_{pid}\\_%")],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "the bench left its databases behind");
+}
