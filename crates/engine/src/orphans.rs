@@ -295,6 +295,22 @@ mod tests {
         };
         let mut left = start(&old);
         let mut other = start(&elsewhere);
+        // `spawn` returns once the child has begun its exec, which may be
+        // before the kernel has set up its environment (`/proc/<pid>/environ`
+        // reads empty until then). Leftovers at a real start are older.
+        for child in [&left, &other] {
+            let path = format!("/proc/{}/environ", child.id());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !std::fs::read(&path)
+                .is_ok_and(|e| e.windows(18).any(|w| w == b"JOBLOG_SUPERVISOR="))
+            {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{path} never showed the mark"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
         let killed = new.kill_leftovers();
         assert_eq!(killed, vec![left.id() as i32]);
         assert!(!left.wait().unwrap().success());
