@@ -18,6 +18,8 @@
 //! drives connections, logging the server's notices at their weight, and
 //! `dbname` names another database of the server (for throwaway ones).
 
+// Used only by throwaway databases (tests, benchmarks).
+#[cfg(any(test, feature = "testing", feature = "bench"))]
 pub(crate) mod dbname;
 mod listener;
 mod listing;
