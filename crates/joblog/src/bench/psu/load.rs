@@ -2,14 +2,11 @@
 //! under it (`bench tail`): the same batches of concurrent jobs, back to
 //! back, until told to stop; no checkpoints, no retrievals.
 
-use std::collections::VecDeque;
-use std::time::Instant;
-
 use tokio::sync::watch;
 
 use super::super::stats::median;
 use super::super::BenchArgs;
-use super::{script, Psu};
+use super::Psu;
 use crate::client::Api;
 
 /// What the load did while it ran.
@@ -33,19 +30,7 @@ pub(in crate::bench) async fn run_until(
     mut stop: watch::Receiver<bool>,
     batches: watch::Sender<u64>,
 ) -> anyhow::Result<LoadFigures> {
-    let mut psu = Psu {
-        api,
-        args,
-        server: None,
-        script: script(args.lines),
-        started: Instant::now(),
-        jobs: 0,
-        failed: 0,
-        durations: VecDeque::new(),
-        batch_walls: VecDeque::new(),
-        recent: VecDeque::new(),
-        rows: Vec::new(),
-    };
+    let mut psu = Psu::new(api, args, None);
     let mut walls = Vec::new();
     let mut n = 0u64;
     while !*stop.borrow_and_update() {

@@ -160,7 +160,24 @@ struct Psu<'a> {
     rows: Vec<Row>,
 }
 
-impl Psu<'_> {
+impl<'a> Psu<'a> {
+    /// A load of batches against `api`, nothing run yet.
+    fn new(api: &'a Api, args: &'a BenchArgs, server: Option<&'a SpawnedServer>) -> Psu<'a> {
+        Psu {
+            api,
+            args,
+            server,
+            script: script(args.lines),
+            started: Instant::now(),
+            jobs: 0,
+            failed: 0,
+            durations: VecDeque::new(),
+            batch_walls: VecDeque::new(),
+            recent: VecDeque::new(),
+            rows: Vec::new(),
+        }
+    }
+
     async fn batch(&mut self) -> anyhow::Result<()> {
         let t = Instant::now();
         let futs = (0..self.args.batch_jobs)
@@ -351,19 +368,7 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
         .unwrap_or_else(|| global.server.clone());
     let outcome = match Api::with_ca(&url, token.as_deref(), global.cacert.as_deref()) {
         Ok(api) => {
-            let mut psu = Psu {
-                api: &api,
-                args: &args,
-                server: server.as_ref(),
-                script: script(args.lines),
-                started: Instant::now(),
-                jobs: 0,
-                failed: 0,
-                durations: VecDeque::new(),
-                batch_walls: VecDeque::new(),
-                recent: VecDeque::new(),
-                rows: Vec::new(),
-            };
+            let mut psu = Psu::new(&api, &args, server.as_ref());
             let stop = tokio::select! {
                 r = psu.run() => r,
                 _ = sigint.recv() => Ok(Some("interrupted (Ctrl-C)".to_string())),
