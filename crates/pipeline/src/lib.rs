@@ -5,6 +5,7 @@
 //! memory between producers and the store is bounded; records of a job
 //! reach the store in seq order, so a crash leaves a gap-free prefix.
 
+pub mod oplog;
 mod output;
 mod requests;
 mod writer;

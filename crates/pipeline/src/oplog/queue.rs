@@ -1,0 +1,253 @@
+//! One sink's bounded queue: many producer threads push, one writer thread
+//! drains in batches. What happens when it is full is the sink's explicit
+//! policy ([`Overflow`]), and every dropped item is counted.
+//!
+//! Built on std's bounded channel (lock-free for pushes and pops; a thread
+//! parks only when `Block` finds the queue full), so producers share no
+//! lock, and items of one producer leave in the order it pushed them.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a push does when the queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overflow {
+    /// Wait for room: nothing is lost, the producer slows to the sink.
+    Block,
+    /// Drop the item being pushed and count it: the producer never waits.
+    DropNewest,
+}
+
+impl Overflow {
+    /// `block` or `drop_newest`, as a configuration names them.
+    pub fn parse(s: &str) -> Result<Overflow, String> {
+        match s {
+            "block" => Ok(Overflow::Block),
+            "drop_newest" => Ok(Overflow::DropNewest),
+            other => Err(format!(
+                "unknown queue policy '{other}' (expected block or drop_newest)"
+            )),
+        }
+    }
+}
+
+/// What became of a push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pushed {
+    Queued,
+    /// The queue was full and the policy is [`Overflow::DropNewest`].
+    Dropped,
+    /// The writer is gone (the sink was stopped): the item is dropped and
+    /// counted.
+    Closed,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    depth: AtomicUsize,
+    dropped: AtomicU64,
+}
+
+/// The producers' end; clone it for each thread.
+#[derive(Debug, Clone)]
+pub struct Sender<T> {
+    tx: SyncSender<T>,
+    policy: Overflow,
+    counters: Arc<Counters>,
+}
+
+/// The writer's end.
+#[derive(Debug)]
+pub struct Writer<T> {
+    rx: Receiver<T>,
+    counters: Arc<Counters>,
+}
+
+/// A queue of at most `capacity` items (at least 1).
+pub fn bounded<T>(capacity: usize, policy: Overflow) -> (Sender<T>, Writer<T>) {
+    let (tx, rx) = mpsc::sync_channel(capacity.max(1));
+    let counters = Arc::new(Counters::default());
+    (
+        Sender {
+            tx,
+            policy,
+            counters: counters.clone(),
+        },
+        Writer { rx, counters },
+    )
+}
+
+impl<T> Sender<T> {
+    pub fn push(&self, item: T) -> Pushed {
+        // Counted before the send, so the writer never sees a depth
+        // below zero.
+        self.counters.depth.fetch_add(1, Ordering::Relaxed);
+        let pushed = match self.policy {
+            Overflow::Block => match self.tx.send(item) {
+                Ok(()) => Pushed::Queued,
+                Err(_) => Pushed::Closed,
+            },
+            Overflow::DropNewest => match self.tx.try_send(item) {
+                Ok(()) => Pushed::Queued,
+                Err(TrySendError::Full(_)) => Pushed::Dropped,
+                Err(TrySendError::Disconnected(_)) => Pushed::Closed,
+            },
+        };
+        if pushed != Pushed::Queued {
+            self.counters.depth.fetch_sub(1, Ordering::Relaxed);
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        pushed
+    }
+
+    /// Items dropped so far (full queue or stopped writer).
+    pub fn dropped(&self) -> u64 {
+        self.counters.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Items waiting for the writer, counting those of producers that
+    /// `Block` holds at a full queue.
+    pub fn depth(&self) -> usize {
+        self.counters.depth.load(Ordering::Relaxed)
+    }
+}
+
+impl<T> Writer<T> {
+    /// Waits up to `wait` for an item, then takes whatever else is waiting,
+    /// up to `max` in all, into `batch`. False once every sender is gone and
+    /// the queue is empty: the writer's work is done.
+    pub fn next_batch(&self, batch: &mut Vec<T>, max: usize, wait: Duration) -> bool {
+        let first = match self.rx.recv_timeout(wait) {
+            Ok(item) => item,
+            Err(RecvTimeoutError::Timeout) => return true,
+            Err(RecvTimeoutError::Disconnected) => return false,
+        };
+        batch.push(first);
+        while batch.len() < max.max(1) {
+            match self.rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        self.counters
+            .depth
+            .fetch_sub(batch.len(), Ordering::Relaxed);
+        true
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.counters.dropped.load(Ordering::Relaxed)
+    }
+
+    pub fn depth(&self) -> usize {
+        self.counters.depth.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WAIT: Duration = Duration::from_millis(50);
+
+    fn drain<T>(w: &Writer<T>) -> Vec<T> {
+        let mut all = Vec::new();
+        let mut batch = Vec::new();
+        while w.depth() > 0 {
+            w.next_batch(&mut batch, 1000, WAIT);
+            all.append(&mut batch);
+        }
+        all
+    }
+
+    #[test]
+    fn drop_newest_keeps_the_first_and_counts_the_rest() {
+        let (tx, w) = bounded(3, Overflow::DropNewest);
+        let pushed: Vec<Pushed> = (0..5).map(|i| tx.push(i)).collect();
+        assert_eq!(pushed[..3], [Pushed::Queued; 3]);
+        assert_eq!(pushed[3..], [Pushed::Dropped; 2]);
+        assert_eq!((tx.dropped(), tx.depth()), (2, 3));
+        assert_eq!(drain(&w), vec![0, 1, 2]);
+        assert_eq!((w.dropped(), w.depth()), (2, 0));
+        // Room again: pushes are queued again.
+        assert_eq!(tx.push(9), Pushed::Queued);
+    }
+
+    #[test]
+    fn block_waits_for_room_and_drops_nothing() {
+        let (tx, w) = bounded(2, Overflow::Block);
+        let producer = std::thread::spawn(move || {
+            for i in 0..100 {
+                assert_eq!(tx.push(i), Pushed::Queued);
+            }
+            tx.dropped()
+        });
+        let mut got = Vec::new();
+        let mut batch = Vec::new();
+        while w.next_batch(&mut batch, 10, WAIT) {
+            got.append(&mut batch);
+        }
+        assert_eq!(producer.join().unwrap(), 0);
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+        assert_eq!((w.dropped(), w.depth()), (0, 0));
+    }
+
+    #[test]
+    fn a_push_after_the_writer_stopped_is_counted_not_lost_silently() {
+        for policy in [Overflow::Block, Overflow::DropNewest] {
+            let (tx, w) = bounded(4, policy);
+            drop(w);
+            assert_eq!(tx.push(1), Pushed::Closed);
+            assert_eq!((tx.dropped(), tx.depth()), (1, 0));
+        }
+    }
+
+    /// 8 threads × 100,000 items through a small queue with `Block`:
+    /// every item arrives once, and each thread's in the order it pushed.
+    #[test]
+    fn eight_blocking_producers_lose_nothing_and_keep_their_order() {
+        const THREADS: u32 = 8;
+        const EACH: u32 = 100_000;
+        let (tx, w) = bounded::<(u32, u32)>(1024, Overflow::Block);
+        let producers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    for i in 0..EACH {
+                        tx.push((t, i));
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut next = vec![0u32; THREADS as usize];
+        let mut batch = Vec::new();
+        let mut total = 0u64;
+        while w.next_batch(&mut batch, 4096, WAIT) {
+            for (t, i) in batch.drain(..) {
+                assert_eq!(i, next[t as usize], "thread {t} out of order");
+                next[t as usize] += 1;
+                total += 1;
+            }
+        }
+        for p in producers {
+            p.join().unwrap();
+        }
+        assert_eq!(total, u64::from(THREADS * EACH));
+        assert!(next.iter().all(|n| *n == EACH), "{next:?}");
+        assert_eq!((w.dropped(), w.depth()), (0, 0));
+    }
+
+    #[test]
+    fn policies_are_named_as_the_configuration_names_them() {
+        assert_eq!(Overflow::parse("block"), Ok(Overflow::Block));
+        assert_eq!(Overflow::parse("drop_newest"), Ok(Overflow::DropNewest));
+        let e = Overflow::parse("drop_oldest").unwrap_err();
+        assert!(
+            e.contains("'drop_oldest'") && e.contains("block or drop_newest"),
+            "{e}"
+        );
+    }
+}
