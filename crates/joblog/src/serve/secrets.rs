@@ -55,6 +55,11 @@ pub(super) fn bootstrap_token(
         (Some(_), Some(_)) => bail!("token and token_file are both set; keep one"),
         (Some(t), None) => t,
         (None, Some(path)) => {
+            // Such a path is a quote left open in joblog.toml that took the
+            // lines below (perhaps `token = …`): refused, and not quoted.
+            if path.to_string_lossy().chars().any(char::is_control) {
+                bail!("token_file: the path holds a line break or control character (a quote left open in joblog.toml?)");
+            }
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("token_file: cannot read {}", path.display()))?;
             let line = text.lines().next().unwrap_or("").trim().to_string();
@@ -118,6 +123,11 @@ mod tests {
             bootstrap_token(None, Some(&dir.path().join("none"))).unwrap_err()
         );
         assert!(e.contains("token_file: cannot read"), "{e}");
+        // A quote left open took the next line into the path: refused
+        // without quoting what it swallowed.
+        let swallowed = std::path::Path::new("\ntoken = \"s3cr3t-value\"\nlisten = ");
+        let e = format!("{:#}", bootstrap_token(None, Some(swallowed)).unwrap_err());
+        assert!(e.contains("line break") && !e.contains("s3cr3t"), "{e}");
     }
 
     #[test]
