@@ -168,6 +168,10 @@ class JobsPage {
   }
 
   renderTable() {
+    // Rows new since the last read slide in; the rest stay still.
+    const before = this.shown;
+    this.shown = new Set(this.jobs.map((j) => j.id));
+    this.fresh = (id) => before !== undefined && !before.has(id);
     const t = this.table;
     clear(t);
     const head = el("thead");
@@ -206,6 +210,7 @@ class JobsPage {
 
   row(j) {
     const tr = el("tr", `st-${j.state}`);
+    if (this.fresh(j.id)) tr.classList.add("new");
     tr.dataset.id = j.id;
     const link = el("a");
     link.href = `/jobs/${j.id}`;

@@ -49,7 +49,7 @@ await scenario("live", async (step) => {
   step("the page shows the job's end");
   await until(
     "the finished state in the list",
-    async () => (await list.getAttribute(`tr[data-id='${id}']`, "class")) === "st-succeeded",
+    async () => (await list.getAttribute(`tr[data-id='${id}']`, "class")).split(" ").includes("st-succeeded"),
     5000,
   );
   const warnings = await list.textContent(`tr[data-id='${id}'] td.warn`);
