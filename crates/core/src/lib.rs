@@ -1,10 +1,11 @@
 //! joblog's domain types: jobs, records, streams, timestamps, job
 //! listings, what a log viewer asks of a log (earlier pages, searches,
-//! outlines) and API token roles, with no I/O.
+//! outlines), API token roles and the audit trail, with no I/O.
 //!
 //! Every other crate speaks in these types; this crate knows nothing about
 //! SQL, HTTP, processes or files.
 
+mod audit;
 mod duration;
 mod escape;
 mod given;
@@ -13,9 +14,11 @@ mod navigation;
 mod node;
 mod query;
 mod record;
+mod size;
 mod time;
 mod token;
 
+pub use audit::{AuditEntry, AuditQuery, NewAudit, MAX_AUDIT_FIELD, MAX_AUDIT_LIMIT};
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use escape::escape_display;
 pub use given::Given;
@@ -30,5 +33,6 @@ pub use navigation::{
 pub use node::{NodeInfo, NodeState};
 pub use query::{GlobPiece, JobQuery, NameFilter, NameGlob};
 pub use record::{Record, Stream, StreamCounts};
+pub use size::{parse_byte_size, render_byte_size};
 pub use time::{parse_time_bound, Timestamp};
 pub use token::{validate_token_name, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};

@@ -117,46 +117,13 @@ impl<T: SettingValue> SettingValue for Option<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ByteSize(pub u64);
 
-const UNITS: [(&str, u64); 9] = [
-    ("TiB", 1 << 40),
-    ("GiB", 1 << 30),
-    ("MiB", 1 << 20),
-    ("KiB", 1 << 10),
-    ("TB", 1_000_000_000_000),
-    ("GB", 1_000_000_000),
-    ("MB", 1_000_000),
-    ("kB", 1_000),
-    ("B", 1),
-];
-
 impl SettingValue for ByteSize {
     const KIND: &'static str = "size";
     fn parse_setting(text: &str) -> Result<Self, String> {
-        let t = text.trim();
-        let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
-            Some(i) => (t[..i].trim(), t[i..].trim()),
-            None => (t, "B"),
-        };
-        let bad = || format!("{text:?} is not a size (examples: 536870912, 512MiB, 64KiB, 1GB)");
-        let multiplier = UNITS
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(unit))
-            .map(|(_, m)| *m)
-            .ok_or_else(bad)?;
-        let n: u64 = number.replace('_', "").parse().map_err(|_| bad())?;
-        n.checked_mul(multiplier)
-            .map(ByteSize)
-            .ok_or_else(|| format!("{text:?} is too large"))
+        joblog_core::parse_byte_size(text).map(ByteSize)
     }
     fn render(&self) -> String {
-        let n = self.0;
-        match UNITS[..4]
-            .iter()
-            .find(|(_, m)| n >= *m && n.is_multiple_of(*m))
-        {
-            Some((name, m)) => format!("{}{name}", n / m),
-            None => n.to_string(),
-        }
+        joblog_core::render_byte_size(self.0)
     }
 }
 

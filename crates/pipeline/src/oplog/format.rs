@@ -1,0 +1,219 @@
+//! How an entry becomes bytes: a JSON line (for machines: `jq`, log
+//! shippers) or a line of human text (for a terminal or the journal).
+//! Runs on the sinks' threads only.
+
+use std::io::Write;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::entry::Entry;
+
+/// A sink's line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `{"ts":…,"log":…,"level":…,"type":…,"msg":…, fields…}`
+    Json,
+    /// `2026-11-24T02:45:47.123456Z WARN  error joblog_api: msg k=v`, a
+    /// slow operation's events on the lines after, indented.
+    Human,
+}
+
+/// Appends `entry` to `out` in `format`, ending with a newline.
+pub fn write_line(entry: &Entry, format: Format, out: &mut Vec<u8>) {
+    match format {
+        Format::Json => json_line(entry, out),
+        Format::Human => human_line(entry, out),
+    }
+    out.push(b'\n');
+}
+
+/// The entry as one JSON object, without a newline (syslog frames it).
+pub fn json_line(entry: &Entry, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"ts\":\"");
+    out.extend_from_slice(entry.at.to_rfc3339().as_bytes());
+    out.extend_from_slice(b"\",\"log\":\"");
+    out.extend_from_slice(entry.log.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"level\":\"");
+    out.extend_from_slice(entry.level.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"type\":");
+    json_string(&entry.kind, out);
+    out.extend_from_slice(b",\"msg\":");
+    json_string(&entry.message, out);
+    for (key, value) in &entry.fields {
+        if matches!(key.as_str(), "ts" | "log" | "level" | "type" | "msg") {
+            continue;
+        }
+        out.push(b',');
+        json_string(key, out);
+        out.push(b':');
+        // Writing into a Vec cannot fail, and a Value always serializes.
+        let _ = serde_json::to_writer(&mut *out, value);
+    }
+    out.push(b'}');
+}
+
+fn json_string(s: &str, out: &mut Vec<u8>) {
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// The entry as human text, without the final newline. Control
+/// characters in values are escaped, so one entry is one line (plus its
+/// timeline's lines): a request path cannot forge a log line.
+pub fn human_line(entry: &Entry, out: &mut Vec<u8>) {
+    let _ = write!(
+        out,
+        "{} {:<5} {} {}: ",
+        entry.at.to_rfc3339(),
+        entry.level.as_str().to_ascii_uppercase(),
+        entry.log,
+        plain(&entry.kind)
+    );
+    out.extend_from_slice(plain(&entry.message).as_bytes());
+    for (key, value) in &entry.fields {
+        if key == "events" {
+            continue;
+        }
+        let _ = write!(out, " {}={}", plain(key), human_value(value));
+    }
+    if let Some(Value::Array(events)) = entry.fields.get("events") {
+        for event in events {
+            out.extend_from_slice(b"\n    ");
+            human_event(event, out);
+        }
+    }
+}
+
+/// One event of a timeline: `+1.204ms WARN target: msg k=v (file:line)`.
+fn human_event(event: &Value, out: &mut Vec<u8>) {
+    let Value::Object(map) = event else {
+        out.extend_from_slice(plain(&event.to_string()).as_bytes());
+        return;
+    };
+    let text = |k: &str| map.get(k).map(human_value).unwrap_or_default();
+    let _ = write!(
+        out,
+        "+{}ms {:<5} {}: {}",
+        text("offset_ms"),
+        text("level").to_ascii_uppercase(),
+        text("target"),
+        text("msg")
+    );
+    for (key, value) in map {
+        if matches!(
+            key.as_str(),
+            "offset_ms" | "level" | "target" | "msg" | "file" | "line" | "ts"
+        ) {
+            continue;
+        }
+        let _ = write!(out, " {}={}", plain(key), human_value(value));
+    }
+    if let Some(file) = map.get("file") {
+        let _ = write!(out, " ({}:{})", human_value(file), text("line"));
+    }
+}
+
+fn human_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => {
+            let p = plain(s);
+            if p.is_empty() || p.contains([' ', '=', '"']) {
+                format!("{p:?}")
+            } else {
+                p
+            }
+        }
+        other => plain(&other.to_string()),
+    }
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`).
+fn plain(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use joblog_core::Timestamp;
+    use serde_json::json;
+
+    use super::*;
+    use crate::oplog::entry::{Level, Log};
+
+    fn entry() -> Entry {
+        let mut fields = serde_json::Map::new();
+        fields.insert("status".into(), json!(200));
+        fields.insert("path".into(), json!("/api/v1/jobs/7\n200 forged"));
+        fields.insert("msg".into(), json!("shadowed"));
+        Entry {
+            log: Log::Access,
+            level: Level::Info,
+            at: Timestamp(1_700_000_000_000_000),
+            kind: "GET /api/v1/jobs/{id}".into(),
+            message: "GET /api/v1/jobs/7 200".into(),
+            fields,
+        }
+    }
+
+    #[test]
+    fn a_json_line_parses_back_with_the_fixed_keys_first() {
+        let mut out = Vec::new();
+        write_line(&entry(), Format::Json, &mut out);
+        assert_eq!(out.last(), Some(&b'\n'));
+        assert_eq!(out.iter().filter(|b| **b == b'\n').count(), 1);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("{\"ts\":\"2023-11-14T22:13:20"), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["log"], "access");
+        assert_eq!(v["type"], "GET /api/v1/jobs/{id}");
+        assert_eq!(
+            v["msg"], "GET /api/v1/jobs/7 200",
+            "a field cannot shadow msg"
+        );
+        assert_eq!(v["status"], 200);
+    }
+
+    #[test]
+    fn human_text_is_one_line_whatever_the_values_hold() {
+        let mut out = Vec::new();
+        write_line(&entry(), Format::Human, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("INFO  access GET /api/v1/jobs/{id}: GET /api/v1/jobs/7 200"));
+        assert!(
+            text.contains(r#"path="/api/v1/jobs/7\\n200 forged""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_timeline_follows_its_entry_indented() {
+        let mut e = entry();
+        e.log = Log::Slow;
+        e.fields.insert(
+            "events".into(),
+            json!([{"offset_ms": 1.5, "level": "warn", "target": "joblog_api", "msg": "slow store", "file": "a.rs", "line": 3, "rows": 9}]),
+        );
+        let mut out = Vec::new();
+        human_line(&e, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(
+            lines[1],
+            "    +1.5ms WARN  joblog_api: slow store rows=9 (a.rs:3)"
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! The sinks: files with rotation, stdout/stderr, syslog.
