@@ -91,7 +91,11 @@ fn human_event(event: &Value, out: &mut Vec<u8>) {
         out.extend_from_slice(plain(&event.to_string()).as_bytes());
         return;
     };
-    let text = |k: &str| map.get(k).map(human_value).unwrap_or_default();
+    let text = |k: &str| match map.get(k) {
+        Some(Value::String(s)) => plain(s),
+        Some(other) => plain(&other.to_string()),
+        None => String::new(),
+    };
     let _ = write!(
         out,
         "+{}ms {:<5} {}: {}",

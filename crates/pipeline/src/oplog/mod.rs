@@ -1,17 +1,52 @@
-//! The server's own logs (issue 11, in progress): structured events from
-//! any thread handed to background sinks, none of it on the caller's
-//! thread but a push onto a bounded queue.
+//! The server's own logs, usable by any Rust program: a `tracing` layer
+//! (and a direct API) hands structured events, gathered into operation
+//! units (an API request, a job run), to a router thread that turns them
+//! into access, audit, error, slow and server lines and hands each to the
+//! sinks that take it (files with rotation, stdout/stderr, syslog, the
+//! database), each on its own thread behind its own bounded queue.
 //!
-//! [`queue`] is the bounded queue each sink reads; [`entry`] the lines
-//! sinks write, [`format`] how they look, [`sink`] what a sink is, and
-//! [`sinks`] the sinks themselves.
+//! Invariants: the thread that logs only captures values and pushes onto
+//! a queue (no I/O, no formatting to text, no shared lock); a full queue
+//! does what its policy says and counts what it drops; a failing sink
+//! never stops the others or the server.
 
+pub mod config;
 pub mod entry;
+mod event;
 pub mod format;
+mod layer;
+mod metrics;
 pub mod queue;
+pub mod route;
+mod router;
+mod runner;
 pub mod sink;
 pub mod sinks;
+mod unit;
 
+pub use config::{LoggingConfig, Plan, SinkConfig, SinkKind, Target};
 pub use entry::{Entry, Level, Log};
+pub use event::{Event, Value};
 pub use format::Format;
+pub use layer::OplogLayer;
+pub use route::AUDIT_FIELD;
+pub use router::{Oplog, OplogOptions, Opener};
+pub use runner::SinkStats;
 pub use sink::Sink;
+pub use unit::{Unit, UnitKind, UNIT_FIELD};
+
+/// Why the logs could not start or take a configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum OplogError {
+    /// The configuration is invalid; the message names the sink and field.
+    #[error("invalid logging configuration: {0}")]
+    Invalid(String),
+    /// A sink could not open its destination.
+    #[error("{0}")]
+    Open(String),
+    #[error("the server's logs are stopped")]
+    Closed,
+}
+
+#[cfg(test)]
+mod tests;

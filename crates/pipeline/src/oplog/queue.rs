@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// What a push does when the queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Overflow {
     /// Wait for room: nothing is lost, the producer slows to the sink.
     Block,
@@ -44,14 +45,28 @@ pub enum Pushed {
     Closed,
 }
 
+/// A queue's live figures, shared by both ends (and metrics).
 #[derive(Debug, Default)]
-struct Counters {
+pub struct Counters {
     depth: AtomicUsize,
     dropped: AtomicU64,
 }
 
+impl Counters {
+    /// Items dropped so far (full queue or stopped writer).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Items waiting for the writer, counting those of producers that
+    /// `Block` holds at a full queue.
+    pub fn depth(&self) -> usize {
+        self.depth.load(Ordering::Relaxed)
+    }
+}
+
 /// The producers' end; clone it for each thread.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Sender<T> {
     tx: SyncSender<T>,
     policy: Overflow,
@@ -79,12 +94,29 @@ pub fn bounded<T>(capacity: usize, policy: Overflow) -> (Sender<T>, Writer<T>) {
     )
 }
 
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        Sender {
+            tx: self.tx.clone(),
+            policy: self.policy,
+            counters: self.counters.clone(),
+        }
+    }
+}
+
 impl<T> Sender<T> {
     pub fn push(&self, item: T) -> Pushed {
+        self.push_as(item, self.policy)
+    }
+
+    /// Pushes under another policy than the queue's: `Block` for what
+    /// must arrive (a flush), `DropNewest` for a thread that must never
+    /// wait.
+    pub fn push_as(&self, item: T, policy: Overflow) -> Pushed {
         // Counted before the send, so the writer never sees a depth
         // below zero.
         self.counters.depth.fetch_add(1, Ordering::Relaxed);
-        let pushed = match self.policy {
+        let pushed = match policy {
             Overflow::Block => match self.tx.send(item) {
                 Ok(()) => Pushed::Queued,
                 Err(_) => Pushed::Closed,
@@ -102,15 +134,16 @@ impl<T> Sender<T> {
         pushed
     }
 
-    /// Items dropped so far (full queue or stopped writer).
     pub fn dropped(&self) -> u64 {
-        self.counters.dropped.load(Ordering::Relaxed)
+        self.counters.dropped()
     }
 
-    /// Items waiting for the writer, counting those of producers that
-    /// `Block` holds at a full queue.
     pub fn depth(&self) -> usize {
-        self.counters.depth.load(Ordering::Relaxed)
+        self.counters.depth()
+    }
+
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
     }
 }
 
@@ -119,13 +152,14 @@ impl<T> Writer<T> {
     /// up to `max` in all, into `batch`. False once every sender is gone and
     /// the queue is empty: the writer's work is done.
     pub fn next_batch(&self, batch: &mut Vec<T>, max: usize, wait: Duration) -> bool {
+        let before = batch.len();
         let first = match self.rx.recv_timeout(wait) {
             Ok(item) => item,
             Err(RecvTimeoutError::Timeout) => return true,
             Err(RecvTimeoutError::Disconnected) => return false,
         };
         batch.push(first);
-        while batch.len() < max.max(1) {
+        while batch.len() - before < max.max(1) {
             match self.rx.try_recv() {
                 Ok(item) => batch.push(item),
                 Err(_) => break,
@@ -133,16 +167,16 @@ impl<T> Writer<T> {
         }
         self.counters
             .depth
-            .fetch_sub(batch.len(), Ordering::Relaxed);
+            .fetch_sub(batch.len() - before, Ordering::Relaxed);
         true
     }
 
     pub fn dropped(&self) -> u64 {
-        self.counters.dropped.load(Ordering::Relaxed)
+        self.counters.dropped()
     }
 
     pub fn depth(&self) -> usize {
-        self.counters.depth.load(Ordering::Relaxed)
+        self.counters.depth()
     }
 }
 

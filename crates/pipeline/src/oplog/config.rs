@@ -1,0 +1,468 @@
+//! The `[logging]` configuration: which sinks there are, what each takes
+//! and how it behaves when full. One shape for `joblog.toml` and for the
+//! admin endpoint's JSON; checked whole before anything changes, so an
+//! invalid one is refused with a message naming the sink and the field.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::entry::{Level, Log};
+use super::format::Format;
+use super::queue::Overflow;
+use super::route::SinkFilter;
+
+/// Default capacity of a sink's queue, in entries.
+pub const DEFAULT_QUEUE: usize = 8192;
+/// Default slow-log threshold.
+pub const DEFAULT_SLOW: Duration = Duration::from_secs(1);
+
+/// The `[logging]` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoggingConfig {
+    /// Directory of file sinks with a relative path. Default:
+    /// `<data-dir>/logs`.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// Requests slower than this to answer go to the slow log (`1s`,
+    /// `250ms`).
+    #[serde(default = "default_slow", with = "duration_text")]
+    pub slow_threshold: Duration,
+    /// Entries each sink's queue holds (a sink can set its own).
+    #[serde(default = "default_queue")]
+    pub queue: usize,
+    /// What a full queue does: `block` (nothing lost; the server waits for
+    /// the sink) or `drop_newest` (never waits; drops are counted and
+    /// reported). A sink can set its own.
+    #[serde(default = "default_overflow")]
+    pub overflow: Overflow,
+    /// The sinks; absent: [`default_sinks`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sinks: Option<Vec<SinkConfig>>,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig {
+            dir: None,
+            slow_threshold: DEFAULT_SLOW,
+            queue: DEFAULT_QUEUE,
+            overflow: Overflow::Block,
+            sinks: None,
+        }
+    }
+}
+
+fn default_slow() -> Duration {
+    DEFAULT_SLOW
+}
+fn default_queue() -> usize {
+    DEFAULT_QUEUE
+}
+fn default_overflow() -> Overflow {
+    Overflow::Block
+}
+
+/// Durations as people write them: `1s`, `250ms`.
+mod duration_text {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        joblog_core::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where a sink writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SinkKind {
+    File,
+    Stdout,
+    Stderr,
+    Syslog,
+    /// The joblog database: the audit log only, for `GET /api/v1/audit`
+    /// and the web UI's Audit page.
+    Database,
+}
+
+/// Old files' compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Zstd,
+    Gzip,
+}
+
+/// One `[[logging.sinks]]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkConfig {
+    /// Names the sink in metrics and messages. Default: a file's name
+    /// without `.log`, else the kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub kind: SinkKind,
+    /// Which logs it takes: `access`, `audit`, `error`, `slow`, `server`.
+    pub logs: Vec<Log>,
+    /// Entries below this level are left out. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_level: Option<Level>,
+    /// Entry types left out: exact (`GET /healthz`) or a prefix ending in
+    /// `*` (`token.*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
+    /// `json` (default) or `human` (default for stderr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<Format>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overflow: Option<Overflow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<usize>,
+    /// file: the file, relative to `dir` unless absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// file: start a new file before this size is passed (`100MiB`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotate_size: Option<String>,
+    /// file: start a new file each day (UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotate_daily: Option<bool>,
+    /// file: rotated files kept (default 14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep: Option<usize>,
+    /// file: `zstd` (default), `gzip` or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compress: Option<Compression>,
+    /// syslog: `/dev/log` (default), a socket path, `unix:///path` or
+    /// `udp://host:514`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// syslog: `daemon` (default), `user`, `auth`, `local0`…`local7`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facility: Option<String>,
+}
+
+impl SinkConfig {
+    pub fn new(kind: SinkKind, logs: &[Log]) -> SinkConfig {
+        SinkConfig {
+            name: None,
+            kind,
+            logs: logs.to_vec(),
+            min_level: None,
+            ignore: Vec::new(),
+            format: None,
+            overflow: None,
+            queue: None,
+            path: None,
+            rotate_size: None,
+            rotate_daily: None,
+            keep: None,
+            compress: None,
+            address: None,
+            facility: None,
+        }
+    }
+
+    fn file(name: &str, log: Log) -> SinkConfig {
+        SinkConfig {
+            path: Some(PathBuf::from(format!("{name}.log"))),
+            ..SinkConfig::new(SinkKind::File, &[log])
+        }
+    }
+}
+
+/// The sinks when none are configured: JSON-lines files `access.log`,
+/// `audit.log`, `error.log` and `slow.log` in the logs directory; the
+/// error and server logs on stderr as human text; the audit log in the
+/// database, for the API and the web UI.
+pub fn default_sinks() -> Vec<SinkConfig> {
+    vec![
+        SinkConfig::file("access", Log::Access),
+        SinkConfig::file("audit", Log::Audit),
+        SinkConfig::file("error", Log::Error),
+        SinkConfig::file("slow", Log::Slow),
+        SinkConfig::new(SinkKind::Stderr, &[Log::Error, Log::Server]),
+        SinkConfig::new(SinkKind::Database, &[Log::Audit]),
+    ]
+}
+
+/// A file sink's rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rotation {
+    pub max_bytes: Option<u64>,
+    pub daily: bool,
+    /// Rotated files kept.
+    pub keep: usize,
+    pub compress: Compression,
+}
+
+/// A file sink's default rotation: at 100 MiB and daily, 14 kept, zstd.
+pub const DEFAULT_ROTATION: Rotation = Rotation {
+    max_bytes: Some(100 << 20),
+    daily: true,
+    keep: 14,
+    compress: Compression::Zstd,
+};
+
+/// Where a checked sink writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    File { path: PathBuf, rotation: Rotation },
+    Stdout,
+    Stderr,
+    Syslog { address: String, facility: String },
+    Database,
+}
+
+/// One sink, checked and resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub name: String,
+    pub filter: SinkFilter,
+    pub format: Format,
+    pub overflow: Overflow,
+    pub queue: usize,
+    pub target: Target,
+}
+
+/// Checks `config` whole. `default_dir` is where relative file paths go
+/// when `dir` is not set.
+pub fn plan(config: &LoggingConfig, default_dir: &Path) -> Result<Vec<Plan>, String> {
+    let dir = config.dir.clone().unwrap_or_else(|| default_dir.to_path_buf());
+    if config.queue == 0 {
+        return Err("logging.queue must be at least 1".into());
+    }
+    let defaults;
+    let sinks = match &config.sinks {
+        Some(sinks) => sinks,
+        None => {
+            defaults = default_sinks();
+            &defaults
+        }
+    };
+    let mut plans: Vec<Plan> = Vec::with_capacity(sinks.len());
+    for (i, sink) in sinks.iter().enumerate() {
+        let plan = plan_sink(config, sink, &dir)
+            .map_err(|e| format!("logging sink {} ({:?}): {e}", i + 1, sink_label(sink)))?;
+        if plans.iter().any(|p| p.name == plan.name) {
+            return Err(format!(
+                "two logging sinks are named {:?}: give one a different `name`",
+                plan.name
+            ));
+        }
+        if let Target::File { path, .. } = &plan.target {
+            if let Some(other) = plans.iter().find(|p| matches!(&p.target, Target::File { path: q, .. } if q == path)) {
+                return Err(format!(
+                    "logging sinks {:?} and {:?} both write {}: two writers would rotate one file",
+                    other.name,
+                    plan.name,
+                    path.display()
+                ));
+            }
+        }
+        plans.push(plan);
+    }
+    Ok(plans)
+}
+
+fn sink_label(sink: &SinkConfig) -> String {
+    sink.name.clone().unwrap_or_else(|| {
+        serde_json::to_value(sink.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    })
+}
+
+fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Plan, String> {
+    if sink.logs.is_empty() {
+        return Err("`logs` is empty: name the logs it takes (access, audit, error, slow, server)".into());
+    }
+    for pattern in &sink.ignore {
+        if pattern.is_empty() || pattern[..pattern.len() - 1].contains('*') {
+            return Err(format!(
+                "ignore entry {pattern:?}: an exact type, or a prefix ending in one `*`"
+            ));
+        }
+    }
+    if sink.queue == Some(0) {
+        return Err("`queue` must be at least 1".into());
+    }
+    let only = |field: &str, given: bool, kind: &str| -> Result<(), String> {
+        if given {
+            Err(format!("`{field}` applies to {kind} sinks only"))
+        } else {
+            Ok(())
+        }
+    };
+    let is_file = sink.kind == SinkKind::File;
+    only("rotate_size", !is_file && sink.rotate_size.is_some(), "file")?;
+    only("rotate_daily", !is_file && sink.rotate_daily.is_some(), "file")?;
+    only("keep", !is_file && sink.keep.is_some(), "file")?;
+    only("compress", !is_file && sink.compress.is_some(), "file")?;
+    only("path", !is_file && sink.path.is_some(), "file")?;
+    let is_syslog = sink.kind == SinkKind::Syslog;
+    only("address", !is_syslog && sink.address.is_some(), "syslog")?;
+    only("facility", !is_syslog && sink.facility.is_some(), "syslog")?;
+    let (target, default_name) = match sink.kind {
+        SinkKind::File => {
+            let path = sink.path.as_ref().ok_or("a file sink needs a `path`")?;
+            let stem = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(|n| n.strip_suffix(".log").unwrap_or(n).to_string())
+                .ok_or_else(|| format!("`path` {} names no file", path.display()))?;
+            let max_bytes = match &sink.rotate_size {
+                Some(text) => Some(
+                    joblog_core::parse_byte_size(text)
+                        .map_err(|e| format!("`rotate_size`: {e}"))?,
+                ),
+                None => DEFAULT_ROTATION.max_bytes,
+            };
+            if max_bytes == Some(0) {
+                return Err("`rotate_size` must be more than 0".into());
+            }
+            let rotation = Rotation {
+                max_bytes,
+                daily: sink.rotate_daily.unwrap_or(DEFAULT_ROTATION.daily),
+                keep: sink.keep.unwrap_or(DEFAULT_ROTATION.keep),
+                compress: sink.compress.unwrap_or(DEFAULT_ROTATION.compress),
+            };
+            (
+                Target::File {
+                    path: dir.join(path),
+                    rotation,
+                },
+                stem,
+            )
+        }
+        SinkKind::Stdout => (Target::Stdout, "stdout".into()),
+        SinkKind::Stderr => (Target::Stderr, "stderr".into()),
+        SinkKind::Syslog => (
+            Target::Syslog {
+                address: sink.address.clone().unwrap_or_else(|| "/dev/log".into()),
+                facility: sink.facility.clone().unwrap_or_else(|| "daemon".into()),
+            },
+            "syslog".into(),
+        ),
+        SinkKind::Database => {
+            if sink.logs != [Log::Audit] {
+                return Err("a database sink takes the audit log only: `logs = [\"audit\"]`".into());
+            }
+            (Target::Database, "database".into())
+        }
+    };
+    let name = sink.name.clone().unwrap_or(default_name);
+    if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control() || c == '"') {
+        return Err(format!("`name` {name:?}: 1 to 64 characters, no quotes or control characters"));
+    }
+    let format = sink.format.unwrap_or(match sink.kind {
+        SinkKind::Stderr => Format::Human,
+        _ => Format::Json,
+    });
+    Ok(Plan {
+        name,
+        filter: SinkFilter {
+            logs: sink.logs.clone(),
+            min_level: sink.min_level.unwrap_or(Level::Trace),
+            ignore: sink.ignore.clone(),
+        },
+        format,
+        overflow: sink.overflow.unwrap_or(config.overflow),
+        queue: sink.queue.unwrap_or(config.queue),
+        target,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: serde_json::Value) -> Result<Vec<Plan>, String> {
+        let config: LoggingConfig = serde_json::from_value(json).map_err(|e| e.to_string())?;
+        plan(&config, Path::new("/data/logs"))
+    }
+
+    #[test]
+    fn no_configuration_gives_the_four_files_stderr_and_the_database() {
+        let plans = plan(&LoggingConfig::default(), Path::new("/data/logs")).unwrap();
+        let names: Vec<_> = plans.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["access", "audit", "error", "slow", "stderr", "database"]);
+        assert_eq!(
+            plans[0].target,
+            Target::File {
+                path: PathBuf::from("/data/logs/access.log"),
+                rotation: DEFAULT_ROTATION
+            }
+        );
+        assert_eq!(plans[0].format, Format::Json);
+        assert_eq!(plans[4].format, Format::Human);
+        assert_eq!(plans[4].filter.logs, [Log::Error, Log::Server]);
+    }
+
+    #[test]
+    fn a_configuration_round_trips_through_json() {
+        let json = serde_json::json!({
+            "dir": "/var/log/joblog",
+            "slow_threshold": "250ms",
+            "overflow": "drop_newest",
+            "sinks": [
+                {"kind": "file", "path": "access.log", "logs": ["access"], "ignore": ["GET /healthz"],
+                 "rotate_size": "10MiB", "keep": 3, "compress": "gzip"},
+                {"kind": "syslog", "logs": ["audit", "error"], "address": "udp://127.0.0.1:514",
+                 "min_level": "warn", "overflow": "block"}
+            ]
+        });
+        let config: LoggingConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(config.slow_threshold, Duration::from_millis(250));
+        let back: LoggingConfig =
+            serde_json::from_value(serde_json::to_value(&config).unwrap()).unwrap();
+        assert_eq!(back, config);
+        let plans = plan(&config, Path::new("/ignored")).unwrap();
+        assert_eq!(plans[0].overflow, Overflow::DropNewest);
+        assert_eq!(plans[1].overflow, Overflow::Block);
+        assert_eq!(
+            plans[0].target,
+            Target::File {
+                path: PathBuf::from("/var/log/joblog/access.log"),
+                rotation: Rotation {
+                    max_bytes: Some(10 << 20),
+                    daily: true,
+                    keep: 3,
+                    compress: Compression::Gzip
+                }
+            }
+        );
+        assert_eq!(plans[1].filter.min_level, Level::Warn);
+    }
+
+    #[test]
+    fn invalid_configurations_are_refused_naming_the_sink_and_field() {
+        let refused = |json: serde_json::Value, needle: &str| {
+            let e = parse(json).unwrap_err();
+            assert!(e.contains(needle), "{e:?} should say {needle:?}");
+        };
+        refused(serde_json::json!({"sinks": [{"kind": "file", "logs": ["access"]}]}), "needs a `path`");
+        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "keep": 3}]}), "`keep` applies to file sinks only");
+        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": []}]}), "`logs` is empty");
+        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["acess"]}]}), "unknown variant `acess`");
+        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "colour": true}]}), "unknown field `colour`");
+        refused(serde_json::json!({"slow_threshold": "soon"}), "soon");
+        refused(serde_json::json!({"sinks": [{"kind": "file", "path": "a.log", "logs": ["access"], "rotate_size": "big"}]}), "`rotate_size`");
+        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"]}, {"kind": "stdout", "logs": ["audit"]}]}), "two logging sinks are named \"stdout\"");
+        refused(serde_json::json!({"sinks": [{"kind": "file", "path": "a.log", "logs": ["access"]}, {"name": "b", "kind": "file", "path": "a.log", "logs": ["audit"]}]}), "both write");
+        refused(serde_json::json!({"sinks": [{"kind": "database", "logs": ["access"]}]}), "audit log only");
+        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "ignore": ["a*b"]}]}), "ignore entry");
+        refused(serde_json::json!({"queue": 0}), "at least 1");
+    }
+}

@@ -1,0 +1,412 @@
+//! Routing: a finished unit becomes the lines of the logs it belongs in
+//! (an access line per request; an audit entry per state change; an
+//! error entry per warning or error, with its operation's context; a slow
+//! entry, with the whole timeline, for a request slower than the
+//! threshold; server lines for what happened outside any operation), and
+//! each sink takes the lines its filter accepts.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+
+use super::entry::{Entry, Level, Log};
+use super::event::{Event, Value};
+use super::unit::{Unit, UnitKind, UNIT_FIELD};
+
+/// The event field that makes an event an audit entry; its value is the
+/// action: `tracing::info!(audit = "job.submitted", job_id, "…")`.
+pub const AUDIT_FIELD: &str = "audit";
+
+/// Fields of a unit that say who acted and on what, copied into its
+/// audit and error entries.
+const CONTEXT: [&str; 6] = ["request_id", "method", "path", "actor", "remote", "job_id"];
+
+/// What routing needs besides the unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteOptions {
+    /// A request whose answer took longer than this (to its headers: a
+    /// live tail streams for as long as it is watched) goes to the slow
+    /// log.
+    pub slow_threshold: Duration,
+    /// This server's node name, on every entry.
+    pub node: String,
+}
+
+/// The lines `unit` makes.
+pub fn entries(unit: &Unit, options: &RouteOptions) -> Vec<Entry> {
+    let mut out = Vec::new();
+    match unit.kind {
+        UnitKind::Request => {
+            out.push(access(unit, options));
+            if let Some(slow) = slow(unit, options) {
+                out.push(slow);
+            }
+        }
+        UnitKind::Job => out.push(job_end(unit, options)),
+        UnitKind::Server => {
+            for event in &unit.events {
+                out.push(event_entry(Log::Server, unit, event, options));
+            }
+        }
+    }
+    for event in &unit.events {
+        if let Some(action) = event.field(AUDIT_FIELD).and_then(Value::as_str) {
+            out.push(audit(unit, event, action, options));
+        }
+        if event.level >= Level::Warn {
+            out.push(event_entry(Log::Error, unit, event, options));
+        }
+    }
+    out
+}
+
+fn millis(d: Duration) -> Json {
+    // Three decimals: microseconds, as the timestamps have.
+    Json::from((d.as_secs_f64() * 1e6).round() / 1e3)
+}
+
+fn unit_fields(unit: &Unit, options: &RouteOptions) -> Map<String, Json> {
+    let mut fields = Map::new();
+    for (name, value) in &unit.fields {
+        if *name != UNIT_FIELD {
+            fields.insert((*name).to_string(), value.to_json());
+        }
+    }
+    fields.insert("node".into(), Json::from(options.node.as_str()));
+    fields
+}
+
+fn access(unit: &Unit, options: &RouteOptions) -> Entry {
+    let text = |name| unit.field(name).map(ToString::to_string).unwrap_or_default();
+    let status = unit.field("status").and_then(Value::as_u64).unwrap_or(0);
+    let level = match status {
+        500.. => Level::Error,
+        400..=499 => Level::Warn,
+        _ => Level::Info,
+    };
+    let route = unit.str_field("route").or(unit.str_field("path")).unwrap_or("");
+    let mut fields = unit_fields(unit, options);
+    fields.insert("duration_ms".into(), millis(unit.duration));
+    Entry {
+        log: Log::Access,
+        level,
+        at: unit.started,
+        kind: format!("{} {route}", text("method")),
+        message: format!(
+            "{} {} {status} {}B {:.1}ms",
+            text("method"),
+            text("path"),
+            text("bytes"),
+            unit.duration.as_secs_f64() * 1e3
+        ),
+        fields,
+    }
+}
+
+/// How long a request took to answer: to its headers when known.
+fn answer_time(unit: &Unit) -> Duration {
+    unit.field("headers_us")
+        .and_then(Value::as_u64)
+        .map(Duration::from_micros)
+        .unwrap_or(unit.duration)
+}
+
+fn slow(unit: &Unit, options: &RouteOptions) -> Option<Entry> {
+    let took = answer_time(unit);
+    if took <= options.slow_threshold {
+        return None;
+    }
+    let mut fields = unit_fields(unit, options);
+    fields.insert("duration_ms".into(), millis(unit.duration));
+    fields.insert("answer_ms".into(), millis(took));
+    fields.insert(
+        "events".into(),
+        Json::Array(unit.events.iter().map(|e| timeline_event(unit, e)).collect()),
+    );
+    if unit.events_dropped > 0 {
+        fields.insert("events_dropped".into(), Json::from(unit.events_dropped));
+    }
+    let text = |name| unit.field(name).map(ToString::to_string).unwrap_or_default();
+    Some(Entry {
+        log: Log::Slow,
+        level: Level::Warn,
+        at: unit.started,
+        kind: unit.kind.as_str().to_string(),
+        message: format!(
+            "{} {} answered in {:.1}ms (threshold {}ms)",
+            text("method"),
+            text("path"),
+            took.as_secs_f64() * 1e3,
+            options.slow_threshold.as_millis()
+        ),
+        fields,
+    })
+}
+
+fn timeline_event(unit: &Unit, event: &Event) -> Json {
+    let mut map = Map::new();
+    let offset = event.at.0.saturating_sub(unit.started.0).max(0);
+    map.insert("offset_ms".into(), Json::from(offset as f64 / 1e3));
+    map.insert("ts".into(), Json::from(event.at.to_rfc3339()));
+    map.insert("level".into(), Json::from(event.level.as_str()));
+    map.insert("target".into(), Json::from(event.target));
+    map.insert("msg".into(), Json::from(event.message.as_str()));
+    for (name, value) in &event.fields {
+        map.insert((*name).to_string(), value.to_json());
+    }
+    if let Some(file) = event.file {
+        map.insert("file".into(), Json::from(file));
+        map.insert("line".into(), Json::from(event.line.unwrap_or(0)));
+    }
+    Json::Object(map)
+}
+
+fn job_end(unit: &Unit, options: &RouteOptions) -> Entry {
+    let text = |name| unit.field(name).map(ToString::to_string).unwrap_or_default();
+    let mut fields = unit_fields(unit, options);
+    fields.insert("duration_ms".into(), millis(unit.duration));
+    let name = unit.str_field("name").map(|n| format!(" ({n})")).unwrap_or_default();
+    Entry {
+        log: Log::Server,
+        level: Level::Info,
+        at: unit.started,
+        kind: "job".into(),
+        message: format!(
+            "job {}{name} ended {} after {:.3}s",
+            text("job_id"),
+            text("state"),
+            unit.duration.as_secs_f64()
+        ),
+        fields,
+    }
+}
+
+/// An event with its operation's context.
+fn event_entry(log: Log, unit: &Unit, event: &Event, options: &RouteOptions) -> Entry {
+    let mut fields = Map::new();
+    if unit.kind != UnitKind::Server {
+        fields.insert("unit".into(), Json::from(unit.kind.as_str()));
+        for name in CONTEXT {
+            if let Some(value) = unit.field(name) {
+                fields.insert(name.into(), value.to_json());
+            }
+        }
+    }
+    for (name, value) in &event.fields {
+        fields.insert((*name).to_string(), value.to_json());
+    }
+    if let Some(file) = event.file {
+        fields.insert("file".into(), Json::from(file));
+        fields.insert("line".into(), Json::from(event.line.unwrap_or(0)));
+    }
+    fields.insert("node".into(), Json::from(options.node.as_str()));
+    Entry {
+        log,
+        level: event.level,
+        at: event.at,
+        kind: event.target.to_string(),
+        message: event.message.clone(),
+        fields,
+    }
+}
+
+fn audit(unit: &Unit, event: &Event, action: &str, options: &RouteOptions) -> Entry {
+    let who = |name: &str| event.field(name).or(unit.field(name)).map(Value::to_json);
+    let mut fields = Map::new();
+    let actor = who("actor").unwrap_or_else(|| {
+        Json::from(match unit.kind {
+            UnitKind::Request => "anonymous",
+            UnitKind::Job | UnitKind::Server => "system",
+        })
+    });
+    fields.insert("actor".into(), actor);
+    fields.insert("action".into(), Json::from(action));
+    for name in ["job_id", "remote", "request_id"] {
+        if let Some(value) = who(name) {
+            fields.insert(name.into(), value);
+        }
+    }
+    fields.insert("node".into(), Json::from(options.node.as_str()));
+    let mut detail = Map::new();
+    for (name, value) in &event.fields {
+        if !matches!(*name, AUDIT_FIELD | "actor" | "job_id" | "remote" | "request_id") {
+            detail.insert((*name).to_string(), value.to_json());
+        }
+    }
+    fields.insert("detail".into(), Json::Object(detail));
+    Entry {
+        log: Log::Audit,
+        level: event.level,
+        at: event.at,
+        kind: action.to_string(),
+        message: event.message.clone(),
+        fields,
+    }
+}
+
+/// Which lines one sink takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkFilter {
+    pub logs: Vec<Log>,
+    pub min_level: Level,
+    /// Entry kinds left out: exact (`GET /healthz`), or a prefix ending in
+    /// `*` (`token.*`).
+    pub ignore: Vec<String>,
+}
+
+impl SinkFilter {
+    pub fn accepts(&self, entry: &Entry) -> bool {
+        self.logs.contains(&entry.log)
+            && entry.level >= self.min_level
+            && !self.ignore.iter().any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => entry.kind.starts_with(prefix),
+                None => entry.kind == *pattern,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> RouteOptions {
+        RouteOptions {
+            slow_threshold: Duration::from_millis(500),
+            node: "n1".into(),
+        }
+    }
+
+    fn request(status: u64, took: Duration) -> Unit {
+        let mut unit = Unit::new(UnitKind::Request)
+            .with(UNIT_FIELD, Value::Str("request".into()))
+            .with("request_id", Value::Str("r-1".into()))
+            .with("method", Value::Str("POST".into()))
+            .with("path", Value::Str("/api/v1/jobs".into()))
+            .with("route", Value::Str("/api/v1/jobs".into()))
+            .with("remote", Value::Str("10.0.0.9:4242".into()))
+            .with("actor", Value::Str("ci".into()))
+            .with("status", Value::U64(status))
+            .with("bytes", Value::U64(57))
+            .with("headers_us", Value::U64(took.as_micros() as u64));
+        unit.duration = took;
+        unit
+    }
+
+    fn kinds(entries: &[Entry]) -> Vec<(Log, &str)> {
+        entries.iter().map(|e| (e.log, e.kind.as_str())).collect()
+    }
+
+    #[test]
+    fn one_request_goes_to_each_log_it_belongs_in() {
+        let mut unit = request(201, Duration::from_millis(900));
+        unit.push_event(
+            Event::new(Level::Info, "joblog_api::routes", "job submitted")
+                .with(AUDIT_FIELD, Value::Str("job.submitted".into()))
+                .with("job_id", Value::U64(7))
+                .with("name", Value::Str("backup".into())),
+        );
+        unit.push_event(Event::new(Level::Warn, "joblog_store", "slow query").with("rows", Value::U64(9)));
+        unit.push_event(Event::new(Level::Debug, "joblog_api", "detail"));
+        let entries = entries(&unit, &options());
+        assert_eq!(
+            kinds(&entries),
+            [
+                (Log::Access, "POST /api/v1/jobs"),
+                (Log::Slow, "request"),
+                (Log::Audit, "job.submitted"),
+                (Log::Error, "joblog_store"),
+            ]
+        );
+        let access = &entries[0];
+        assert_eq!(access.level, Level::Info);
+        assert_eq!(access.fields["status"], 201);
+        assert_eq!(access.fields["actor"], "ci");
+        assert_eq!(access.fields["node"], "n1");
+        assert!(access.fields.get("unit").is_none());
+        let slow = &entries[1];
+        assert_eq!(slow.fields["events"].as_array().unwrap().len(), 3);
+        assert_eq!(slow.fields["events"][1]["rows"], 9);
+        let audit = &entries[2];
+        assert_eq!(audit.fields["actor"], "ci");
+        assert_eq!(audit.fields["remote"], "10.0.0.9:4242");
+        assert_eq!(audit.fields["request_id"], "r-1");
+        assert_eq!(audit.fields["job_id"], 7);
+        assert_eq!(audit.fields["detail"], serde_json::json!({"name": "backup"}));
+        let error = &entries[3];
+        assert_eq!(error.level, Level::Warn);
+        assert_eq!(error.fields["request_id"], "r-1", "a warning keeps its request's context");
+        assert_eq!(error.fields["path"], "/api/v1/jobs");
+        assert_eq!(error.fields["rows"], 9);
+    }
+
+    #[test]
+    fn a_fast_request_is_not_slow_logged_and_failures_raise_the_access_level() {
+        let fast = entries(&request(200, Duration::from_millis(3)), &options());
+        assert_eq!(kinds(&fast), [(Log::Access, "POST /api/v1/jobs")]);
+        assert_eq!(entries(&request(404, Duration::ZERO), &options())[0].level, Level::Warn);
+        assert_eq!(entries(&request(503, Duration::ZERO), &options())[0].level, Level::Error);
+        // A live tail streams for minutes; its answer came at once.
+        let mut tail = request(200, Duration::from_millis(2));
+        tail.duration = Duration::from_secs(600);
+        assert_eq!(entries(&tail, &options()).len(), 1);
+    }
+
+    #[test]
+    fn events_outside_operations_are_server_lines_and_the_system_acts() {
+        let unit = Unit::server_event(
+            Event::new(Level::Info, "joblog::serve", "logging configuration changed")
+                .with(AUDIT_FIELD, Value::Str("config.changed".into())),
+        );
+        let entries = entries(&unit, &options());
+        assert_eq!(
+            kinds(&entries),
+            [(Log::Server, "joblog::serve"), (Log::Audit, "config.changed")]
+        );
+        assert_eq!(entries[1].fields["actor"], "system");
+        let warn = Unit::server_event(Event::new(Level::Error, "joblog", "disk full"));
+        assert_eq!(
+            kinds(&super::entries(&warn, &options())),
+            [(Log::Server, "joblog"), (Log::Error, "joblog")]
+        );
+    }
+
+    #[test]
+    fn a_job_run_is_one_server_line_with_its_warnings_in_the_error_log() {
+        let mut unit = Unit::new(UnitKind::Job)
+            .with("job_id", Value::U64(12))
+            .with("name", Value::Str("backup".into()))
+            .with("state", Value::Str("failed".into()));
+        unit.push_event(Event::new(Level::Warn, "joblog_engine", "result file unreadable"));
+        let entries = entries(&unit, &options());
+        assert_eq!(
+            kinds(&entries),
+            [(Log::Server, "job"), (Log::Error, "joblog_engine")]
+        );
+        assert!(entries[0].message.starts_with("job 12 (backup) ended failed"));
+        assert_eq!(entries[1].fields["job_id"], 12);
+        assert_eq!(entries[1].fields["unit"], "job");
+    }
+
+    #[test]
+    fn a_sink_takes_its_logs_from_its_level_up_minus_what_it_ignores() {
+        let unit = request(200, Duration::ZERO);
+        let access = &entries(&unit, &options())[0];
+        let mut filter = SinkFilter {
+            logs: vec![Log::Access],
+            min_level: Level::Info,
+            ignore: vec![],
+        };
+        assert!(filter.accepts(access));
+        filter.ignore = vec!["POST /api/*".into()];
+        assert!(!filter.accepts(access));
+        filter.ignore = vec!["POST /api/v1/jobs".into()];
+        assert!(!filter.accepts(access));
+        filter.ignore = vec!["GET /api/v1/jobs".into()];
+        assert!(filter.accepts(access));
+        filter.min_level = Level::Warn;
+        assert!(!filter.accepts(access));
+        filter.min_level = Level::Trace;
+        filter.logs = vec![Log::Error];
+        assert!(!filter.accepts(access));
+    }
+}
