@@ -7,6 +7,7 @@
 //! through the engine and its pipeline); internal errors are logged, and
 //! clients get a stable code and a clean message.
 
+mod access;
 mod auth;
 mod backup;
 mod compress;
@@ -21,6 +22,7 @@ mod guard;
 pub mod headers;
 pub mod limits;
 mod listing;
+mod logging;
 mod metrics;
 mod navigation;
 mod nodes;
@@ -53,6 +55,8 @@ pub struct AppState {
     limits: Arc<limits::Limits>,
     viewers: Arc<limits::Viewers>,
     job_names: Arc<metrics::JobNameMetrics>,
+    /// The server's own logs, when the API may reconfigure them.
+    oplog: Option<joblog_pipeline::oplog::Oplog>,
 }
 
 /// How the API admits requests.
@@ -96,7 +100,15 @@ impl AppState {
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
             limits: Arc::new(options.limits.clone()),
             viewers: Arc::default(),
+            oplog: None,
         }
+    }
+
+    /// Lets `GET`/`PUT /api/v1/logging` read and replace the logs'
+    /// configuration.
+    pub fn with_oplog(mut self, oplog: joblog_pipeline::oplog::Oplog) -> AppState {
+        self.oplog = Some(oplog);
+        self
     }
 }
 
@@ -120,6 +132,7 @@ pub fn app(state: AppState) -> Router {
         .route("/backup", get(backup::backup))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{name}", delete(tokens::revoke))
+        .route("/logging", get(logging::show).put(logging::replace))
         .route("/whoami", get(ui::whoami))
         .route("/openapi.json", get(routes::openapi));
     Router::new()
@@ -152,6 +165,9 @@ pub fn app(state: AppState) -> Router {
         // carry the security headers too.
         .layer(compress::layer())
         .layer(middleware::map_response(headers::add))
+        // Outermost: the request's unit holds every layer's doing and
+        // counts the bytes as sent.
+        .layer(middleware::from_fn(access::unit))
         .with_state(state)
 }
 

@@ -27,7 +27,22 @@ pub async fn submit(
     JsonBody(req): JsonBody<NewJobRequest>,
 ) -> Result<Response, ApiError> {
     let job = state.engine.submit(req).await?;
+    audit_submitted(&job, None);
     Ok((StatusCode::CREATED, Json(job)).into_response())
+}
+
+/// The audit entry of a submission (the actor and peer come from the
+/// request's unit).
+fn audit_submitted(job: &Job, rerun_of: Option<i64>) {
+    tracing::Span::current().record("job_id", job.id);
+    tracing::info!(
+        audit = "job.submitted",
+        job_id = job.id,
+        name = job.name.as_deref(),
+        rerun_of,
+        "job {} submitted",
+        job.id
+    );
 }
 
 pub(crate) async fn load_job(state: &AppState, id: JobId) -> Result<Job, ApiError> {
@@ -67,6 +82,7 @@ pub async fn rerun(
         .rerun_request(req.secrets)
         .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.to_string()))?;
     let job = state.engine.submit(request).await?;
+    audit_submitted(&job, Some(id));
     Ok((StatusCode::CREATED, Json(job)).into_response())
 }
 
@@ -74,7 +90,14 @@ pub async fn cancel(
     State(state): State<AppState>,
     JobIdPath(id): JobIdPath,
 ) -> Result<Json<Job>, ApiError> {
-    Ok(Json(state.engine.cancel(id).await?))
+    let job = state.engine.cancel(id).await?;
+    tracing::info!(
+        audit = "job.cancelled",
+        job_id = id,
+        state = job.state.name(),
+        "job {id} cancelled"
+    );
+    Ok(Json(job))
 }
 
 #[derive(Deserialize)]
@@ -409,6 +432,13 @@ pub async fn groom(
         })));
     }
     let report = state.engine.groom(policy).await?;
+    tracing::info!(
+        audit = "job.groomed",
+        jobs = report.jobs_deleted,
+        records = report.records_deleted,
+        "groomed {} jobs",
+        report.jobs_deleted
+    );
     Ok(Json(serde_json::json!({
         "dry_run": false,
         "jobs_deleted": report.jobs_deleted,

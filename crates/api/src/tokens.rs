@@ -76,7 +76,15 @@ pub async fn create(
             format!("a token named {:?} exists; revoke it first", req.name),
         ));
     }
-    tracing::info!(name = %req.name, role = %req.role, by = caller.name(), "API token created");
+    tracing::info!(
+        audit = "token.created",
+        token = %req.name,
+        role = %req.role,
+        expires_at = expires_at.map(|t| t.to_rfc3339()),
+        "API token {:?} created by {}",
+        req.name,
+        caller.name()
+    );
     let info = TokenInfo {
         name: req.name,
         role: req.role,
@@ -112,6 +120,6 @@ pub async fn revoke(
         ));
     }
     state.auth.forget(&name);
-    tracing::info!(name = %name, by = caller.name(), "API token revoked");
+    tracing::info!(audit = "token.revoked", token = %name, "API token {name:?} revoked by {}", caller.name());
     Ok(Json(serde_json::json!({ "revoked": name })).into_response())
 }

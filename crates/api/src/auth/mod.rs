@@ -125,6 +125,11 @@ pub(crate) async fn authorize(
         // Not routed: the fallback answers 404.
         return next.run(req).await;
     };
+    let span = tracing::Span::current();
+    span.record("route", path.as_str());
+    if let Some(job) = crate::access::job_id_in(path.as_str(), req.uri().path()) {
+        span.record("job_id", job);
+    }
     let needed = match rules::access(req.method(), path.as_str()) {
         Some(Access::Public) => return next.run(req).await,
         Some(Access::Role(role)) => role,
@@ -139,8 +144,14 @@ pub(crate) async fn authorize(
     };
     let identity = match authenticate(&state, req.headers()).await {
         Ok(identity) => identity,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            if e.code == ErrorCode::Unauthorized {
+                tracing::info!(audit = "token.refused", reason = %e.message, "API token refused");
+            }
+            return e.into_response();
+        }
     };
+    span.record("actor", identity.name());
     if identity.role < needed {
         return ApiError::new(
             ErrorCode::Forbidden,
@@ -210,6 +221,8 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
         )),
         Some(t) => {
             if auth.should_touch(&t.name, Instant::now()) {
+                // As often as its last use is noted: once a minute at most.
+                tracing::info!(audit = "token.used", actor = t.name.as_str(), role = %t.role, "API token used");
                 let pipeline = state.engine.pipeline().clone();
                 let name = t.name.clone();
                 tokio::spawn(async move {

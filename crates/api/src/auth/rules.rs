@@ -45,6 +45,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/tokens", ADMIN),
     ("POST", "/api/v1/tokens", ADMIN),
     ("DELETE", "/api/v1/tokens/{name}", ADMIN),
+    ("GET", "/api/v1/logging", ADMIN),
+    ("PUT", "/api/v1/logging", ADMIN),
 ];
 
 /// The rule of a routed request; `None` for a route nobody wrote a rule

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 use super::settings::DECLARED;
-use super::value::SettingValue;
+use super::value::{SettingValue, SinkList};
 
 /// The layer a value came from, as an error message names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +138,16 @@ fn flatten(
             toml::Value::Float(f) => f.to_string(),
             toml::Value::Boolean(b) => b.to_string(),
             toml::Value::Datetime(d) => d.to_string(),
-            toml::Value::Array(_) => bail!("{key}: a list is not a value any setting takes"),
+            // A list of tables (`[[logging.sinks]]`) goes on as JSON, to
+            // the one setting that takes one.
+            toml::Value::Array(items)
+                if DECLARED
+                    .iter()
+                    .any(|d| d.key == key && d.kind == SinkList::KIND) =>
+            {
+                serde_json::to_string(&items)?
+            }
+            toml::Value::Array(_) => bail!("{key}: a list is not a value this setting takes"),
         };
         out.push((key, text));
     }

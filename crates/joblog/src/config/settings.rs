@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use joblog_api::limits::Limits;
 use joblog_engine::EngineConfig;
+use joblog_pipeline::oplog::config::{DEFAULT_QUEUE, DEFAULT_SLOW};
+use joblog_pipeline::oplog::queue::Overflow;
 use joblog_pipeline::LogLimits;
 use joblog_store::SyncMode;
 
 use super::declare::settings;
-use super::value::{ByteSize, HostList};
+use super::value::{ByteSize, HostList, SinkList};
 
 /// The engine's own defaults, so that a setting's default and the library's
 /// are one value.
@@ -142,4 +144,27 @@ settings! {
     /// How often periodic retention runs.
     retention_every: Duration = Duration::from_secs(3600),
         key "retention.every", env "JOBLOG_RETENTION_EVERY", flag Some("retention-every");
+    /// Directory of the server's own log files (access, audit, error and
+    /// slow logs; docs/logging.md). Default: `logs` in the data directory.
+    logging_dir: Option<PathBuf> = None,
+        key "logging.dir", env "JOBLOG_LOGGING_DIR", flag Some("logging-dir");
+    /// API requests slower than this to answer go to the slow log, with
+    /// everything logged while they ran. Reloaded on SIGHUP.
+    logging_slow_threshold: Duration = DEFAULT_SLOW,
+        key "logging.slow_threshold", env "JOBLOG_LOGGING_SLOW_THRESHOLD", flag Some("logging-slow-threshold");
+    /// Entries each log sink's queue holds (a sink can set its own `queue`).
+    logging_queue: usize = DEFAULT_QUEUE,
+        key "logging.queue", env "JOBLOG_LOGGING_QUEUE", flag Some("logging-queue");
+    /// What a full log sink queue does: `block` (nothing is lost; requests
+    /// wait for the sink) or `drop_newest` (nothing waits; drops are
+    /// counted in `/metrics` and reported in the error log).
+    logging_overflow: Overflow = Overflow::Block,
+        key "logging.overflow", env "JOBLOG_LOGGING_OVERFLOW", flag Some("logging-overflow");
+    /// The log sinks, as `[[logging.sinks]]` tables in the file (a JSON
+    /// array in the environment): kind, logs, and each kind's settings
+    /// (docs/logging.md). Default: the files access.log, audit.log,
+    /// error.log and slow.log, warnings and errors on stderr, the audit
+    /// log in the database. Reloaded on SIGHUP.
+    logging_sinks: SinkList = SinkList(None),
+        key "logging.sinks", env "JOBLOG_LOGGING_SINKS", flag None;
 }

@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use joblog_pipeline::oplog::queue::Overflow;
+use joblog_pipeline::oplog::SinkConfig;
 use joblog_store::SyncMode;
 
 /// A type a setting can have.
@@ -201,5 +203,39 @@ mod tests {
             .contains("fast"));
         assert_eq!(Option::<u32>::parse_setting("7"), Ok(Some(7)));
         assert_eq!(Option::<u32>::None.render(), "");
+    }
+}
+
+impl SettingValue for Overflow {
+    const KIND: &'static str = "block | drop_newest";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        Overflow::parse(text.trim())
+    }
+    fn render(&self) -> String {
+        match self {
+            Overflow::Block => "block",
+            Overflow::DropNewest => "drop_newest",
+        }
+        .into()
+    }
+}
+
+/// The log sinks: `[[logging.sinks]]` tables, which the file layer hands
+/// on as JSON (the environment gives JSON too). `None`: the defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SinkList(pub Option<Vec<SinkConfig>>);
+
+impl SettingValue for SinkList {
+    const KIND: &'static str = "list of sinks";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        serde_json::from_str(text)
+            .map(|sinks| SinkList(Some(sinks)))
+            .map_err(|e| format!("not a list of sinks: {e}"))
+    }
+    fn render(&self) -> String {
+        match &self.0 {
+            None => String::new(),
+            Some(sinks) => serde_json::to_string(sinks).unwrap_or_default(),
+        }
     }
 }
