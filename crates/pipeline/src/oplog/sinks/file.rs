@@ -253,12 +253,14 @@ impl Sink for FileSink {
         if self.file.is_none() {
             self.open_file(false)?;
         }
-        if self.rotation.daily
-            && self.rotatable
-            && self.size > 0
-            && utc_day(self.clock.now()) != self.day
-        {
-            self.rotate()?;
+        let today = utc_day(self.clock.now());
+        if self.rotation.daily && self.rotatable && today != self.day {
+            if self.size > 0 {
+                self.rotate()?;
+            } else {
+                // An empty file belongs to the day of its first line.
+                self.day = today;
+            }
         }
         let max = self.rotation.max_bytes.filter(|_| self.rotatable);
         self.buf.clear();

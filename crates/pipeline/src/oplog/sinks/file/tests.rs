@@ -280,6 +280,23 @@ fn daily_rotation_starts_a_file_on_the_first_write_of_a_day() {
 }
 
 #[test]
+fn a_file_opened_on_a_quiet_day_belongs_to_the_day_of_its_first_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let daily = Rotation {
+        daily: true,
+        ..rotation(None, 7, Compression::None)
+    };
+    let mut sink = open(dir.path(), daily, &clock);
+    clock.advance(Duration::from_secs(3600)); // the next day, nothing written yet
+    sink.write(&entries(0..1)).unwrap();
+    sink.write(&entries(1..2)).unwrap();
+    sink.settle().unwrap();
+    assert_eq!(rotated(dir.path()), Vec::<PathBuf>::new());
+    assert_eq!(current(dir.path()), names(0..2));
+}
+
+#[test]
 fn a_file_left_from_an_earlier_day_is_rotated_by_the_first_write() {
     let dir = tempfile::tempdir().unwrap();
     let logs = dir.path().join("logs");
