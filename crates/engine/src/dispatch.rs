@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use joblog_core::Job;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::{Engine, StopReason};
 
@@ -101,7 +102,17 @@ impl Engine {
         let engine = self.clone();
         tokio::spawn(async move {
             let id = job.id;
-            engine.run_job(job, stop_rx).await;
+            // The run's operation unit in the server's own logs: what the
+            // engine logs about the job joins it, and one line ends it.
+            let unit = tracing::info_span!(
+                "job",
+                unit = "job",
+                job_id = id,
+                name = job.name.as_deref(),
+                state = tracing::field::Empty,
+                exit_code = tracing::field::Empty,
+            );
+            engine.run_job(job, stop_rx).instrument(unit).await;
             drop(permit);
             engine.lock_running().jobs.remove(&id);
             engine.inner.metrics.in_use.set(engine.in_use() as i64);

@@ -166,6 +166,11 @@ impl Engine {
         if let Err(e) = self.inner.pipeline.append(id, out, summary).await {
             tracing::error!(job = id, error = %e, "could not hand the last records over");
         }
+        let unit = tracing::Span::current();
+        unit.record("state", state.name());
+        if let Some(code) = exit_code {
+            unit.record("exit_code", code);
+        }
         let ending = Finish {
             state,
             exit_code,

@@ -2,9 +2,10 @@
 //! starts store, pipeline, engine and API, and stops them in order.
 //! `secrets` keeps the server's secrets from its jobs; `resolve` turns
 //! settings into a node's configuration; `lock` keeps a second server off
-//! the data directory and SQLite file.
+//! the data directory and SQLite file; `logs` runs the server's own logs.
 
 mod lock;
+mod logs;
 pub(crate) mod resolve;
 mod secrets;
 
@@ -49,16 +50,17 @@ async fn open_store(
 }
 
 pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
-    init_tracing();
     let (settings, sources) = config::load(&args, |var| env.get(var))?;
-    // The first line: a stray ./joblog.toml or a forgotten variable shows.
-    tracing::info!("{sources}");
     let cfg = resolve(settings)?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     // Before the store is opened or any job recovered: a second server
     // would mark this one's running jobs interrupted. Held until exit.
     let _locks = lock::take(&cfg.data_dir, cfg.sqlite_file.as_deref(), cfg.listen)?;
+    // After the lock: a second server must not rotate this one's files.
+    let logs = logs::start(&cfg)?;
+    // The first line: a stray ./joblog.toml or a forgotten variable shows.
+    tracing::info!("{sources}");
     // Loaded before anything starts: a bad certificate stops the server
     // at once, with the reason.
     let tls = match &cfg.tls {
@@ -82,6 +84,8 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let mut registry = prometheus_client::registry::Registry::default();
     let (pipeline, writer) =
         Pipeline::start(store_writer, PipelineConfig::default(), &mut registry);
+    logs.store_audit_in(pipeline.clone());
+    logs.oplog.register_metrics(&mut registry);
     let engine = Engine::start(
         store.clone(),
         pipeline.clone(),
@@ -107,13 +111,16 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
             "serving plain HTTP on a network address: tokens and job output cross the network in clear text; set tls_cert and tls_key, or put a TLS proxy in front"
         );
     }
+    logs.reload_on_sighup(args.clone(), Arc::new(env))?;
     if let Some(tls) = &tls {
         tls.reload_on_sighup()?;
     }
     if let Some((policy, older, every)) = cfg.retention {
         tokio::spawn(retention_loop(engine.clone(), policy, older, every));
     }
-    let app = joblog_api::app(AppState::new(engine.clone(), registry, &cfg.api));
+    let app = joblog_api::app(
+        AppState::new(engine.clone(), registry, &cfg.api).with_oplog(logs.oplog.clone()),
+    );
 
     let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(crate::http::serve(
@@ -133,9 +140,14 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let _ = stop_http.send(());
     // Long polls may hold connections open: the server gives them a moment.
     let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    // The audit entries still queued go to the store before it closes.
+    let oplog = logs.oplog.clone();
+    tokio::task::spawn_blocking(move || oplog.flush(Duration::from_secs(10))).await?;
     pipeline.close();
     tokio::task::spawn_blocking(move || writer.join()).await?;
     tracing::info!("stopped; every record handed over is committed");
+    let oplog = logs.oplog.clone();
+    tokio::task::spawn_blocking(move || oplog.shutdown(Duration::from_secs(10))).await?;
     Ok(0)
 }
 
@@ -150,9 +162,11 @@ async fn retention_loop(engine: Engine, policy: GroomPolicy, older: Duration, ev
         }
         match engine.groom(p).await {
             Ok(r) if r.jobs_deleted > 0 => tracing::info!(
+                audit = "job.groomed",
                 jobs = r.jobs_deleted,
                 records = r.records_deleted,
-                "retention deleted old jobs"
+                "retention deleted {} old jobs",
+                r.jobs_deleted
             ),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "retention failed"),
@@ -168,41 +182,4 @@ async fn wait_for_signal() -> anyhow::Result<&'static str> {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
     })
-}
-
-fn init_tracing() {
-    use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("JOBLOG_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let colour = use_colour(
-        std::io::stderr().is_terminal(),
-        std::env::var_os("NO_COLOR").as_deref(),
-    );
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(colour)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
-/// Colour only on a terminal, and never when `NO_COLOR` is set to anything
-/// but the empty string (no-color.org): escape codes in a log file or a
-/// pipe are noise.
-fn use_colour(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
-    is_terminal && no_color.is_none_or(|v| v.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use std::ffi::OsStr;
-
-    use super::*;
-
-    #[test]
-    fn colour_only_on_a_terminal_without_no_color() {
-        assert!(use_colour(true, None));
-        assert!(use_colour(true, Some(OsStr::new(""))));
-        assert!(!use_colour(true, Some(OsStr::new("1"))));
-        assert!(!use_colour(false, None));
-    }
 }

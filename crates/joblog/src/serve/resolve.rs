@@ -13,6 +13,7 @@ use anyhow::{bail, Context};
 use joblog_api::limits::Limits;
 use joblog_api::ApiOptions;
 use joblog_engine::EngineConfig;
+use joblog_pipeline::oplog::LoggingConfig;
 use joblog_pipeline::LogLimits;
 use joblog_store::{Database, GroomPolicy, SyncMode};
 
@@ -37,6 +38,7 @@ pub(crate) struct ServeConfig {
     pub(super) grace_period: Duration,
     pub(super) engine: EngineConfig,
     pub(super) retention: Option<(GroomPolicy, Duration, Duration)>,
+    pub(super) logging: LoggingConfig,
 }
 
 fn hostname() -> String {
@@ -69,6 +71,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         _ => bail!("tls_cert and tls_key go together: set both, or neither"),
     };
     let (http, limits) = http_limits(&s)?;
+    let logging = logging(&s)?;
     let data_dir = absolute("data_dir", &s.data_dir)?;
     let (database, sqlite_file) = match s.database {
         None => {
@@ -142,6 +145,23 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         grace_period: s.grace_period,
         engine,
         retention,
+        logging,
+    })
+}
+
+/// The `[logging]` settings as the logs take them, the directory made
+/// absolute. Also read again on SIGHUP.
+pub(crate) fn logging(s: &Settings) -> anyhow::Result<LoggingConfig> {
+    Ok(LoggingConfig {
+        dir: s
+            .logging_dir
+            .as_deref()
+            .map(|d| absolute("logging.dir", d))
+            .transpose()?,
+        slow_threshold: s.logging_slow_threshold,
+        queue: s.logging_queue,
+        overflow: s.logging_overflow,
+        sinks: s.logging_sinks.0.clone(),
     })
 }
 

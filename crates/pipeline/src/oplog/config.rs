@@ -12,6 +12,7 @@ use super::entry::{Level, Log};
 use super::format::Format;
 use super::queue::Overflow;
 use super::route::SinkFilter;
+use super::sinks::{Compression, Facility, Rotation, SyslogTarget};
 
 /// Default capacity of a sink's queue, in entries.
 pub const DEFAULT_QUEUE: usize = 8192;
@@ -92,15 +93,6 @@ pub enum SinkKind {
     /// The joblog database: the audit log only, for `GET /api/v1/audit`
     /// and the web UI's Audit page.
     Database,
-}
-
-/// Old files' compression.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Compression {
-    None,
-    Zstd,
-    Gzip,
 }
 
 /// One `[[logging.sinks]]` table.
@@ -196,16 +188,6 @@ pub fn default_sinks() -> Vec<SinkConfig> {
     ]
 }
 
-/// A file sink's rotation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rotation {
-    pub max_bytes: Option<u64>,
-    pub daily: bool,
-    /// Rotated files kept.
-    pub keep: usize,
-    pub compress: Compression,
-}
-
 /// A file sink's default rotation: at 100 MiB and daily, 14 kept, zstd.
 pub const DEFAULT_ROTATION: Rotation = Rotation {
     max_bytes: Some(100 << 20),
@@ -220,7 +202,10 @@ pub enum Target {
     File { path: PathBuf, rotation: Rotation },
     Stdout,
     Stderr,
-    Syslog { address: String, facility: String },
+    Syslog {
+        target: SyslogTarget,
+        facility: Facility,
+    },
     Database,
 }
 
@@ -348,13 +333,17 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
         }
         SinkKind::Stdout => (Target::Stdout, "stdout".into()),
         SinkKind::Stderr => (Target::Stderr, "stderr".into()),
-        SinkKind::Syslog => (
-            Target::Syslog {
-                address: sink.address.clone().unwrap_or_else(|| "/dev/log".into()),
-                facility: sink.facility.clone().unwrap_or_else(|| "daemon".into()),
-            },
-            "syslog".into(),
-        ),
+        SinkKind::Syslog => {
+            let address = sink.address.as_deref().unwrap_or("/dev/log");
+            let facility = sink.facility.as_deref().unwrap_or("daemon");
+            (
+                Target::Syslog {
+                    target: SyslogTarget::parse(address).map_err(|e| format!("`address`: {e}"))?,
+                    facility: Facility::parse(facility).map_err(|e| format!("`facility`: {e}"))?,
+                },
+                "syslog".into(),
+            )
+        }
         SinkKind::Database => {
             if sink.logs != [Log::Audit] {
                 return Err("a database sink takes the audit log only: `logs = [\"audit\"]`".into());

@@ -16,6 +16,7 @@ mod event;
 pub mod format;
 mod layer;
 mod metrics;
+pub mod open;
 pub mod queue;
 pub mod route;
 mod router;

@@ -1,9 +1,10 @@
 //! The sinks: files with rotation ([`file`], [`rotation`]), stdout and
-//! stderr ([`stream`]), syslog ([`syslog`]). Each runs on its writer's
+//! stderr ([`stream`]), syslog ([`syslog`]), the database ([`database`]). Each runs on its writer's
 //! own thread, may block there, never panics, and fails with an
 //! `io::Error` that names its file or address.
 
 pub mod clock;
+pub mod database;
 pub mod file;
 pub mod rotation;
 pub mod stream;
