@@ -9,6 +9,7 @@ use futures_util::FutureExt;
 use joblog_core::{NewJobRequest, Timestamp, ValidJob};
 use serde::de::DeserializeOwned;
 
+use crate::audit::AuditParams;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JsonBody, QueryParams};
 use crate::listing::ListParams;
@@ -17,10 +18,10 @@ use crate::routes::{parse_streams, LogParams, TextParams};
 use crate::sse::EventsParams;
 
 /// What each route with query parameters (the job listing, a log page,
-/// the text log, the live tail, a log search) makes of the query string `q`: read by the
+/// the text log, the live tail, a log search, the audit trail) makes of the query string `q`: read by the
 /// real extractor and checked as its handler checks it. `None` when `q`
 /// cannot be part of a URL.
-pub fn query(q: &str) -> Option<[Result<(), ApiError>; 5]> {
+pub fn query(q: &str) -> Option<[Result<(), ApiError>; 6]> {
     let request = Request::get(format!("/x?{q}")).body(()).ok()?;
     let (parts, ()) = request.into_parts();
     Some([
@@ -29,6 +30,7 @@ pub fn query(q: &str) -> Option<[Result<(), ApiError>; 5]> {
         extract::<TextParams>(&parts).and_then(|p| parse_streams(p.streams.as_deref()).map(drop)),
         extract::<EventsParams>(&parts).and_then(|p| parse_streams(p.streams.as_deref()).map(drop)),
         extract::<SearchParams>(&parts).and_then(|p| p.request().map(drop)),
+        extract::<AuditParams>(&parts).and_then(|p| p.query().map(drop)),
     ])
 }
 

@@ -1,5 +1,5 @@
-//! The HTTP API (docs/api.md): jobs, logs, results, tokens, health,
-//! metrics and the job-list feed, each route behind the access rule of its
+//! The HTTP API (docs/api.md): jobs, logs, results, tokens, the audit
+//! trail, health, metrics and the job-list feed, each route behind the access rule of its
 //! role; every answer compressed as asked and with the security headers.
 //!
 //! Invariants: only this crate speaks JSON to clients; handlers hold no
@@ -8,6 +8,7 @@
 //! clients get a stable code and a clean message.
 
 mod access;
+mod audit;
 mod auth;
 mod backup;
 mod compress;
@@ -129,6 +130,7 @@ pub fn app(state: AppState) -> Router {
         .route("/events", get(feed::job_events))
         .route("/groom", post(routes::groom))
         .route("/nodes", get(nodes::list))
+        .route("/audit", get(audit::list))
         .route("/backup", get(backup::backup))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{name}", delete(tokens::revoke))

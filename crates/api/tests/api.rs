@@ -5,6 +5,8 @@
 //! and once on a fresh PostgreSQL database (`postgres::…`, skipped without
 //! `JOBLOG_TEST_POSTGRES_URL`).
 
+#[path = "api/audit.rs"]
+mod audit;
 #[path = "api/auth.rs"]
 mod auth;
 #[path = "api/backup.rs"]

@@ -46,11 +46,15 @@ pub struct AuditEntry {
     pub entry: NewAudit,
 }
 
-/// Which entries to list: those with `id > after`, oldest first, matching
-/// every filter given.
+/// Which entries to list: those with `id > after` (and `id < before`),
+/// matching every filter given, always oldest first. Without `before` the
+/// page is the `limit` entries just after `after`; with it, the `limit`
+/// entries nearest below `before`, so that the newest page is the one below
+/// an id larger than any (what the web UI shows first).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AuditQuery {
     pub after: u64,
+    pub before: Option<u64>,
     pub actor: Option<String>,
     pub action: Option<String>,
     pub job_id: Option<JobId>,

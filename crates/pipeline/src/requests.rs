@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use joblog_core::{Job, JobId, JobSpec, JobState, LogSummary, NewToken, Timestamp};
+use joblog_core::{Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, Timestamp};
 use joblog_store::{Outcome, WriteOp};
 
 use crate::{Pipeline, PipelineError};
@@ -187,6 +187,19 @@ impl Pipeline {
         Ok(n > 0)
     }
 
+    /// Appends entries to the audit trail, committed with whatever else is
+    /// waiting (group commit); returns once they are durable. Nothing to
+    /// append is not a write.
+    pub async fn append_audit(&self, entries: Vec<NewAudit>) -> Result<(), PipelineError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        match self.execute(WriteOp::Audit(entries)).await? {
+            Outcome::Done => Ok(()),
+            other => Err(mismatch("append_audit", other)),
+        }
+    }
+
     /// Notes that the token was used at `at`.
     pub async fn touch_token(&self, name: String, at: Timestamp) -> Result<(), PipelineError> {
         match self.execute(WriteOp::TouchToken { name, at }).await? {
@@ -273,7 +286,73 @@ mod tests {
         ));
         let p = pipeline(Outcome::Count(3));
         assert!(p.request_cancel(1).await.is_err());
+        let e = p.append_audit(vec![audit("token.used")]).await.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PipelineError::Mismatch {
+                    op: "append_audit",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         assert!(p.insert_job(None, JobSpec::default()).await.is_err());
+    }
+
+    fn audit(action: &str) -> NewAudit {
+        NewAudit {
+            at: Timestamp(1),
+            actor: "alice".into(),
+            action: action.into(),
+            job_id: Some(3),
+            remote: None,
+            request_id: None,
+            node: "n".into(),
+            detail: serde_json::Map::new(),
+        }
+    }
+
+    /// A store that records the ops it is handed.
+    struct Records(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl StoreWriter for Records {
+        fn apply(&mut self, ops: &[WriteOp]) -> joblog_store::Result<Vec<Outcome>> {
+            let mut seen = self.0.lock().unwrap();
+            for op in ops {
+                match op {
+                    WriteOp::Audit(entries) if entries.is_empty() => seen.push("(none)".into()),
+                    WriteOp::Audit(entries) => {
+                        seen.extend(entries.iter().map(|e| e.action.clone()))
+                    }
+                    other => seen.push(format!("{other:?}")),
+                }
+            }
+            Ok(ops.iter().map(|_| Outcome::Done).collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn audit_entries_reach_the_store_in_order_and_none_is_no_write() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (p, writer) = Pipeline::start(
+            Box::new(Records(seen.clone())),
+            crate::PipelineConfig::default(),
+            &mut Registry::default(),
+        );
+        p.append_audit(vec![audit("job.submitted"), audit("job.cancelled")])
+            .await
+            .unwrap();
+        p.append_audit(Vec::new()).await.unwrap();
+        p.append_audit(vec![audit("token.used")]).await.unwrap();
+        p.close();
+        tokio::task::spawn_blocking(move || writer.join())
+            .await
+            .unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["job.submitted", "job.cancelled", "token.used"]
+        );
     }
 
     #[tokio::test]

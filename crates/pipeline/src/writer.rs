@@ -452,6 +452,7 @@ fn op_kind(op: &WriteOp) -> &'static str {
         WriteOp::CreateToken(_) => "create_token",
         WriteOp::RevokeToken { .. } => "revoke_token",
         WriteOp::TouchToken { .. } => "touch_token",
+        WriteOp::Audit(_) => "audit",
     }
 }
 

@@ -6,6 +6,7 @@
 //! retention); all writes go through the single [`StoreWriter`] of a store,
 //! reads through [`Store`] on their own connections.
 
+mod audit;
 #[cfg(feature = "bench")]
 pub mod baseline;
 mod error;
@@ -24,8 +25,9 @@ pub mod testing;
 
 use async_trait::async_trait;
 use joblog_core::{
-    EarlierPage, Job, JobId, JobQuery, JobSpec, JobState, LogOutline, LogSearch, LogSummary,
-    NewToken, NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
+    AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, JobSpec, JobState, LogOutline,
+    LogSearch, LogSummary, NewAudit, NewToken, NodeInfo, Record, SearchHits, Stream, Timestamp,
+    TokenInfo,
 };
 
 pub use error::StoreError;
@@ -116,6 +118,11 @@ pub trait Store: Send + Sync + 'static {
     /// forgotten), by name, with the jobs each has running.
     async fn list_nodes(&self) -> Result<Vec<NodeInfo>>;
 
+    /// The audit trail's entries `query` asks for, oldest first (see
+    /// [`AuditQuery`] for which page). Each filter is an index search,
+    /// paged by id.
+    async fn list_audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>>;
+
     /// Cheap round trip proving the database answers.
     async fn ping(&self) -> Result<()>;
 
@@ -204,8 +211,10 @@ impl Committed {
             // Nobody follows a claim that found nothing, deletions (only
             // finished jobs are deleted) or tokens (each request looks its
             // token up).
+            // The audit trail is read when asked (`GET /api/v1/audit`).
             (
                 WriteOp::ClaimNext { .. }
+                | WriteOp::Audit(_)
                 | WriteOp::DeleteLogChunk { .. }
                 | WriteOp::DeleteJob { .. }
                 | WriteOp::DropLogPartitions { .. }
@@ -346,6 +355,11 @@ pub enum WriteOp {
     RevokeToken { name: String },
     /// Notes when a token was last used. → [`Outcome::Done`]
     TouchToken { name: String, at: Timestamp },
+    /// Appends entries to the audit trail, numbered in commit order (on
+    /// PostgreSQL across nodes too), each text field cut to
+    /// [`joblog_core::MAX_AUDIT_FIELD`] bytes. Retention never deletes
+    /// them, nor does deleting their job. → [`Outcome::Done`]
+    Audit(Vec<NewAudit>),
 }
 
 impl WriteOp {
@@ -353,6 +367,7 @@ impl WriteOp {
     pub fn record_count(&self) -> usize {
         match self {
             WriteOp::Append { records, .. } => records.len(),
+            WriteOp::Audit(entries) => entries.len().max(1),
             _ => 1,
         }
     }

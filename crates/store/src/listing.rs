@@ -56,7 +56,7 @@ pub(crate) struct Sql {
 
 impl Sql {
     /// Binds `p` and returns its placeholder.
-    fn bind(&mut self, d: Dialect, p: Param) -> String {
+    pub(crate) fn bind(&mut self, d: Dialect, p: Param) -> String {
         self.params.push(p);
         match d {
             Dialect::Sqlite => format!("?{}", self.params.len()),

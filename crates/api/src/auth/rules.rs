@@ -42,6 +42,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/groom", ADMIN),
     ("GET", "/api/v1/nodes", VIEWER),
     ("GET", "/api/v1/backup", ADMIN),
+    ("GET", "/api/v1/audit", ADMIN),
     ("GET", "/api/v1/tokens", ADMIN),
     ("POST", "/api/v1/tokens", ADMIN),
     ("DELETE", "/api/v1/tokens/{name}", ADMIN),

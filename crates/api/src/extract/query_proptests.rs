@@ -12,6 +12,7 @@ use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 
 use super::QueryParams;
+use crate::audit::AuditParams;
 use crate::error::{ApiError, ErrorCode};
 use crate::listing::ListParams;
 use crate::navigation::{SearchParams, SearchRequest};
@@ -50,6 +51,9 @@ fn events(q: &str) -> Result<(Option<u64>, Option<Vec<Stream>>), ApiError> {
 fn search(q: &str) -> Result<SearchRequest, ApiError> {
     extract::<SearchParams>(q)?.request()
 }
+fn audit(q: &str) -> Result<joblog_core::AuditQuery, ApiError> {
+    extract::<AuditParams>(q)?.query()
+}
 
 /// The keys of a query, decoded as the extractor decodes them.
 fn keys(query: &str) -> Vec<String> {
@@ -87,7 +91,7 @@ fn enc(bytes: &[u8], how: Enc) -> String {
     out
 }
 
-const PARAMS: [&str; 14] = [
+const PARAMS: [&str; 19] = [
     "after_seq",
     "before_seq",
     "q",
@@ -102,6 +106,11 @@ const PARAMS: [&str; 14] = [
     "before_id",
     "timestamps",
     "escape",
+    "after",
+    "before",
+    "actor",
+    "action",
+    "job_id",
 ];
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -275,6 +284,7 @@ proptest! {
         check(text(&query), &query, &["streams", "timestamps", "escape"])?;
         check(events(&query), &query, &["after_seq", "streams"])?;
         check_required(search(&query), &query, &["q", "after_seq", "limit", "streams"], "q")?;
+        check(audit(&query), &query, &["after", "before", "actor", "action", "job_id", "limit"])?;
         if let Err(e) = super::serde_urlencoded_from_str::<ListParams>(&raw) {
             prop_assert_eq!(e.code, ErrorCode::InvalidQuery);
         }
@@ -454,5 +464,43 @@ proptest! {
                 streams: streams.map(|s| s.0).filter(|s| !s.is_empty()),
             }
         );
+    }
+
+    /// An audit query of valid values, in any order and encoding, gives
+    /// exactly those values (defaults: after 0, limit 100); a `before` not
+    /// above `after` is refused naming `before`.
+    #[test]
+    fn an_audit_query_round_trips(
+        after in prop::option::of(any::<u64>()),
+        before in prop::option::of(any::<u64>()),
+        actor in prop::option::of("[^\\p{Cc}]{1,50}"),
+        action in prop::option::of("[a-z._]{1,40}"),
+        job_id in prop::option::of(1i64..),
+        limit in prop::option::of(1u32..=joblog_core::MAX_AUDIT_LIMIT),
+        how in encoding(),
+        order in order(),
+    ) {
+        let mut pairs = Vec::new();
+        if let Some(a) = after { pairs.push(("after", a.to_string())) }
+        if let Some(b) = before { pairs.push(("before", b.to_string())) }
+        if let Some(a) = &actor { pairs.push(("actor", a.clone())) }
+        if let Some(a) = &action { pairs.push(("action", a.clone())) }
+        if let Some(j) = job_id { pairs.push(("job_id", j.to_string())) }
+        if let Some(l) = limit { pairs.push(("limit", l.to_string())) }
+        let q = render(pairs, &order, how);
+        if before.is_some_and(|b| b <= after.unwrap_or(0)) {
+            let e = audit(&q).expect_err("before not above after");
+            prop_assert!(e.message.starts_with("before:"), "{}", e.message);
+            return Ok(());
+        }
+        let parsed = audit(&q).map_err(|e| TestCaseError::fail(format!("{q}: {e}")))?;
+        prop_assert_eq!(parsed, joblog_core::AuditQuery {
+            after: after.unwrap_or(0),
+            before,
+            actor,
+            action,
+            job_id,
+            limit: limit.unwrap_or(100),
+        });
     }
 }

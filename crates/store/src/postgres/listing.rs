@@ -12,7 +12,7 @@ use super::sql::jobs_from_rows;
 use crate::listing::{page_sql, window_sql, Dialect, IdSpan, NameScan, Param, Sql};
 use crate::Result;
 
-fn params(sql: &Sql) -> Vec<&(dyn ToSql + Sync)> {
+pub(super) fn params(sql: &Sql) -> Vec<&(dyn ToSql + Sync)> {
     sql.params
         .iter()
         .map(|p| match p {

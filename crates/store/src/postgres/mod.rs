@@ -12,12 +12,13 @@
 //!
 //! This module ties the parts together behind [`Store`]: `schema` migrates
 //! at open, `pool` serves reads with the statements of `sql` (and job
-//! listings, built per query, through `listing`), `writer`
-//! applies batches, `listener` hears the commits of other nodes,
+//! listings, built per query, through `listing`; the audit trail's through
+//! `audit`), `writer` applies batches, `listener` hears the commits of other nodes,
 //! `partitions` creates and drops the log's job-id ranges, `notices`
 //! drives connections, logging the server's notices at their weight, and
 //! `dbname` names another database of the server (for throwaway ones).
 
+mod audit;
 // Used only by throwaway databases (tests, benchmarks).
 #[cfg(any(test, feature = "testing", feature = "bench"))]
 pub(crate) mod dbname;
@@ -38,8 +39,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use joblog_core::{
-    EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, NodeInfo, Record, SearchHits, Stream,
-    TokenInfo,
+    AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, NodeInfo,
+    Record, SearchHits, Stream, TokenInfo,
 };
 use tokio::sync::broadcast;
 use tokio_postgres::config::Host;
@@ -421,6 +422,12 @@ impl Store for PgStore {
                     rows.iter().map(sql::node_from_row).collect()
                 })
             })
+            .await
+    }
+
+    async fn list_audit(&self, q: AuditQuery) -> Result<Vec<AuditEntry>> {
+        self.pool
+            .read(move |c| Box::pin(async move { audit::list(c, &q).await }))
             .await
     }
 

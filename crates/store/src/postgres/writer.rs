@@ -248,6 +248,7 @@ async fn rederive(
             // The batch was committed, so the name is gone either way.
             WriteOp::RevokeToken { .. } => Outcome::Count(1),
             WriteOp::Append { .. }
+            | WriteOp::Audit(_)
             | WriteOp::RequestCancel { .. }
             | WriteOp::TouchToken { .. }
             | WriteOp::RegisterNode { .. }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod audit;
 mod backup;
 mod listing;
 mod navigation;
@@ -13,8 +14,8 @@ mod tokens;
 
 use async_trait::async_trait;
 use joblog_core::{
-    EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, LogSummary, NodeInfo, Record,
-    SearchHits, Stream, Timestamp, TokenInfo,
+    AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, LogSummary,
+    NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
 };
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
@@ -70,6 +71,7 @@ CREATE TABLE results (
     // Per-name metrics read (name, state, finished_at) of every finished
     // job: from this index alone.
     "CREATE INDEX jobs_name_state ON jobs(name, state, finished_at);",
+    audit::MIGRATION,
 ];
 
 pub struct SqliteStore {
@@ -367,6 +369,10 @@ impl Store for SqliteStore {
         self.read(nodes::list).await
     }
 
+    async fn list_audit(&self, q: AuditQuery) -> Result<Vec<AuditEntry>> {
+        self.read(move |c| audit::list(c, &q)).await
+    }
+
     async fn ping(&self) -> Result<()> {
         self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
             .await
@@ -556,6 +562,7 @@ fn apply_one(
         WriteOp::CreateToken(token) => tokens::create(tx, token),
         WriteOp::RevokeToken { name } => tokens::revoke(tx, name),
         WriteOp::TouchToken { name, at } => tokens::touch(tx, name, *at),
+        WriteOp::Audit(entries) => audit::append(tx, entries),
         WriteOp::DeleteJob { job } => {
             tx.prepare_cached("DELETE FROM results WHERE job_id = ?1")?
                 .execute([job])?;
@@ -641,9 +648,13 @@ mod tests {
         ]);
         let listings = crate::listing::tests::every_statement(crate::listing::Dialect::Sqlite);
         assert!(listings.len() > 10);
+        // The audit trail's listings: each walk, forward and backward.
+        let audit = crate::audit::every_statement(crate::listing::Dialect::Sqlite);
+        assert_eq!(audit.len(), 16);
         queries.extend(
             listings
                 .into_iter()
+                .chain(audit)
                 .map(|s| (s.text.into_owned(), s.params)),
         );
         for (q, params) in &queries {

@@ -91,9 +91,13 @@ fn request_queries_use_indexes_and_never_sort() {
     .collect();
     let listings = every_statement(Dialect::Postgres);
     assert!(listings.len() > 10);
+    // The audit trail's listings: each walk, forward and backward.
+    let audit = crate::audit::every_statement(Dialect::Postgres);
+    assert_eq!(audit.len(), 16);
     queries.extend(
         listings
             .into_iter()
+            .chain(audit)
             .map(|s| (s.text.into_owned(), s.params)),
     );
     let rt = tokio::runtime::Builder::new_current_thread()

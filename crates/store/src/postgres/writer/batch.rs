@@ -1,7 +1,8 @@
 //! One batch in one transaction: each op's statement, then all records in
 //! one binary COPY, the jobs' counters in one `UPDATE … FROM unnest`, the
-//! batch marker, and one NOTIFY of what was committed. Nothing of a batch
-//! is applied unless all of it is.
+//! audit entries in one `INSERT … FROM unnest` (under the audit lock, taken
+//! last), the batch marker, and one NOTIFY of what was committed. Nothing
+//! of a batch is applied unless all of it is.
 
 use std::collections::{HashMap, HashSet};
 
@@ -12,6 +13,7 @@ use tokio_postgres::{Statement, Transaction};
 
 use super::{Attempt, WriterConn};
 use crate::interrupt::{interruption, Cause};
+use crate::postgres::audit::{self, INSERT_AUDIT, LOCK_AUDIT};
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
 use crate::postgres::sql::{
@@ -55,6 +57,8 @@ pub(super) async fn apply_batch(
     let mut partitions_changed = false;
     // Interruption records, written with the batch's other records.
     let mut endings: Vec<(JobId, Vec<Record>)> = Vec::new();
+    // Audit entries, inserted after every other write of the batch.
+    let mut audited: Vec<&joblog_core::NewAudit> = Vec::new();
     for op in ops {
         let outcome = match op {
             WriteOp::InsertJob { name, spec } => {
@@ -229,6 +233,10 @@ pub(super) async fn apply_batch(
                 tx.execute(&st, &[name, &at.micros()]).await?;
                 Outcome::Done
             }
+            WriteOp::Audit(entries) => {
+                audited.extend(entries);
+                Outcome::Done
+            }
         };
         outcomes.push(outcome);
     }
@@ -265,6 +273,11 @@ pub(super) async fn apply_batch(
         let st = prepared(statements, &tx, SAVE_SUMMARIES).await?;
         tx.execute(&st, &[&ids, &records, &bytes, &truncated, &streams])
             .await?;
+    }
+    if !audited.is_empty() {
+        let lock = prepared(statements, &tx, LOCK_AUDIT).await?;
+        let insert = prepared(statements, &tx, INSERT_AUDIT).await?;
+        audit::append(&tx, &lock, &insert, &audited).await?;
     }
     let st = prepared(statements, &tx, MARK_BATCH).await?;
     tx.execute(&st, &[&node, &attempt.marker]).await?;

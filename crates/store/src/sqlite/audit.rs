@@ -1,0 +1,79 @@
+//! The audit trail in the embedded store: its table and indexes (one per
+//! filter, each ending in `id` so a page is one range), entries appended
+//! in the writer's transaction, and listings run on a read connection.
+
+use joblog_core::{AuditEntry, AuditQuery, NewAudit};
+use rusqlite::{params, Connection, Row};
+
+use crate::audit::{in_order, list_sql, AuditInsert, AuditRow};
+use crate::listing::Dialect;
+use crate::{Outcome, Result};
+
+/// Migration 6: the audit table. `job_id` is no foreign key: a job's
+/// deletion by retention leaves its entries.
+pub(super) const MIGRATION: &str = r#"
+CREATE TABLE audit (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         INTEGER NOT NULL,
+    actor      TEXT NOT NULL,
+    action     TEXT NOT NULL,
+    job_id     INTEGER,
+    remote     TEXT,
+    request_id TEXT,
+    node       TEXT NOT NULL,
+    detail     TEXT NOT NULL
+);
+CREATE INDEX audit_actor ON audit(actor, id);
+CREATE INDEX audit_action ON audit(action, id);
+CREATE INDEX audit_job ON audit(job_id, id);
+"#;
+
+/// → `Done`.
+pub(super) fn append(c: &Connection, entries: &[NewAudit]) -> Result<Outcome> {
+    let mut stmt = c.prepare_cached(
+        "INSERT INTO audit (at, actor, action, job_id, remote, request_id, node, detail) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for e in entries {
+        let row = AuditInsert::of(e);
+        stmt.execute(params![
+            row.at,
+            row.actor,
+            row.action,
+            row.job_id,
+            row.remote,
+            row.request_id,
+            row.node,
+            row.detail
+        ])?;
+    }
+    Ok(Outcome::Done)
+}
+
+fn row(r: &Row) -> rusqlite::Result<AuditRow> {
+    Ok(AuditRow {
+        id: r.get(0)?,
+        at: r.get(1)?,
+        actor: r.get(2)?,
+        action: r.get(3)?,
+        job_id: r.get(4)?,
+        remote: r.get(5)?,
+        request_id: r.get(6)?,
+        node: r.get(7)?,
+        detail: r.get(8)?,
+    })
+}
+
+pub(super) fn list(c: &Connection, q: &AuditQuery) -> Result<Vec<AuditEntry>> {
+    let (sql, backward) = list_sql(Dialect::Sqlite, q);
+    let params: Vec<&dyn rusqlite::ToSql> = sql
+        .params
+        .iter()
+        .map(|p| p as &dyn rusqlite::ToSql)
+        .collect();
+    let mut stmt = c.prepare_cached(&sql.text)?;
+    let rows = stmt
+        .query_map(params.as_slice(), row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    in_order(rows, backward)
+}
