@@ -19,6 +19,7 @@ use joblog_api::{ApiError, ErrorCode};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tower::ServiceExt;
 
 /// The connection-level limits.
 #[derive(Debug, Clone)]
@@ -76,7 +77,13 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        // The peer goes with each request, for the access and audit logs.
+        let service = TowerToHyperService::new(app.clone().map_request(
+            move |mut req: axum::http::Request<_>| {
+                req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                req
+            },
+        ));
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let tls = tls.clone();

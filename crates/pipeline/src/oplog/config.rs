@@ -123,7 +123,8 @@ pub struct SinkConfig {
     /// file: the file, relative to `dir` unless absolute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
-    /// file: start a new file before this size is passed (`100MiB`).
+    /// file: start a new file before this size is passed (`100MiB`;
+    /// `off`: never by size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotate_size: Option<String>,
     /// file: start a new file each day (UTC).
@@ -308,6 +309,7 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
                 .map(|n| n.strip_suffix(".log").unwrap_or(n).to_string())
                 .ok_or_else(|| format!("`path` {} names no file", path.display()))?;
             let max_bytes = match &sink.rotate_size {
+                Some(text) if text.trim() == "off" => None,
                 Some(text) => Some(
                     joblog_core::parse_byte_size(text)
                         .map_err(|e| format!("`rotate_size`: {e}"))?,

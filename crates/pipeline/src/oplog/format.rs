@@ -72,7 +72,9 @@ pub fn human_line(entry: &Entry, out: &mut Vec<u8>) {
     );
     out.extend_from_slice(plain(&entry.message).as_bytes());
     for (key, value) in &entry.fields {
-        if key == "events" {
+        // Where in the code and which node: in the JSON, noise to a
+        // person reading one server's terminal.
+        if matches!(key.as_str(), "events" | "file" | "line" | "node") {
             continue;
         }
         let _ = write!(out, " {}={}", plain(key), human_value(value));
