@@ -10,6 +10,8 @@ mod lifecycle;
 mod limits;
 #[path = "e2e/listing.rs"]
 mod listing;
+#[path = "e2e/logs.rs"]
+mod logs;
 #[path = "e2e/nodes.rs"]
 mod nodes;
 #[path = "e2e/rerun.rs"]

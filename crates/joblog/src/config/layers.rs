@@ -147,7 +147,7 @@ fn flatten(
             {
                 serde_json::to_string(&items)?
             }
-            toml::Value::Array(_) => bail!("{key}: a list is not a value this setting takes"),
+            toml::Value::Array(_) => bail!("{key}: a list is not a value any setting takes"),
         };
         out.push((key, text));
     }

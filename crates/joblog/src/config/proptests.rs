@@ -8,12 +8,14 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use joblog_pipeline::oplog::queue::Overflow;
+use joblog_pipeline::oplog::{Log, SinkConfig, SinkKind};
 use joblog_store::SyncMode;
 use proptest::prelude::*;
 
 use super::layers::{Layers, Origin};
 use super::settings::{Settings, DECLARED};
-use super::value::{ByteSize, HostList, SettingValue};
+use super::value::{ByteSize, HostList, SettingValue, SinkList};
 use crate::serve::resolve::resolve;
 
 fn config() -> ProptestConfig {
@@ -101,6 +103,27 @@ enum Typed {
     Path(String),
     Hosts(Vec<String>),
     Sync(SyncMode),
+    Overflow(Overflow),
+    Sinks(Vec<SinkConfig>),
+}
+
+/// A queue policy, and the policy.
+fn overflow() -> impl Strategy<Value = (String, Typed)> {
+    prop_oneof![
+        Just(("block".to_string(), Typed::Overflow(Overflow::Block))),
+        Just(("drop_newest".to_string(), Typed::Overflow(Overflow::DropNewest))),
+    ]
+}
+
+/// Log sinks as the environment (or a string in the file) gives them: a
+/// JSON array of sink tables.
+fn sinks() -> impl Strategy<Value = (String, Typed)> {
+    let kind = prop::sample::select(vec![SinkKind::Stdout, SinkKind::Stderr, SinkKind::Syslog]);
+    let logs = prop::sample::subsequence(Log::ALL.to_vec(), 1..=Log::ALL.len());
+    let sink = (kind, logs).prop_map(|(kind, logs)| SinkConfig::new(kind, &logs));
+    prop::collection::vec(sink, 0..3).prop_map(|sinks| {
+        (serde_json::to_string(&sinks).unwrap(), Typed::Sinks(sinks))
+    })
 }
 
 /// A duration as people write it (`90s`, `1h30m`, `2 days 5min`, `500ms`)
@@ -258,6 +281,8 @@ fn value_for(kind: &'static str, key: &'static str) -> BoxedStrategy<(String, Op
         "address" => address().boxed(),
         "host names" => hosts().boxed(),
         "normal | full" => sync().boxed(),
+        "block | drop_newest" => overflow().boxed(),
+        "list of sinks" => sinks().boxed(),
         "path" => ".+".prop_map(|p| (p.clone(), Typed::Path(p))).boxed(),
         _ => any::<String>()
             .prop_map(|s| (s.clone(), Typed::Text(s)))
@@ -361,6 +386,11 @@ fn check_parsed(layers: &Layers, key: &str, typed: &Typed) -> Result<(), TestCas
             Some(HostList(h.clone()))
         ),
         Typed::Sync(m) => prop_assert_eq!(layers.get::<SyncMode>(key).map_err(fail)?, Some(*m)),
+        Typed::Overflow(o) => prop_assert_eq!(layers.get::<Overflow>(key).map_err(fail)?, Some(*o)),
+        Typed::Sinks(v) => prop_assert_eq!(
+            layers.get::<SinkList>(key).map_err(fail)?,
+            Some(SinkList(Some(v.clone())))
+        ),
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use anyhow::Context;
 use joblog_pipeline::oplog::open::{opener, Resources};
 use joblog_pipeline::oplog::sinks::database::{AuditDb, AuditWriter};
 use joblog_pipeline::oplog::sinks::SystemClock;
-use joblog_pipeline::oplog::{LoggingConfig, Oplog, OplogOptions};
+use joblog_pipeline::oplog::{LoggingConfig, Oplog, OplogOptions, AUDIT_FIELD, UNIT_FIELD};
 use joblog_pipeline::Pipeline;
 
 use super::resolve::ServeConfig;
@@ -30,7 +30,8 @@ pub(super) struct Logs {
 pub(super) fn start(cfg: &ServeConfig) -> anyhow::Result<Logs> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::{filter_fn, FilterExt};
+    use tracing_subscriber::{EnvFilter, Layer};
     let audit_db = AuditDb::default();
     let resources = Resources {
         clock: Arc::new(SystemClock),
@@ -42,12 +43,18 @@ pub(super) fn start(cfg: &ServeConfig) -> anyhow::Result<Logs> {
         opener: opener(resources),
     };
     let oplog = Oplog::start(cfg.logging.clone(), options).context("cannot start the server's logs")?;
-    let filter = EnvFilter::try_from_env("JOBLOG_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let level = EnvFilter::try_from_env("JOBLOG_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    // Whatever JOBLOG_LOG says, operation units (the access log) and
+    // audit events are always captured: the level is for diagnostics,
+    // not for what the server must account for.
+    let accounted = filter_fn(|meta| {
+        let fields = meta.fields();
+        fields.field(UNIT_FIELD).is_some() || fields.field(AUDIT_FIELD).is_some()
+    });
     // Only the first subscriber of a process counts (tests may start
     // servers in one process; the binary starts one).
     let _ = tracing_subscriber::registry()
-        .with(filter)
-        .with(oplog.layer())
+        .with(oplog.layer().with_filter(level.or(accounted)))
         .try_init();
     log_panics(oplog.clone());
     Ok(Logs { oplog, audit_db })

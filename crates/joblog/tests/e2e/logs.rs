@@ -1,0 +1,257 @@
+//! The server's own logs, end to end: the default files fill as requests
+//! come, audit entries reach the file and the database, SIGHUP reopens a
+//! file logrotate moved and applies a changed `[logging]` section (and
+//! refuses an invalid one, keeping the old), the API replaces it live,
+//! and `/metrics` counts per sink.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::Server;
+
+/// The JSON lines of a log file (none while it does not exist).
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Waits until `path` has a line for which `pred` holds, and returns it.
+async fn wait_line(path: &Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(line) = lines(path).into_iter().find(&pred) {
+            return line;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never had {what}: {:#?}",
+            path.display(),
+            lines(path)
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_request_and_state_change_reaches_its_log_file_and_the_audit_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let logs = dir.path().join("logs");
+    let r = server
+        .http
+        .post(format!("{}/api/v1/jobs", server.url))
+        .header("x-request-id", "e2e-submit-1")
+        .json(&json!({"name": "audited", "command": ["true"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(r.headers()["x-request-id"], "e2e-submit-1");
+    let id = r.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    let missing = server
+        .http
+        .get(format!("{}/api/v1/nothing-here", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let generated = missing.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(generated.len(), 16, "a request id is made when none is sent");
+
+    let access = logs.join("access.log");
+    let submitted = wait_line(&access, "the submission", |l| {
+        l["request_id"] == "e2e-submit-1"
+    })
+    .await;
+    assert_eq!(submitted["log"], "access");
+    assert_eq!(submitted["type"], "POST /api/v1/jobs");
+    assert_eq!(submitted["status"], 201);
+    assert_eq!(submitted["job_id"], id);
+    assert_eq!(submitted["actor"], "anonymous");
+    assert!(submitted["remote"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert!(submitted["bytes"].as_u64().unwrap() > 0);
+    let not_found = wait_line(&access, "the 404", |l| l["request_id"] == generated.as_str()).await;
+    assert_eq!(not_found["level"], "warn");
+    assert_eq!(not_found["path"], "/api/v1/nothing-here");
+
+    let audit = wait_line(&logs.join("audit.log"), "the submission", |l| {
+        l["type"] == "job.submitted"
+    })
+    .await;
+    assert_eq!(audit["job_id"], id);
+    assert_eq!(audit["request_id"], "e2e-submit-1");
+    assert_eq!(audit["detail"]["name"], "audited");
+    server.wait_finished(id).await;
+    // The end of the job run is a server line (on stderr by default).
+
+    // The database sink stored it too.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stored = loop {
+        let page: Value = server
+            .http
+            .get(format!("{}/api/v1/audit?action=job.submitted", server.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(entry) = page["entries"].as_array().and_then(|e| e.first().cloned()) {
+            break entry;
+        }
+        assert!(Instant::now() < deadline, "no audit entry in the database: {page}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert_eq!(stored["job_id"], id);
+    assert_eq!(stored["actor"], "anonymous");
+    assert!(stored["remote"].as_str().unwrap().starts_with("127.0.0.1:"));
+
+    let metrics = server
+        .http
+        .get(format!("{}/metrics", server.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let written = metrics
+        .lines()
+        .find(|l| l.starts_with("joblog_log_sink_written_total{sink=\"access\"}"))
+        .unwrap_or_else(|| panic!("no access sink metric in {metrics}"));
+    let n: f64 = written.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n >= 2.0, "{written}");
+    for metric in [
+        "joblog_log_sink_dropped_total{sink=\"audit\"}",
+        "joblog_log_sink_failed_writes_total{sink=\"error\"}",
+        "joblog_log_sink_lost_total{sink=\"slow\"}",
+        "joblog_log_sink_queue_depth{sink=\"database\"}",
+    ] {
+        assert!(metrics.contains(metric), "{metric} not in /metrics");
+    }
+}
+
+fn write_config(path: &Path, logging: &str) {
+    std::fs::write(path, format!("[logging]\n{logging}\n")).unwrap();
+}
+
+async fn get_job(server: &Server, id: i64, request_id: &str) {
+    let r = server
+        .http
+        .get(format!("{}/api/v1/jobs/{id}", server.url))
+        .header("x-request-id", request_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reopens_moved_files_applies_a_changed_section_and_refuses_an_invalid_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("joblog.toml");
+    write_config(&config, "slow_threshold = \"1h\"");
+    let stderr = dir.path().join("stderr.log");
+    let file = std::fs::File::create(&stderr).unwrap();
+    let data = dir.path().join("data");
+    let mut server = Server::start_with(&data, &["--config", config.to_str().unwrap()], |c| {
+        c.env("NO_COLOR", "1").stderr(file);
+    })
+    .await;
+    let logs = data.join("logs");
+    let access = logs.join("access.log");
+    let id = server.submit(json!({"command": ["true"]})).await;
+    get_job(&server, id, "before-rotate").await;
+    wait_line(&access, "the first request", |l| l["request_id"] == "before-rotate").await;
+
+    // logrotate moves the file away, then signals.
+    let moved = logs.join("access.log.1");
+    std::fs::rename(&access, &moved).unwrap();
+    write_config(&config, "slow_threshold = \"0s\"");
+    server.signal("HUP");
+    wait_line(&logs.join("audit.log"), "the change", |l| {
+        l["type"] == "config.changed" && l["detail"]["source"] == "SIGHUP"
+    })
+    .await;
+    get_job(&server, id, "after-rotate").await;
+    wait_line(&access, "the request after SIGHUP", |l| l["request_id"] == "after-rotate").await;
+    assert!(
+        lines(&moved).iter().all(|l| l["request_id"] != "after-rotate"),
+        "the moved file got a line after SIGHUP"
+    );
+    assert!(lines(&moved).iter().any(|l| l["request_id"] == "before-rotate"));
+    // A 0s threshold: every request is slow now, with its timeline.
+    let slow = wait_line(&logs.join("slow.log"), "the slow request", |l| {
+        l["request_id"] == "after-rotate"
+    })
+    .await;
+    assert!(slow["events"].is_array(), "{slow}");
+
+    // An invalid section is refused and the one in force stays.
+    write_config(&config, "[[logging.sinks]]\nkind = \"file\"\nlogs = [\"access\"]");
+    server.signal("HUP");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(&stderr).unwrap();
+        if text.contains("logging configuration refused") {
+            assert!(text.contains("needs a `path`"), "{text}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no refusal on stderr: {text}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    get_job(&server, id, "after-refusal").await;
+    wait_line(&logs.join("slow.log"), "a request under the old section", |l| {
+        l["request_id"] == "after-refusal"
+    })
+    .await;
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_replaces_the_logging_section_through_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let url = format!("{}/api/v1/logging", server.url);
+    let current: Value = server.http.get(&url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(current["slow_threshold"], "1s");
+    assert!(current.get("sinks").is_none(), "the defaults: {current}");
+
+    let only_errors = dir.path().join("only-errors.log");
+    let refused = server
+        .http
+        .put(&url)
+        .json(&json!({"sinks": [{"kind": "stdout", "logs": ["access"], "keep": 3}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().contains("`keep` applies to file sinks only"), "{body}");
+
+    let replaced = server
+        .http
+        .put(&url)
+        .json(&json!({"sinks": [
+            {"kind": "file", "path": only_errors, "logs": ["access"], "min_level": "warn"}
+        ]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replaced.status(), 200);
+    let body: Value = replaced.json().await.unwrap();
+    assert_eq!(body["changed"], true);
+    // From the next request: only failures, in the new file.
+    let ok = server.http.get(format!("{}/api/v1/jobs", server.url)).send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+    server.http.get(format!("{}/nope", server.url)).send().await.unwrap();
+    let line = wait_line(&only_errors, "the 404", |l| l["path"] == "/nope").await;
+    assert_eq!(line["status"], 404);
+    assert!(lines(&only_errors).iter().all(|l| l["path"] != "/api/v1/jobs"));
+}
