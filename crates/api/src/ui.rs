@@ -20,6 +20,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("app.js", JS, include_str!("../ui/app.js")),
     ("api.js", JS, include_str!("../ui/api.js")),
     ("ansi.js", JS, include_str!("../ui/ansi.js")),
+    ("audit.js", JS, include_str!("../ui/audit.js")),
     ("dom.js", JS, include_str!("../ui/dom.js")),
     ("jobs.js", JS, include_str!("../ui/jobs.js")),
     ("job.js", JS, include_str!("../ui/job.js")),
@@ -44,10 +45,12 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> axum::Router<S> {
         .route("/", get(page))
         .route("/jobs/{id}", get(page))
         .route("/submit", get(page))
+        .route("/audit", get(page))
         .route("/ui/{file}", get(asset))
 }
 
-/// `/`, `/jobs/{id}` and `/submit`: the page, which routes itself.
+/// `/`, `/jobs/{id}`, `/submit` and `/audit`: the page, which routes
+/// itself.
 async fn page(req: Request) -> Response {
     file(&req, "text/html; charset=utf-8", INDEX)
 }
@@ -125,6 +128,17 @@ mod tests {
         }
         for needed in ["/ui/app.js", "/ui/style.css"] {
             assert!(INDEX.contains(needed), "index.html does not load {needed}");
+        }
+        // Every other module is fetched at once with the page, not import
+        // by import.
+        for (name, kind, _) in ASSETS {
+            if *kind == JS && *name != "app.js" {
+                let preload = format!("<link rel=\"modulepreload\" href=\"/ui/{name}\">");
+                assert!(
+                    INDEX.contains(&preload),
+                    "index.html does not preload {name}"
+                );
+            }
         }
     }
 

@@ -2,10 +2,11 @@
 // server wants one), then shows the page the URL names.
 
 import { get, setToken, token, onUnauthorized, ApiError } from "./api.js";
-import { el, text, clear, fail } from "./dom.js";
+import { el, text, clear, fail, can } from "./dom.js";
 import { jobsPage } from "./jobs.js";
 import { jobPage, prefetchJob } from "./job.js";
 import { submitPage } from "./submit.js";
+import { auditPage } from "./audit.js";
 
 const main = document.getElementById("app");
 let page = null;
@@ -37,11 +38,12 @@ async function boot() {
 function route(me, early) {
   const path = location.pathname;
   for (const a of document.querySelectorAll("[data-needs]")) {
-    a.hidden = !["operator", "admin"].includes(me.role);
+    a.hidden = !can(me, a.dataset.needs);
   }
   const job = /^\/jobs\/(\d+)$/.exec(path);
   if (job) return jobPage(main, Number(job[1]), me, early);
   if (path === "/submit") return submitPage(main, me);
+  if (path === "/audit") return auditPage(main, me);
   return jobsPage(main, me);
 }
 

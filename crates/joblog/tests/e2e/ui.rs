@@ -1,6 +1,7 @@
 //! The web UI in a real browser: each scenario of `tests/ui/*.mjs` (Node
 //! with playwright-core driving Debian's headless chromium) runs against a
-//! real `joblog serve` of its own. Screenshots land in
+//! real `joblog serve` of its own (the audit scenario's with entries
+//! written into its database beforehand). Screenshots land in
 //! `target/ui-screenshots/`.
 //!
 //! Without chromium, Node or `tests/ui/node_modules` (`npm ci` there) the
@@ -9,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use serde_json::{json, Value};
 
 use super::Server;
 
@@ -118,4 +121,74 @@ async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &["--token", TOKEN]).await;
     scenario("token", &server, Some(TOKEN)).await;
+}
+
+/// The server does not write the audit trail yet, so the scenario's
+/// entries are written into the data directory's database through the
+/// store before the server opens it: 60 plain ones (more than a page)
+/// about jobs 1 to 3, and hostile ones whose actor, action, request id and
+/// detail are HTML.
+fn prefill_audit(data_dir: &Path) {
+    use joblog_core::{NewAudit, Timestamp};
+    use joblog_store::{Outcome, StoreOptions, WriteOp};
+
+    let url = format!("sqlite://{}", data_dir.join("joblog.db").display());
+    let store = joblog_store::open(&url, &StoreOptions::default()).expect("opening the store");
+    let mut writer = store.open_writer().expect("its writer");
+    let start = Timestamp::now().micros() - 3_600_000_000;
+    let entry = |n: i64, actor: &str, action: &str, job_id: Option<i64>, detail: Value| {
+        let Value::Object(detail) = detail else {
+            panic!("a detail is an object")
+        };
+        NewAudit {
+            at: Timestamp(start + n * 1_000_000),
+            actor: actor.into(),
+            action: action.into(),
+            job_id,
+            remote: Some(format!("192.0.2.{}:5{n:04}", n % 250)),
+            request_id: Some(format!("req-{n:04}")),
+            node: "e2e-node".into(),
+            detail,
+        }
+    };
+    let actors = ["ci-deploy", "ops-alice", "system"];
+    let actions = ["job.submitted", "job.cancelled", "token.used"];
+    let mut entries: Vec<NewAudit> = (0..60)
+        .map(|n| {
+            let i = n as usize;
+            entry(
+                n,
+                actors[i % 3],
+                actions[(i / 3) % 3],
+                Some(1 + n % 3),
+                json!({"name": format!("nightly-{n}"), "n": n}),
+            )
+        })
+        .collect();
+    let hostile = "<img src=x onerror=\"window.__pwned=1\">";
+    entries.push(entry(
+        60,
+        hostile,
+        "<b>job.cancelled</b>",
+        Some(2),
+        json!({"html": hostile, "script": "<script>window.__pwned=2</script>"}),
+    ));
+    entries.push(NewAudit {
+        request_id: Some(hostile.into()),
+        remote: None,
+        ..entry(61, "ops-alice", "config.changed", None, json!({}))
+    });
+    let outcomes = writer
+        .apply(&[WriteOp::Audit(entries)])
+        .expect("writing the audit entries");
+    assert_eq!(outcomes, [Outcome::Done]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_page_shows_the_trail_as_text_to_admins_only() {
+    let _one = BROWSER.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    prefill_audit(dir.path());
+    let server = Server::start(dir.path(), &["--max-concurrency", "4"]).await;
+    scenario("audit", &server, None).await;
 }
