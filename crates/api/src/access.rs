@@ -157,7 +157,10 @@ mod tests {
 
     #[test]
     fn the_job_id_is_read_where_the_route_has_it() {
-        assert_eq!(job_id_in("/api/v1/jobs/{id}/log", "/api/v1/jobs/17/log"), Some(17));
+        assert_eq!(
+            job_id_in("/api/v1/jobs/{id}/log", "/api/v1/jobs/17/log"),
+            Some(17)
+        );
         assert_eq!(job_id_in("/api/v1/jobs/{id}", "/api/v1/jobs/x"), None);
         assert_eq!(job_id_in("/api/v1/jobs", "/api/v1/jobs"), None);
     }

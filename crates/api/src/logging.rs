@@ -44,7 +44,10 @@ pub async fn replace(
             ))
         }
         Err(OplogError::Closed) => {
-            return Err(ApiError::new(ErrorCode::ShuttingDown, "the server is stopping"))
+            return Err(ApiError::new(
+                ErrorCode::ShuttingDown,
+                "the server is stopping",
+            ))
         }
     };
     if changed {

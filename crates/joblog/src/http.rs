@@ -80,7 +80,8 @@ pub async fn serve(
         // The peer goes with each request, for the access and audit logs.
         let service = TowerToHyperService::new(app.clone().map_request(
             move |mut req: axum::http::Request<_>| {
-                req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
                 req
             },
         ));

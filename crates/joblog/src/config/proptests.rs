@@ -111,7 +111,10 @@ enum Typed {
 fn overflow() -> impl Strategy<Value = (String, Typed)> {
     prop_oneof![
         Just(("block".to_string(), Typed::Overflow(Overflow::Block))),
-        Just(("drop_newest".to_string(), Typed::Overflow(Overflow::DropNewest))),
+        Just((
+            "drop_newest".to_string(),
+            Typed::Overflow(Overflow::DropNewest)
+        )),
     ]
 }
 
@@ -121,9 +124,8 @@ fn sinks() -> impl Strategy<Value = (String, Typed)> {
     let kind = prop::sample::select(vec![SinkKind::Stdout, SinkKind::Stderr, SinkKind::Syslog]);
     let logs = prop::sample::subsequence(Log::ALL.to_vec(), 1..=Log::ALL.len());
     let sink = (kind, logs).prop_map(|(kind, logs)| SinkConfig::new(kind, &logs));
-    prop::collection::vec(sink, 0..3).prop_map(|sinks| {
-        (serde_json::to_string(&sinks).unwrap(), Typed::Sinks(sinks))
-    })
+    prop::collection::vec(sink, 0..3)
+        .prop_map(|sinks| (serde_json::to_string(&sinks).unwrap(), Typed::Sinks(sinks)))
 }
 
 /// A duration as people write it (`90s`, `1h30m`, `2 days 5min`, `500ms`)

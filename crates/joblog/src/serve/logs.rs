@@ -14,8 +14,8 @@ use joblog_pipeline::oplog::{LoggingConfig, Oplog, OplogOptions, AUDIT_FIELD, UN
 use joblog_pipeline::Pipeline;
 
 use super::resolve::ServeConfig;
-use crate::config::{self, ServeArgs};
 use super::Environment;
+use crate::config::{self, ServeArgs};
 
 /// The logs, and where their audit entries will be stored.
 pub(super) struct Logs {
@@ -28,9 +28,9 @@ pub(super) struct Logs {
 /// section, or a sink that cannot open (an unwritable directory), stops
 /// the server with the reason.
 pub(super) fn start(cfg: &ServeConfig) -> anyhow::Result<Logs> {
+    use tracing_subscriber::filter::{filter_fn, FilterExt};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::filter::{filter_fn, FilterExt};
     use tracing_subscriber::{EnvFilter, Layer};
     let audit_db = AuditDb::default();
     let resources = Resources {
@@ -42,7 +42,8 @@ pub(super) fn start(cfg: &ServeConfig) -> anyhow::Result<Logs> {
         node: cfg.engine.node.clone(),
         opener: opener(resources),
     };
-    let oplog = Oplog::start(cfg.logging.clone(), options).context("cannot start the server's logs")?;
+    let oplog =
+        Oplog::start(cfg.logging.clone(), options).context("cannot start the server's logs")?;
     let level = EnvFilter::try_from_env("JOBLOG_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     // Whatever JOBLOG_LOG says, operation units (the access log) and
     // audit events are always captured: the level is for diagnostics,
@@ -143,7 +144,9 @@ impl Logs {
                         error = format!("{e:#}"),
                         "SIGHUP: logging configuration refused; the one in force stays"
                     ),
-                    Err(e) => tracing::error!(error = %e, "SIGHUP: reading the logging configuration failed"),
+                    Err(e) => {
+                        tracing::error!(error = %e, "SIGHUP: reading the logging configuration failed")
+                    }
                 }
                 oplog.reopen();
             }
@@ -157,4 +160,3 @@ fn read_logging(args: &ServeArgs, env: &Environment) -> anyhow::Result<LoggingCo
     let (settings, _) = config::load(args, |var| env.get(var))?;
     super::resolve::logging(&settings)
 }
-

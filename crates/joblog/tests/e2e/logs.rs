@@ -60,8 +60,15 @@ async fn each_request_and_state_change_reaches_its_log_file_and_the_audit_api() 
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
-    let generated = missing.headers()["x-request-id"].to_str().unwrap().to_string();
-    assert_eq!(generated.len(), 16, "a request id is made when none is sent");
+    let generated = missing.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        generated.len(),
+        16,
+        "a request id is made when none is sent"
+    );
 
     let access = logs.join("access.log");
     let submitted = wait_line(&access, "the submission", |l| {
@@ -73,9 +80,15 @@ async fn each_request_and_state_change_reaches_its_log_file_and_the_audit_api() 
     assert_eq!(submitted["status"], 201);
     assert_eq!(submitted["job_id"], id);
     assert_eq!(submitted["actor"], "anonymous");
-    assert!(submitted["remote"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert!(submitted["remote"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
     assert!(submitted["bytes"].as_u64().unwrap() > 0);
-    let not_found = wait_line(&access, "the 404", |l| l["request_id"] == generated.as_str()).await;
+    let not_found = wait_line(&access, "the 404", |l| {
+        l["request_id"] == generated.as_str()
+    })
+    .await;
     assert_eq!(not_found["level"], "warn");
     assert_eq!(not_found["path"], "/api/v1/nothing-here");
 
@@ -104,7 +117,10 @@ async fn each_request_and_state_change_reaches_its_log_file_and_the_audit_api() 
         if let Some(entry) = page["entries"].as_array().and_then(|e| e.first().cloned()) {
             break entry;
         }
-        assert!(Instant::now() < deadline, "no audit entry in the database: {page}");
+        assert!(
+            Instant::now() < deadline,
+            "no audit entry in the database: {page}"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     };
     assert_eq!(stored["job_id"], id);
@@ -167,7 +183,10 @@ async fn sighup_reopens_moved_files_applies_a_changed_section_and_refuses_an_inv
     let access = logs.join("access.log");
     let id = server.submit(json!({"command": ["true"]})).await;
     get_job(&server, id, "before-rotate").await;
-    wait_line(&access, "the first request", |l| l["request_id"] == "before-rotate").await;
+    wait_line(&access, "the first request", |l| {
+        l["request_id"] == "before-rotate"
+    })
+    .await;
 
     // logrotate moves the file away, then signals.
     let moved = logs.join("access.log.1");
@@ -179,12 +198,19 @@ async fn sighup_reopens_moved_files_applies_a_changed_section_and_refuses_an_inv
     })
     .await;
     get_job(&server, id, "after-rotate").await;
-    wait_line(&access, "the request after SIGHUP", |l| l["request_id"] == "after-rotate").await;
+    wait_line(&access, "the request after SIGHUP", |l| {
+        l["request_id"] == "after-rotate"
+    })
+    .await;
     assert!(
-        lines(&moved).iter().all(|l| l["request_id"] != "after-rotate"),
+        lines(&moved)
+            .iter()
+            .all(|l| l["request_id"] != "after-rotate"),
         "the moved file got a line after SIGHUP"
     );
-    assert!(lines(&moved).iter().any(|l| l["request_id"] == "before-rotate"));
+    assert!(lines(&moved)
+        .iter()
+        .any(|l| l["request_id"] == "before-rotate"));
     // A 0s threshold: every request is slow now, with its timeline.
     let slow = wait_line(&logs.join("slow.log"), "the slow request", |l| {
         l["request_id"] == "after-rotate"
@@ -193,7 +219,10 @@ async fn sighup_reopens_moved_files_applies_a_changed_section_and_refuses_an_inv
     assert!(slow["events"].is_array(), "{slow}");
 
     // An invalid section is refused and the one in force stays.
-    write_config(&config, "[[logging.sinks]]\nkind = \"file\"\nlogs = [\"access\"]");
+    write_config(
+        &config,
+        "[[logging.sinks]]\nkind = \"file\"\nlogs = [\"access\"]",
+    );
     server.signal("HUP");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -206,9 +235,11 @@ async fn sighup_reopens_moved_files_applies_a_changed_section_and_refuses_an_inv
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     get_job(&server, id, "after-refusal").await;
-    wait_line(&logs.join("slow.log"), "a request under the old section", |l| {
-        l["request_id"] == "after-refusal"
-    })
+    wait_line(
+        &logs.join("slow.log"),
+        "a request under the old section",
+        |l| l["request_id"] == "after-refusal",
+    )
     .await;
     server.signal("TERM");
     assert_eq!(server.wait_exit(), Some(0));
@@ -219,7 +250,15 @@ async fn an_admin_replaces_the_logging_section_through_the_api() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &[]).await;
     let url = format!("{}/api/v1/logging", server.url);
-    let current: Value = server.http.get(&url).send().await.unwrap().json().await.unwrap();
+    let current: Value = server
+        .http
+        .get(&url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(current["slow_threshold"], "1s");
     assert!(current.get("sinks").is_none(), "the defaults: {current}");
 
@@ -233,7 +272,13 @@ async fn an_admin_replaces_the_logging_section_through_the_api() {
         .unwrap();
     assert_eq!(refused.status(), 400);
     let body: Value = refused.json().await.unwrap();
-    assert!(body["error"]["message"].as_str().unwrap().contains("`keep` applies to file sinks only"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`keep` applies to file sinks only"),
+        "{body}"
+    );
 
     let replaced = server
         .http
@@ -248,10 +293,22 @@ async fn an_admin_replaces_the_logging_section_through_the_api() {
     let body: Value = replaced.json().await.unwrap();
     assert_eq!(body["changed"], true);
     // From the next request: only failures, in the new file.
-    let ok = server.http.get(format!("{}/api/v1/jobs", server.url)).send().await.unwrap();
+    let ok = server
+        .http
+        .get(format!("{}/api/v1/jobs", server.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status(), 200);
-    server.http.get(format!("{}/nope", server.url)).send().await.unwrap();
+    server
+        .http
+        .get(format!("{}/nope", server.url))
+        .send()
+        .await
+        .unwrap();
     let line = wait_line(&only_errors, "the 404", |l| l["path"] == "/nope").await;
     assert_eq!(line["status"], 404);
-    assert!(lines(&only_errors).iter().all(|l| l["path"] != "/api/v1/jobs"));
+    assert!(lines(&only_errors)
+        .iter()
+        .all(|l| l["path"] != "/api/v1/jobs"));
 }

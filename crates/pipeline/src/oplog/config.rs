@@ -200,7 +200,10 @@ pub const DEFAULT_ROTATION: Rotation = Rotation {
 /// Where a checked sink writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    File { path: PathBuf, rotation: Rotation },
+    File {
+        path: PathBuf,
+        rotation: Rotation,
+    },
     Stdout,
     Stderr,
     Syslog {
@@ -224,7 +227,10 @@ pub struct Plan {
 /// Checks `config` whole. `default_dir` is where relative file paths go
 /// when `dir` is not set.
 pub fn plan(config: &LoggingConfig, default_dir: &Path) -> Result<Vec<Plan>, String> {
-    let dir = config.dir.clone().unwrap_or_else(|| default_dir.to_path_buf());
+    let dir = config
+        .dir
+        .clone()
+        .unwrap_or_else(|| default_dir.to_path_buf());
     if config.queue == 0 {
         return Err("logging.queue must be at least 1".into());
     }
@@ -247,7 +253,10 @@ pub fn plan(config: &LoggingConfig, default_dir: &Path) -> Result<Vec<Plan>, Str
             ));
         }
         if let Target::File { path, .. } = &plan.target {
-            if let Some(other) = plans.iter().find(|p| matches!(&p.target, Target::File { path: q, .. } if q == path)) {
+            if let Some(other) = plans
+                .iter()
+                .find(|p| matches!(&p.target, Target::File { path: q, .. } if q == path))
+            {
                 return Err(format!(
                     "logging sinks {:?} and {:?} both write {}: two writers would rotate one file",
                     other.name,
@@ -272,7 +281,9 @@ fn sink_label(sink: &SinkConfig) -> String {
 
 fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Plan, String> {
     if sink.logs.is_empty() {
-        return Err("`logs` is empty: name the logs it takes (access, audit, error, slow, server)".into());
+        return Err(
+            "`logs` is empty: name the logs it takes (access, audit, error, slow, server)".into(),
+        );
     }
     for pattern in &sink.ignore {
         if pattern.is_empty() || pattern[..pattern.len() - 1].contains('*') {
@@ -292,8 +303,16 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
         }
     };
     let is_file = sink.kind == SinkKind::File;
-    only("rotate_size", !is_file && sink.rotate_size.is_some(), "file")?;
-    only("rotate_daily", !is_file && sink.rotate_daily.is_some(), "file")?;
+    only(
+        "rotate_size",
+        !is_file && sink.rotate_size.is_some(),
+        "file",
+    )?;
+    only(
+        "rotate_daily",
+        !is_file && sink.rotate_daily.is_some(),
+        "file",
+    )?;
     only("keep", !is_file && sink.keep.is_some(), "file")?;
     only("compress", !is_file && sink.compress.is_some(), "file")?;
     only("path", !is_file && sink.path.is_some(), "file")?;
@@ -348,14 +367,18 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
         }
         SinkKind::Database => {
             if sink.logs != [Log::Audit] {
-                return Err("a database sink takes the audit log only: `logs = [\"audit\"]`".into());
+                return Err(
+                    "a database sink takes the audit log only: `logs = [\"audit\"]`".into(),
+                );
             }
             (Target::Database, "database".into())
         }
     };
     let name = sink.name.clone().unwrap_or(default_name);
     if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control() || c == '"') {
-        return Err(format!("`name` {name:?}: 1 to 64 characters, no quotes or control characters"));
+        return Err(format!(
+            "`name` {name:?}: 1 to 64 characters, no quotes or control characters"
+        ));
     }
     let format = sink.format.unwrap_or(match sink.kind {
         SinkKind::Stderr => Format::Human,
@@ -388,7 +411,10 @@ mod tests {
     fn no_configuration_gives_the_four_files_stderr_and_the_database() {
         let plans = plan(&LoggingConfig::default(), Path::new("/data/logs")).unwrap();
         let names: Vec<_> = plans.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["access", "audit", "error", "slow", "stderr", "database"]);
+        assert_eq!(
+            names,
+            ["access", "audit", "error", "slow", "stderr", "database"]
+        );
         assert_eq!(
             plans[0].target,
             Target::File {
@@ -443,17 +469,47 @@ mod tests {
             let e = parse(json).unwrap_err();
             assert!(e.contains(needle), "{e:?} should say {needle:?}");
         };
-        refused(serde_json::json!({"sinks": [{"kind": "file", "logs": ["access"]}]}), "needs a `path`");
-        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "keep": 3}]}), "`keep` applies to file sinks only");
-        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": []}]}), "`logs` is empty");
-        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["acess"]}]}), "unknown variant `acess`");
-        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "colour": true}]}), "unknown field `colour`");
+        refused(
+            serde_json::json!({"sinks": [{"kind": "file", "logs": ["access"]}]}),
+            "needs a `path`",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "keep": 3}]}),
+            "`keep` applies to file sinks only",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "stdout", "logs": []}]}),
+            "`logs` is empty",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["acess"]}]}),
+            "unknown variant `acess`",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "colour": true}]}),
+            "unknown field `colour`",
+        );
         refused(serde_json::json!({"slow_threshold": "soon"}), "soon");
-        refused(serde_json::json!({"sinks": [{"kind": "file", "path": "a.log", "logs": ["access"], "rotate_size": "big"}]}), "`rotate_size`");
-        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"]}, {"kind": "stdout", "logs": ["audit"]}]}), "two logging sinks are named \"stdout\"");
-        refused(serde_json::json!({"sinks": [{"kind": "file", "path": "a.log", "logs": ["access"]}, {"name": "b", "kind": "file", "path": "a.log", "logs": ["audit"]}]}), "both write");
-        refused(serde_json::json!({"sinks": [{"kind": "database", "logs": ["access"]}]}), "audit log only");
-        refused(serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "ignore": ["a*b"]}]}), "ignore entry");
+        refused(
+            serde_json::json!({"sinks": [{"kind": "file", "path": "a.log", "logs": ["access"], "rotate_size": "big"}]}),
+            "`rotate_size`",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"]}, {"kind": "stdout", "logs": ["audit"]}]}),
+            "two logging sinks are named \"stdout\"",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "file", "path": "a.log", "logs": ["access"]}, {"name": "b", "kind": "file", "path": "a.log", "logs": ["audit"]}]}),
+            "both write",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "database", "logs": ["access"]}]}),
+            "audit log only",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "ignore": ["a*b"]}]}),
+            "ignore entry",
+        );
         refused(serde_json::json!({"queue": 0}), "at least 1");
     }
 }

@@ -65,7 +65,11 @@ pub type Fields = Vec<(&'static str, Value)>;
 
 /// The value of `name` among `fields`, the last one given winning.
 pub fn field<'a>(fields: &'a Fields, name: &str) -> Option<&'a Value> {
-    fields.iter().rev().find(|(n, _)| *n == name).map(|(_, v)| v)
+    fields
+        .iter()
+        .rev()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
 }
 
 /// One logged event.
@@ -133,7 +137,8 @@ pub struct Capture<'a> {
 
 impl Visit for Capture<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.fields.push((field.name(), Value::Str(value.to_string())));
+        self.fields
+            .push((field.name(), Value::Str(value.to_string())));
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
         self.fields.push((field.name(), Value::I64(value)));

@@ -60,9 +60,7 @@ fn unit_kind(attrs: &Attributes<'_>) -> Option<UnitKind> {
         }
         fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
     }
-    if attrs.metadata().fields().field(UNIT_FIELD).is_none() {
-        return None;
-    }
+    attrs.metadata().fields().field(UNIT_FIELD)?;
     let mut find = Find(None);
     attrs.record(&mut find);
     find.0

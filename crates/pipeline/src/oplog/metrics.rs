@@ -15,6 +15,9 @@ use super::router::Oplog;
 #[derive(Debug)]
 struct OplogMetrics(Oplog);
 
+/// Reads one counter of a sink's figures.
+type Read = fn(&super::router::SinkFigures) -> u64;
+
 impl std::fmt::Debug for Oplog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Oplog")
@@ -31,21 +34,27 @@ impl Oplog {
 impl Collector for OplogMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let figures = self.0.figures();
-        let counters: [(&str, &str, fn(&super::router::SinkFigures) -> u64); 4] = [
-            ("joblog_log_sink_written", "Log entries a sink wrote.", |f| {
-                f.stats.written.load(Ordering::Relaxed)
-            }),
+        let counters: [(&str, &str, Read); 4] = [
+            (
+                "joblog_log_sink_written",
+                "Log entries a sink wrote.",
+                |f| f.stats.written.load(Ordering::Relaxed),
+            ),
             (
                 "joblog_log_sink_dropped",
                 "Log entries a sink's full queue dropped (policy drop_newest).",
                 |f| f.stats.dropped.load(Ordering::Relaxed),
             ),
-            ("joblog_log_sink_failed_writes", "Writes a sink failed (it is retried with backoff).", |f| {
-                f.stats.failed_writes.load(Ordering::Relaxed)
-            }),
-            ("joblog_log_sink_lost", "Log entries lost to a sink's failed writes.", |f| {
-                f.stats.lost.load(Ordering::Relaxed)
-            }),
+            (
+                "joblog_log_sink_failed_writes",
+                "Writes a sink failed (it is retried with backoff).",
+                |f| f.stats.failed_writes.load(Ordering::Relaxed),
+            ),
+            (
+                "joblog_log_sink_lost",
+                "Log entries lost to a sink's failed writes.",
+                |f| f.stats.lost.load(Ordering::Relaxed),
+            ),
         ];
         for (name, help, read) in counters {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
@@ -64,7 +73,6 @@ impl Collector for OplogMetrics {
             let labels = [("sink", f.name.as_str())];
             ConstGauge::new(f.queue.depth() as i64).encode(depth.encode_family(&labels)?)?;
         }
-        drop(depth);
         let router = encoder.encode_descriptor(
             "joblog_log_router_dropped",
             "Log units the log's own threads could not queue (router queue full).",

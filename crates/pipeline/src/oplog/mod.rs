@@ -31,7 +31,7 @@ pub use event::{Event, Value};
 pub use format::Format;
 pub use layer::OplogLayer;
 pub use route::AUDIT_FIELD;
-pub use router::{Oplog, OplogOptions, Opener};
+pub use router::{Opener, Oplog, OplogOptions};
 pub use runner::SinkStats;
 pub use sink::Sink;
 pub use unit::{Unit, UnitKind, UNIT_FIELD};

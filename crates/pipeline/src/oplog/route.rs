@@ -77,14 +77,21 @@ fn unit_fields(unit: &Unit, options: &RouteOptions) -> Map<String, Json> {
 }
 
 fn access(unit: &Unit, options: &RouteOptions) -> Entry {
-    let text = |name| unit.field(name).map(ToString::to_string).unwrap_or_default();
+    let text = |name| {
+        unit.field(name)
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    };
     let status = unit.field("status").and_then(Value::as_u64).unwrap_or(0);
     let level = match status {
         500.. => Level::Error,
         400..=499 => Level::Warn,
         _ => Level::Info,
     };
-    let route = unit.str_field("route").or(unit.str_field("path")).unwrap_or("");
+    let route = unit
+        .str_field("route")
+        .or(unit.str_field("path"))
+        .unwrap_or("");
     let mut fields = unit_fields(unit, options);
     fields.insert("duration_ms".into(), millis(unit.duration));
     Entry {
@@ -121,12 +128,21 @@ fn slow(unit: &Unit, options: &RouteOptions) -> Option<Entry> {
     fields.insert("answer_ms".into(), millis(took));
     fields.insert(
         "events".into(),
-        Json::Array(unit.events.iter().map(|e| timeline_event(unit, e)).collect()),
+        Json::Array(
+            unit.events
+                .iter()
+                .map(|e| timeline_event(unit, e))
+                .collect(),
+        ),
     );
     if unit.events_dropped > 0 {
         fields.insert("events_dropped".into(), Json::from(unit.events_dropped));
     }
-    let text = |name| unit.field(name).map(ToString::to_string).unwrap_or_default();
+    let text = |name| {
+        unit.field(name)
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    };
     Some(Entry {
         log: Log::Slow,
         level: Level::Warn,
@@ -162,10 +178,17 @@ fn timeline_event(unit: &Unit, event: &Event) -> Json {
 }
 
 fn job_end(unit: &Unit, options: &RouteOptions) -> Entry {
-    let text = |name| unit.field(name).map(ToString::to_string).unwrap_or_default();
+    let text = |name| {
+        unit.field(name)
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    };
     let mut fields = unit_fields(unit, options);
     fields.insert("duration_ms".into(), millis(unit.duration));
-    let name = unit.str_field("name").map(|n| format!(" ({n})")).unwrap_or_default();
+    let name = unit
+        .str_field("name")
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
     Entry {
         log: Log::Server,
         level: Level::Info,
@@ -229,7 +252,10 @@ fn audit(unit: &Unit, event: &Event, action: &str, options: &RouteOptions) -> En
     fields.insert("node".into(), Json::from(options.node.as_str()));
     let mut detail = Map::new();
     for (name, value) in &event.fields {
-        if !matches!(*name, AUDIT_FIELD | "actor" | "job_id" | "remote" | "request_id") {
+        if !matches!(
+            *name,
+            AUDIT_FIELD | "actor" | "job_id" | "remote" | "request_id"
+        ) {
             detail.insert((*name).to_string(), value.to_json());
         }
     }
@@ -258,10 +284,13 @@ impl SinkFilter {
     pub fn accepts(&self, entry: &Entry) -> bool {
         self.logs.contains(&entry.log)
             && entry.level >= self.min_level
-            && !self.ignore.iter().any(|pattern| match pattern.strip_suffix('*') {
-                Some(prefix) => entry.kind.starts_with(prefix),
-                None => entry.kind == *pattern,
-            })
+            && !self
+                .ignore
+                .iter()
+                .any(|pattern| match pattern.strip_suffix('*') {
+                    Some(prefix) => entry.kind.starts_with(prefix),
+                    None => entry.kind == *pattern,
+                })
     }
 }
 
@@ -305,7 +334,9 @@ mod tests {
                 .with("job_id", Value::U64(7))
                 .with("name", Value::Str("backup".into())),
         );
-        unit.push_event(Event::new(Level::Warn, "joblog_store", "slow query").with("rows", Value::U64(9)));
+        unit.push_event(
+            Event::new(Level::Warn, "joblog_store", "slow query").with("rows", Value::U64(9)),
+        );
         unit.push_event(Event::new(Level::Debug, "joblog_api", "detail"));
         let entries = entries(&unit, &options());
         assert_eq!(
@@ -331,10 +362,16 @@ mod tests {
         assert_eq!(audit.fields["remote"], "10.0.0.9:4242");
         assert_eq!(audit.fields["request_id"], "r-1");
         assert_eq!(audit.fields["job_id"], 7);
-        assert_eq!(audit.fields["detail"], serde_json::json!({"name": "backup"}));
+        assert_eq!(
+            audit.fields["detail"],
+            serde_json::json!({"name": "backup"})
+        );
         let error = &entries[3];
         assert_eq!(error.level, Level::Warn);
-        assert_eq!(error.fields["request_id"], "r-1", "a warning keeps its request's context");
+        assert_eq!(
+            error.fields["request_id"], "r-1",
+            "a warning keeps its request's context"
+        );
         assert_eq!(error.fields["path"], "/api/v1/jobs");
         assert_eq!(error.fields["rows"], 9);
     }
@@ -343,8 +380,14 @@ mod tests {
     fn a_fast_request_is_not_slow_logged_and_failures_raise_the_access_level() {
         let fast = entries(&request(200, Duration::from_millis(3)), &options());
         assert_eq!(kinds(&fast), [(Log::Access, "POST /api/v1/jobs")]);
-        assert_eq!(entries(&request(404, Duration::ZERO), &options())[0].level, Level::Warn);
-        assert_eq!(entries(&request(503, Duration::ZERO), &options())[0].level, Level::Error);
+        assert_eq!(
+            entries(&request(404, Duration::ZERO), &options())[0].level,
+            Level::Warn
+        );
+        assert_eq!(
+            entries(&request(503, Duration::ZERO), &options())[0].level,
+            Level::Error
+        );
         // A live tail streams for minutes; its answer came at once.
         let mut tail = request(200, Duration::from_millis(2));
         tail.duration = Duration::from_secs(600);
@@ -354,13 +397,20 @@ mod tests {
     #[test]
     fn events_outside_operations_are_server_lines_and_the_system_acts() {
         let unit = Unit::server_event(
-            Event::new(Level::Info, "joblog::serve", "logging configuration changed")
-                .with(AUDIT_FIELD, Value::Str("config.changed".into())),
+            Event::new(
+                Level::Info,
+                "joblog::serve",
+                "logging configuration changed",
+            )
+            .with(AUDIT_FIELD, Value::Str("config.changed".into())),
         );
         let entries = entries(&unit, &options());
         assert_eq!(
             kinds(&entries),
-            [(Log::Server, "joblog::serve"), (Log::Audit, "config.changed")]
+            [
+                (Log::Server, "joblog::serve"),
+                (Log::Audit, "config.changed")
+            ]
         );
         assert_eq!(entries[1].fields["actor"], "system");
         let warn = Unit::server_event(Event::new(Level::Error, "joblog", "disk full"));
@@ -376,13 +426,19 @@ mod tests {
             .with("job_id", Value::U64(12))
             .with("name", Value::Str("backup".into()))
             .with("state", Value::Str("failed".into()));
-        unit.push_event(Event::new(Level::Warn, "joblog_engine", "result file unreadable"));
+        unit.push_event(Event::new(
+            Level::Warn,
+            "joblog_engine",
+            "result file unreadable",
+        ));
         let entries = entries(&unit, &options());
         assert_eq!(
             kinds(&entries),
             [(Log::Server, "job"), (Log::Error, "joblog_engine")]
         );
-        assert!(entries[0].message.starts_with("job 12 (backup) ended failed"));
+        assert!(entries[0]
+            .message
+            .starts_with("job 12 (backup) ended failed"));
         assert_eq!(entries[1].fields["job_id"], 12);
         assert_eq!(entries[1].fields["unit"], "job");
     }

@@ -160,8 +160,13 @@ impl Oplog {
         }
         let options = &self.inner.options;
         let plans = config::plan(&config, &options.default_dir).map_err(OplogError::Invalid)?;
-        let (routes, figures) =
-            open_routes(&plans, &config, options, &state.figures, &self.inner.submitter)?;
+        let (routes, figures) = open_routes(
+            &plans,
+            &config,
+            options,
+            &state.figures,
+            &self.inner.submitter,
+        )?;
         let (done, swapped) = mpsc::channel();
         let item = Item::Swap(Box::new(routes), done);
         if self.inner.submitter.tx.push_as(item, Overflow::Block) != Pushed::Queued {
@@ -177,14 +182,24 @@ impl Oplog {
     /// Asks every sink to reopen its destination (SIGHUP, after
     /// logrotate).
     pub fn reopen(&self) {
-        let _ = self.inner.submitter.tx.push_as(Item::Reopen, Overflow::Block);
+        let _ = self
+            .inner
+            .submitter
+            .tx
+            .push_as(Item::Reopen, Overflow::Block);
     }
 
     /// Waits until everything submitted before is written and flushed,
     /// up to `timeout`. False when it was not.
     pub fn flush(&self, timeout: Duration) -> bool {
         let (done, flushed) = mpsc::channel();
-        if self.inner.submitter.tx.push_as(Item::Flush(done), Overflow::Block) != Pushed::Queued {
+        if self
+            .inner
+            .submitter
+            .tx
+            .push_as(Item::Flush(done), Overflow::Block)
+            != Pushed::Queued
+        {
             return false;
         }
         flushed.recv_timeout(timeout).is_ok()
@@ -265,7 +280,9 @@ fn open_routes(
             .unwrap_or_default();
         let (tx, rx) = queue::bounded(plan.queue, plan.overflow);
         let thread = runner::spawn(plan.name.clone(), sink, rx, stats.clone(), report.clone())
-            .map_err(|e| OplogError::Open(format!("cannot start logging sink {:?}: {e}", plan.name)))?;
+            .map_err(|e| {
+                OplogError::Open(format!("cannot start logging sink {:?}: {e}", plan.name))
+            })?;
         figures.push(SinkFigures {
             name: plan.name.clone(),
             stats: stats.clone(),
@@ -322,7 +339,8 @@ fn run_router(rx: &queue::Writer<Item>, mut routes: Routes) {
 
 fn dispatch(routes: &Routes, entry: Arc<Entry>) {
     for sink in &routes.sinks {
-        if sink.filter.accepts(&entry) && sink.tx.push(Msg::Entry(entry.clone())) != Pushed::Queued {
+        if sink.filter.accepts(&entry) && sink.tx.push(Msg::Entry(entry.clone())) != Pushed::Queued
+        {
             sink.stats.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -71,7 +71,10 @@ pub(crate) fn spawn(
 enum Health {
     Up,
     /// Failing since the last attempt; tried again at `retry_at`.
-    Down { retry_at: Instant, lost: u64 },
+    Down {
+        retry_at: Instant,
+        lost: u64,
+    },
 }
 
 struct Runner {
@@ -225,7 +228,9 @@ impl Runner {
     fn report_drops(&mut self) {
         let dropped = self.stats.dropped.load(Ordering::Relaxed);
         if dropped == self.reported_drops
-            || self.last_report.is_some_and(|at| at.elapsed() < REPORT_EVERY)
+            || self
+                .last_report
+                .is_some_and(|at| at.elapsed() < REPORT_EVERY)
         {
             return;
         }

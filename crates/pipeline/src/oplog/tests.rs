@@ -12,12 +12,18 @@ use crate::oplog::queue::Overflow;
 
 /// What each memory sink received, by sink name.
 #[derive(Clone, Default)]
-struct Received(Arc<Mutex<Vec<(String, Arc<Entry>)>>>);
+struct Received(Arc<Mutex<Vec<Got>>>);
+
+/// One entry as a sink got it: the sink's name and the entry.
+type Got = (String, Arc<Entry>);
 
 impl Received {
     fn of(&self, sink: &str) -> Vec<Arc<Entry>> {
         let all = self.0.lock().unwrap();
-        all.iter().filter(|(s, _)| s == sink).map(|(_, e)| e.clone()).collect()
+        all.iter()
+            .filter(|(s, _)| s == sink)
+            .map(|(_, e)| e.clone())
+            .collect()
     }
 }
 
@@ -78,8 +84,16 @@ impl Harness {
                 Ok(Box::new(MemorySink {
                     name: plan.name.clone(),
                     received: received.clone(),
-                    failing: if bad { failing.clone() } else { Arc::new(Mutex::new(false)) },
-                    gate: if slow { gate.clone() } else { Arc::new(Mutex::new(())) },
+                    failing: if bad {
+                        failing.clone()
+                    } else {
+                        Arc::new(Mutex::new(false))
+                    },
+                    gate: if slow {
+                        gate.clone()
+                    } else {
+                        Arc::new(Mutex::new(()))
+                    },
                 }) as Box<dyn Sink>)
             }),
         }
@@ -147,7 +161,10 @@ fn a_request_logged_through_tracing_reaches_each_log_it_belongs_in() {
     let errors = h.received.of("errors");
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].fields["path"], "/api/v1/jobs");
-    assert!(errors[0].fields["file"].as_str().unwrap().ends_with("tests.rs"));
+    assert!(errors[0].fields["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("tests.rs"));
     let slow = h.received.of("slow");
     assert_eq!(slow.len(), 1, "60ms against a 50ms threshold");
     assert_eq!(slow[0].fields["events"].as_array().unwrap().len(), 2);
@@ -179,7 +196,8 @@ fn drop_newest_counts_what_a_full_queue_drops_and_block_loses_nothing() {
     let submitter = {
         let oplog = oplog.clone();
         std::thread::spawn(move || {
-            (0..200).for_each(|i| oplog.submit(Unit::new(UnitKind::Request).with("i", Value::U64(i))))
+            (0..200)
+                .for_each(|i| oplog.submit(Unit::new(UnitKind::Request).with("i", Value::U64(i))))
         })
     };
     std::thread::sleep(Duration::from_millis(200));
@@ -187,9 +205,18 @@ fn drop_newest_counts_what_a_full_queue_drops_and_block_loses_nothing() {
     submitter.join().unwrap();
     assert!(oplog.flush(WAIT));
     let figures = oplog.figures();
-    let stats = |name: &str| figures.iter().find(|f| f.name == name).unwrap().stats.clone();
+    let stats = |name: &str| {
+        figures
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap()
+            .stats
+            .clone()
+    };
     let kept = h.received.of("slow-dropping").len() as u64;
-    let dropped = stats("slow-dropping").dropped.load(std::sync::atomic::Ordering::Relaxed);
+    let dropped = stats("slow-dropping")
+        .dropped
+        .load(std::sync::atomic::Ordering::Relaxed);
     assert!(dropped > 0, "the gate held the sink while 200 came");
     assert_eq!(kept + dropped, 200, "every entry is written or counted");
     let blocked: Vec<u64> = h
@@ -198,15 +225,27 @@ fn drop_newest_counts_what_a_full_queue_drops_and_block_loses_nothing() {
         .iter()
         .map(|e| e.fields["i"].as_u64().unwrap())
         .collect();
-    assert_eq!(blocked, (0..200).collect::<Vec<_>>(), "block keeps all, in order");
-    assert_eq!(stats("slow-blocking").dropped.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(
+        blocked,
+        (0..200).collect::<Vec<_>>(),
+        "block keeps all, in order"
+    );
+    assert_eq!(
+        stats("slow-blocking")
+            .dropped
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
 }
 
 #[test]
 fn a_failing_sink_does_not_stop_the_others_and_is_retried() {
     let h = Harness::new();
     let oplog = Oplog::start(
-        config(vec![sink("bad", &[Log::Server]), sink("good", &[Log::Server])]),
+        config(vec![
+            sink("bad", &[Log::Server]),
+            sink("good", &[Log::Server]),
+        ]),
         h.options(),
     )
     .unwrap();
@@ -225,24 +264,32 @@ fn a_failing_sink_does_not_stop_the_others_and_is_retried() {
     let bad = &figures.iter().find(|f| f.name == "bad").unwrap().stats;
     assert!(bad.failed_writes.load(std::sync::atomic::Ordering::Relaxed) >= 1);
     // Its own warning, routed to it too, is lost with the 100.
-    assert_eq!(bad.lost.load(std::sync::atomic::Ordering::Relaxed), 100 + warnings(&good));
+    assert_eq!(
+        bad.lost.load(std::sync::atomic::Ordering::Relaxed),
+        100 + warnings(&good)
+    );
     // The sink's warning names it, and reached the good sink.
-    assert!(h
-        .received
-        .of("good")
-        .iter()
-        .any(|e| e.message.contains("log sink bad (memory bad) failed: disk full")));
+    assert!(h.received.of("good").iter().any(|e| e
+        .message
+        .contains("log sink bad (memory bad) failed: disk full")));
     // Back up: after its backoff it writes again.
     *h.failing.lock().unwrap() = false;
     std::thread::sleep(Duration::from_millis(300));
     oplog.submit(server_unit(1000));
     assert!(oplog.flush(WAIT));
-    assert!(h.received.of("bad").iter().any(|e| e.fields.get("i") == Some(&1000.into())));
+    assert!(h
+        .received
+        .of("bad")
+        .iter()
+        .any(|e| e.fields.get("i") == Some(&1000.into())));
 }
 
 /// Entries the sinks themselves logged (their warnings).
 fn warnings(entries: &[Arc<Entry>]) -> u64 {
-    entries.iter().filter(|e| e.fields.get("i").is_none()).count() as u64
+    entries
+        .iter()
+        .filter(|e| e.fields.get("i").is_none())
+        .count() as u64
 }
 
 #[test]
@@ -250,7 +297,9 @@ fn a_new_configuration_applies_from_the_next_event_and_an_invalid_one_is_refused
     let h = Harness::new();
     let oplog = Oplog::start(config(vec![sink("first", &[Log::Server])]), h.options()).unwrap();
     oplog.submit(server_unit(1));
-    assert!(oplog.reconfigure(config(vec![sink("second", &[Log::Server])])).unwrap());
+    assert!(oplog
+        .reconfigure(config(vec![sink("second", &[Log::Server])]))
+        .unwrap());
     oplog.submit(server_unit(2));
     let bad = config(vec![SinkConfig::new(SinkKind::File, &[Log::Access])]);
     let e = oplog.reconfigure(bad).unwrap_err().to_string();
@@ -258,12 +307,26 @@ fn a_new_configuration_applies_from_the_next_event_and_an_invalid_one_is_refused
     oplog.submit(server_unit(3));
     assert!(oplog.flush(WAIT));
     let ids = |sink: &str| -> Vec<u64> {
-        h.received.of(sink).iter().filter_map(|e| e.fields.get("i")?.as_u64()).collect()
+        h.received
+            .of(sink)
+            .iter()
+            .filter_map(|e| e.fields.get("i")?.as_u64())
+            .collect()
     };
     assert_eq!(ids("first"), [1]);
-    assert_eq!(ids("second"), [2, 3], "the refused configuration changed nothing");
-    assert_eq!(oplog.config().sinks.unwrap()[0].name.as_deref(), Some("second"));
-    assert!(!oplog.reconfigure(oplog.config()).unwrap(), "the same one is no change");
+    assert_eq!(
+        ids("second"),
+        [2, 3],
+        "the refused configuration changed nothing"
+    );
+    assert_eq!(
+        oplog.config().sinks.unwrap()[0].name.as_deref(),
+        Some("second")
+    );
+    assert!(
+        !oplog.reconfigure(oplog.config()).unwrap(),
+        "the same one is no change"
+    );
 }
 
 #[test]
@@ -295,7 +358,11 @@ fn eight_threads_of_100000_events_under_block_lose_nothing_and_keep_each_threads
     let mut next = vec![0u64; THREADS as usize];
     for e in h.received.of("all") {
         let t = e.fields["t"].as_u64().unwrap() as usize;
-        assert_eq!(e.fields["i"].as_u64().unwrap(), next[t], "thread {t} out of order");
+        assert_eq!(
+            e.fields["i"].as_u64().unwrap(),
+            next[t],
+            "thread {t} out of order"
+        );
         next[t] += 1;
     }
     assert_eq!(next, vec![EACH; THREADS as usize]);

@@ -38,7 +38,13 @@ impl DatabaseSink {
 
 /// The stored form of an audit line.
 pub fn to_audit(entry: &Entry) -> NewAudit {
-    let text = |name: &str| entry.fields.get(name).and_then(Value::as_str).map(str::to_string);
+    let text = |name: &str| {
+        entry
+            .fields
+            .get(name)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     NewAudit {
         at: entry.at,
         actor: text("actor").unwrap_or_else(|| "system".into()),
@@ -60,8 +66,12 @@ impl Sink for DatabaseSink {
             return Err(io::Error::other("the database is not open yet"));
         };
         self.batch.clear();
-        self.batch
-            .extend(batch.iter().filter(|e| e.log == Log::Audit).map(|e| to_audit(e)));
+        self.batch.extend(
+            batch
+                .iter()
+                .filter(|e| e.log == Log::Audit)
+                .map(|e| to_audit(e)),
+        );
         if self.batch.is_empty() {
             return Ok(());
         }
