@@ -4,7 +4,7 @@
 // come from token names and requests.
 
 import { get } from "./api.js";
-import { el, text, clear, when, fail } from "./dom.js";
+import { el, text, clear, when, fail, filterInput } from "./dom.js";
 
 const LIMIT = 50;
 // An id above any entry's: the page below it is the newest.
@@ -70,16 +70,8 @@ class AuditPage {
     clear(this.bar);
     const form = el("form", "filter-form");
     form.id = "audit-filter";
-    const input = (key, placeholder, title) => {
-      const i = el("input");
-      i.type = "search";
-      i.name = key;
-      i.placeholder = placeholder;
-      i.title = title;
-      i.value = this.filters[key];
-      form.append(i);
-      return i;
-    };
+    const input = (key, placeholder, title) =>
+      filterInput(form, this.filters, key, placeholder, title);
     input("actor", "actor", "who acted, exactly: a token's name, bootstrap, anonymous or system");
     input("action", "action", "what was done, exactly: job.submitted, job.cancelled, token.created …");
     input("job_id", "job id", "entries about this job").inputMode = "numeric";

@@ -14,6 +14,18 @@ export function text(value, cls, tag = "span") {
   return e;
 }
 
+// A search box of a filter form, named `key`, showing `filters[key]`.
+export function filterInput(form, filters, key, placeholder, title) {
+  const i = el("input");
+  i.type = "search";
+  i.name = key;
+  i.placeholder = placeholder;
+  i.title = title;
+  i.value = filters[key];
+  form.append(i);
+  return i;
+}
+
 export function clear(node) {
   while (node.firstChild) node.firstChild.remove();
 }

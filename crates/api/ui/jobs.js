@@ -3,7 +3,7 @@
 // its page when a change concerns it; it never polls).
 
 import { get, post, stream } from "./api.js";
-import { el, text, clear, stateBadge, duration, when, can, fail } from "./dom.js";
+import { el, text, clear, stateBadge, duration, when, can, fail, filterInput } from "./dom.js";
 
 const STATES = ["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted"];
 const LIMIT = 50;
@@ -142,16 +142,8 @@ class JobsPage {
       chips.append(c);
     }
     const form = el("form", "filter-form");
-    const input = (key, placeholder, title) => {
-      const i = el("input");
-      i.type = "search";
-      i.name = key;
-      i.placeholder = placeholder;
-      i.title = title;
-      i.value = this.filters[key];
-      form.append(i);
-      return i;
-    };
+    const input = (key, placeholder, title) =>
+      filterInput(form, this.filters, key, placeholder, title);
     input("name", "name (backup-*)", "a job name, or a pattern with * and ?");
     input("node", "node", "the node that ran the job");
     input("since", "since (24h)", "created since: a duration back (24h, 7d) or an RFC 3339 time");

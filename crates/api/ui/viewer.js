@@ -5,6 +5,7 @@
 // HTML.
 
 import { render } from "./ansi.js";
+import { el } from "./dom.js";
 
 // Browsers cap an element's height (Firefox near 17.9 million px); past
 // this the scroll position maps to rows proportionally.
@@ -270,12 +271,6 @@ export class Viewer {
     for (const r of this.pool) r.key = null;
     this.schedule();
   }
-}
-
-function el(tag, cls) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  return e;
 }
 
 function newRow() {
