@@ -145,7 +145,12 @@ pub(crate) async fn authorize(
     let identity = match authenticate(&state, req.headers()).await {
         Ok(identity) => identity,
         Err(e) => {
-            if e.code == ErrorCode::Unauthorized {
+            // A token that was sent and refused (wrong, revoked, expired)
+            // is the audit's business; a request without one (a page
+            // before its user signs in) is only an access line.
+            if e.code == ErrorCode::Unauthorized
+                && req.headers().contains_key(header::AUTHORIZATION)
+            {
                 tracing::info!(audit = "token.refused", reason = %e.message, "API token refused");
             }
             return e.into_response();

@@ -312,3 +312,84 @@ async fn an_admin_replaces_the_logging_section_through_the_api() {
         .iter()
         .all(|l| l["path"] != "/api/v1/jobs"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_made_used_and_refused_are_audited_by_name_never_by_text() {
+    const BOOTSTRAP: &str = "e2e-logs-bootstrap-token-0123456789abcdef";
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("admin.token");
+    std::fs::write(&token_file, format!("{BOOTSTRAP}\n")).unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &["--token-file", token_file.to_str().unwrap()]).await;
+    let audit = data.join("logs").join("audit.log");
+
+    let made: Value = server
+        .http
+        .post(format!("{}/api/v1/tokens", server.url))
+        .bearer_auth(BOOTSTRAP)
+        .json(&json!({"name": "ci", "role": "viewer"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ci = made["token"].as_str().unwrap().to_string();
+    let created = wait_line(&audit, "the creation", |l| l["type"] == "token.created").await;
+    assert_eq!(created["actor"], "bootstrap");
+    assert_eq!(created["detail"]["token"], "ci");
+    assert_eq!(created["detail"]["role"], "viewer");
+
+    let jobs = format!("{}/api/v1/jobs", server.url);
+    let used = server
+        .http
+        .get(&jobs)
+        .bearer_auth(&ci)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(used.status(), 200);
+    let used = wait_line(&audit, "the use", |l| l["type"] == "token.used").await;
+    assert_eq!(used["actor"], "ci");
+
+    let wrong = server
+        .http
+        .get(&jobs)
+        .bearer_auth("jl_not-a-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let none = server
+        .http
+        .get(&jobs)
+        .header("x-request-id", "no-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(none.status(), 401);
+    let refused = wait_line(&audit, "the refusal", |l| l["type"] == "token.refused").await;
+    assert!(refused["detail"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("unknown API token"));
+    // The request without a token is an access line only.
+    wait_line(
+        &data.join("logs").join("access.log"),
+        "the tokenless request",
+        |l| l["request_id"] == "no-token",
+    )
+    .await;
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert_eq!(
+        text.matches("token.refused").count(),
+        2,
+        "type and action of one entry: {text}"
+    );
+    for secret in [BOOTSTRAP, ci.as_str(), "jl_not-a-token"] {
+        for log in ["access.log", "audit.log", "error.log", "slow.log"] {
+            let body = std::fs::read_to_string(data.join("logs").join(log)).unwrap_or_default();
+            assert!(!body.contains(secret), "a token's text is in {log}");
+        }
+    }
+}

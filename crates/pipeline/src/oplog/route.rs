@@ -2,7 +2,8 @@
 //! (an access line per request; an audit entry per state change; an
 //! error entry per warning or error, with its operation's context; a slow
 //! entry, with the whole timeline, for a request slower than the
-//! threshold; server lines for what happened outside any operation), and
+//! threshold; server lines for what happened outside any operation,
+//! below warnings), and
 //! each sink takes the lines its filter accepts.
 
 use std::time::Duration;
@@ -44,7 +45,9 @@ pub fn entries(unit: &Unit, options: &RouteOptions) -> Vec<Entry> {
         }
         UnitKind::Job => out.push(job_end(unit, options)),
         UnitKind::Server => {
-            for event in &unit.events {
+            // Warnings and errors go to the error log alone: a sink that
+            // takes both logs (stderr, by default) shows each line once.
+            for event in unit.events.iter().filter(|e| e.level < Level::Warn) {
                 out.push(event_entry(Log::Server, unit, event, options));
             }
         }
@@ -416,7 +419,8 @@ mod tests {
         let warn = Unit::server_event(Event::new(Level::Error, "joblog", "disk full"));
         assert_eq!(
             kinds(&super::entries(&warn, &options())),
-            [(Log::Server, "joblog"), (Log::Error, "joblog")]
+            [(Log::Error, "joblog")],
+            "once, in the error log"
         );
     }
 

@@ -243,8 +243,8 @@ fn a_failing_sink_does_not_stop_the_others_and_is_retried() {
     let h = Harness::new();
     let oplog = Oplog::start(
         config(vec![
-            sink("bad", &[Log::Server]),
-            sink("good", &[Log::Server]),
+            sink("bad", &[Log::Server, Log::Error]),
+            sink("good", &[Log::Server, Log::Error]),
         ]),
         h.options(),
     )
