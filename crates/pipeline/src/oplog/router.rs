@@ -192,6 +192,11 @@ impl Oplog {
     /// Waits until everything submitted before is written and flushed,
     /// up to `timeout`. False when it was not.
     pub fn flush(&self, timeout: Duration) -> bool {
+        // The log's own threads (a sink panicking) cannot wait for
+        // themselves.
+        if is_internal() {
+            return false;
+        }
         let (done, flushed) = mpsc::channel();
         if self
             .inner
