@@ -6,10 +6,11 @@
 //! parks only when `Block` finds the queue full), so producers share no
 //! lock, and items of one producer leave in the order it pushed them.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a push does when the queue is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -73,11 +74,18 @@ pub struct Sender<T> {
     counters: Arc<Counters>,
 }
 
+/// How often a busy writer looks for items.
+pub const POLL: Duration = Duration::from_millis(1);
+/// Empty looks after which a writer sleeps until an item wakes it.
+pub const IDLE_POLLS: u32 = 20;
+
 /// The writer's end.
 #[derive(Debug)]
 pub struct Writer<T> {
     rx: Receiver<T>,
     counters: Arc<Counters>,
+    /// Empty looks in a row since the last item.
+    empty_polls: Cell<u32>,
 }
 
 /// A queue of at most `capacity` items (at least 1).
@@ -90,7 +98,11 @@ pub fn bounded<T>(capacity: usize, policy: Overflow) -> (Sender<T>, Writer<T>) {
             policy,
             counters: counters.clone(),
         },
-        Writer { rx, counters },
+        Writer {
+            rx,
+            counters,
+            empty_polls: Cell::new(0),
+        },
     )
 }
 
@@ -151,14 +163,47 @@ impl<T> Writer<T> {
     /// Waits up to `wait` for an item, then takes whatever else is waiting,
     /// up to `max` in all, into `batch`. False once every sender is gone and
     /// the queue is empty: the writer's work is done.
+    ///
+    /// While items keep coming the writer looks for them every [`POLL`]
+    /// instead of sleeping in the channel, so a producer never has to
+    /// wake it: that wake-up (a futex call per item, on the producer's
+    /// thread and the writer's) was most of what logging cost a request
+    /// (`joblog bench oplog`, docs/benchmarks.md). A batch then holds
+    /// what came in one tick. After [`IDLE_POLLS`] empty looks the writer
+    /// sleeps in the channel until an item wakes it, so an idle server
+    /// does not tick.
     pub fn next_batch(&self, batch: &mut Vec<T>, max: usize, wait: Duration) -> bool {
         let before = batch.len();
-        let first = match self.rx.recv_timeout(wait) {
-            Ok(item) => item,
-            Err(RecvTimeoutError::Timeout) => return true,
-            Err(RecvTimeoutError::Disconnected) => return false,
-        };
-        batch.push(first);
+        let deadline = Instant::now() + wait;
+        loop {
+            match self.rx.try_recv() {
+                Ok(item) => {
+                    batch.push(item);
+                    break;
+                }
+                Err(TryRecvError::Disconnected) => return false,
+                Err(TryRecvError::Empty) => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            let polls = self.empty_polls.get();
+            if polls < IDLE_POLLS {
+                self.empty_polls.set(polls + 1);
+                std::thread::sleep(POLL.min(left));
+                continue;
+            }
+            match self.rx.recv_timeout(left) {
+                Ok(item) => {
+                    batch.push(item);
+                    break;
+                }
+                Err(RecvTimeoutError::Timeout) => return true,
+                Err(RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+        self.empty_polls.set(0);
         while batch.len() - before < max.max(1) {
             match self.rx.try_recv() {
                 Ok(item) => batch.push(item),
