@@ -188,7 +188,7 @@ async fn measure_on_fresh_server(
         None
     } else {
         let flags = server_flags(args);
-        match start_server(args, database, &flags, ctx.token.as_deref(), sigint).await {
+        match start_server(args, database, &flags, &[], ctx.token.as_deref(), sigint).await {
             Ok(server) => Some(server),
             Err(e) => {
                 drop_scratch(scratch).await;
