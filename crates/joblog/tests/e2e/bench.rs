@@ -130,9 +130,11 @@ async fn bench_oplog_measures_every_setup_and_writer() {
         assert!(report.contains(row), "no {row:?} row in\n{report}");
     }
     for writer in ["joblog `OplogLayer`", "tracing-appender `non_blocking`"] {
-        for threads in [1, 2] {
-            let row = format!("\n| {writer} | {threads} | ");
-            assert!(report.contains(&row), "no {row:?} row in\n{report}");
+        for pace in ["back to back", "100 µs apart"] {
+            for threads in [1, 2] {
+                let row = format!("\n| {writer} | {pace} | {threads} | ");
+                assert!(report.contains(&row), "no {row:?} row in\n{report}");
+            }
         }
     }
     assert!(report.contains("On / off: **"), "{report}");

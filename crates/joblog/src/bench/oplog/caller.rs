@@ -46,16 +46,30 @@ impl Writer {
     }
 }
 
-/// One round: `threads` threads each logging `events` timed events.
+/// How the events of a round are logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pace {
+    /// Threads logging at once.
+    pub(super) threads: usize,
+    /// Timed events each thread logs.
+    pub(super) events: u64,
+    /// A pause after each event (a server logs between other work, so
+    /// the writer's threads are often asleep when an event comes), or
+    /// none: one event after the other, as fast as the writer lets.
+    pub(super) pause: Option<Duration>,
+}
+
+/// One round of a writer at a pace.
 #[derive(Debug, Clone)]
 pub(super) struct CallerRound {
     pub(super) writer: Writer,
-    pub(super) threads: usize,
+    pub(super) pace: Pace,
     /// Of every timed call of every thread, in ns, timer included.
     pub(super) p50: f64,
     pub(super) p99: f64,
     pub(super) p999: f64,
-    /// Timed events per second of one thread (median of the threads).
+    /// Timed events per second of one thread, pauses included (median
+    /// of the threads).
     pub(super) per_thread_rate: f64,
     /// Events logged, warm-up included.
     pub(super) logged: u64,
@@ -80,15 +94,10 @@ pub(super) fn timer_overhead(samples: usize) -> (f64, f64) {
 }
 
 /// Measures one round of `writer` in `dir` (made empty by the caller).
-pub(super) fn round(
-    writer: Writer,
-    threads: usize,
-    events: u64,
-    dir: &Path,
-) -> anyhow::Result<CallerRound> {
+pub(super) fn round(writer: Writer, pace: Pace, dir: &Path) -> anyhow::Result<CallerRound> {
     let (timings, path, dropped) = match writer {
-        Writer::Joblog => joblog(threads, events, dir)?,
-        Writer::Appender => appender(threads, events, dir)?,
+        Writer::Joblog => joblog(pace, dir)?,
+        Writer::Appender => appender(pace, dir)?,
     };
     let all: Vec<f64> = timings
         .iter()
@@ -101,12 +110,12 @@ pub(super) fn round(
     let written = count_lines(&path)?;
     Ok(CallerRound {
         writer,
-        threads,
+        pace,
         p50: percentile(&all, 50.0).unwrap_or(0.0),
         p99: percentile(&all, 99.0).unwrap_or(0.0),
         p999: percentile(&all, 99.9).unwrap_or(0.0),
         per_thread_rate: percentile(&rates, 50.0).unwrap_or(0.0),
-        logged: threads as u64 * (WARM_UP + events),
+        logged: pace.threads as u64 * (WARM_UP + pace.events),
         written,
         dropped,
     })
@@ -131,14 +140,14 @@ fn log_one(i: u64) {
     );
 }
 
-/// Runs `threads` threads logging through `dispatch` (as their default,
-/// so the bench process's own logging is untouched), all starting the
-/// timed events together.
-fn produce(dispatch: &Dispatch, threads: usize, events: u64) -> anyhow::Result<Vec<Timings>> {
-    let barrier = Barrier::new(threads);
+/// Runs `pace.threads` threads logging through `dispatch` (as their
+/// default, so the bench process's own logging is untouched), all
+/// starting the timed events together.
+fn produce(dispatch: &Dispatch, pace: Pace) -> anyhow::Result<Vec<Timings>> {
+    let barrier = Barrier::new(pace.threads);
     std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(threads);
-        for n in 0..threads {
+        let mut handles = Vec::with_capacity(pace.threads);
+        for n in 0..pace.threads {
             let barrier = &barrier;
             let handle = std::thread::Builder::new()
                 .name(format!("bench-producer-{n}"))
@@ -147,13 +156,16 @@ fn produce(dispatch: &Dispatch, threads: usize, events: u64) -> anyhow::Result<V
                         for i in 0..WARM_UP {
                             log_one(i);
                         }
-                        let mut samples = Vec::with_capacity(events as usize);
+                        let mut samples = Vec::with_capacity(pace.events as usize);
                         barrier.wait();
                         let started = Instant::now();
-                        for i in 0..events {
+                        for i in 0..pace.events {
                             let t = Instant::now();
                             log_one(i);
                             samples.push(t.elapsed().as_nanos() as u64);
+                            if let Some(pause) = pace.pause {
+                                std::thread::sleep(pause);
+                            }
                         }
                         Timings {
                             samples,
@@ -171,11 +183,7 @@ fn produce(dispatch: &Dispatch, threads: usize, events: u64) -> anyhow::Result<V
     })
 }
 
-fn joblog(
-    threads: usize,
-    events: u64,
-    dir: &Path,
-) -> anyhow::Result<(Vec<Timings>, std::path::PathBuf, u64)> {
+fn joblog(pace: Pace, dir: &Path) -> anyhow::Result<(Vec<Timings>, std::path::PathBuf, u64)> {
     let path = dir.join("joblog.log");
     // Never rotated: a rotation's compression would run beside the
     // producers, and the lines could not be counted in one file.
@@ -200,7 +208,7 @@ fn joblog(
     };
     let oplog = Oplog::start(config, options).context("cannot start joblog's logs")?;
     let dispatch = Dispatch::new(tracing_subscriber::registry().with(oplog.layer()));
-    let timings = produce(&dispatch, threads, events);
+    let timings = produce(&dispatch, pace);
     drop(dispatch);
     let flushed = oplog.flush(Duration::from_secs(120));
     let mut registry = prometheus_client::registry::Registry::default();
@@ -218,11 +226,7 @@ fn joblog(
     Ok((timings, path, counters.dropped + counters.lost))
 }
 
-fn appender(
-    threads: usize,
-    events: u64,
-    dir: &Path,
-) -> anyhow::Result<(Vec<Timings>, std::path::PathBuf, u64)> {
+fn appender(pace: Pace, dir: &Path) -> anyhow::Result<(Vec<Timings>, std::path::PathBuf, u64)> {
     let name = "appender.log";
     let path = dir.join(name);
     let (writer, guard) =
@@ -233,7 +237,7 @@ fn appender(
         .with_ansi(false)
         .with_writer(writer);
     let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer));
-    let timings = produce(&dispatch, threads, events);
+    let timings = produce(&dispatch, pace);
     drop(dispatch);
     // The guard's drop waits at most a second for the worker, whose
     // queue may hold more than a second's writing: wait until the file
@@ -287,7 +291,12 @@ mod tests {
     fn every_event_reaches_the_file_through_both_writers() {
         for writer in [Writer::Joblog, Writer::Appender] {
             let dir = tempfile::tempdir().unwrap();
-            let r = round(writer, 2, 500, dir.path()).unwrap();
+            let pace = Pace {
+                threads: 2,
+                events: 500,
+                pause: None,
+            };
+            let r = round(writer, pace, dir.path()).unwrap();
             assert_eq!(r.logged, 2 * (WARM_UP + 500), "{writer:?}");
             assert_eq!((r.written, r.dropped), (r.logged, 0), "{writer:?}");
             assert!(r.p50 > 0.0 && r.p50 <= r.p99 && r.p99 <= r.p999, "{r:?}");

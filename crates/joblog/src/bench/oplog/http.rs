@@ -181,7 +181,7 @@ async fn run(
         let url = api.url(&format!("/api/v1/jobs/{}", job.id), &[])?;
         // Its own client, so every load connection is opened (and driven)
         // by the load generator's runtime.
-        let target = Target::new(Api::new(&server.url, None)?, url);
+        let target = Target::new(url)?;
         servers.push(Loaded {
             server,
             api,

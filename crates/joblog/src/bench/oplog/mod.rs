@@ -10,18 +10,41 @@ mod load;
 mod report;
 mod scrape;
 
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::{redact_args, BenchArgs};
-use caller::{CallerRound, Writer};
+use caller::{CallerRound, Pace, Writer};
 use load::LoadGen;
 use report::OplogReport;
 
 /// Producing threads the caller-side cost is measured with.
 const PRODUCERS: [usize; 2] = [1, 2];
+
+/// The pause between paced events: a busy server's request rate, so the
+/// writers' threads are woken for most events rather than kept busy.
+const PAUSE: Duration = Duration::from_micros(100);
+
+/// Paced rounds log this share of `--events` (they take longer per event).
+const PACED_SHARE: u64 = 10;
+
+/// Every pace of the caller-side rounds: back to back, then paced, each
+/// with 1 and 2 threads.
+fn paces(events: u64) -> Vec<Pace> {
+    let mut paces = Vec::new();
+    for (events, pause) in [(events, None), ((events / PACED_SHARE).max(1), Some(PAUSE))] {
+        for threads in PRODUCERS {
+            paces.push(Pace {
+                threads,
+                events,
+                pause,
+            });
+        }
+    }
+    paces
+}
 
 /// Timer samples for the overhead figure.
 const TIMER_SAMPLES: usize = 200_000;
@@ -138,7 +161,7 @@ fn caller_rounds(
     root: &std::path::Path,
 ) -> anyhow::Result<Vec<CallerRound>> {
     let mut rounds = Vec::new();
-    for threads in PRODUCERS {
+    for (p, pace) in paces(events).into_iter().enumerate() {
         for round in 1..=runs {
             let writers = if round % 2 == 1 {
                 [Writer::Joblog, Writer::Appender]
@@ -146,13 +169,14 @@ fn caller_rounds(
                 [Writer::Appender, Writer::Joblog]
             };
             for writer in writers {
-                let dir = root.join(format!("{threads}-{round}-{writer:?}"));
+                let dir = root.join(format!("{p}-{round}-{writer:?}"));
                 std::fs::create_dir(&dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
-                let r = caller::round(writer, threads, events, &dir)?;
+                let r = caller::round(writer, pace, &dir)?;
                 eprintln!(
-                    "bench: {} thread(s), round {round} of {runs}, {}: p50 {:.0} ns, p99 {:.0} ns, {} of {} lines written",
-                    threads,
+                    "bench: {} thread(s), {}, round {round} of {runs}, {}: p50 {:.0} ns, p99 {:.0} ns, {} of {} lines written",
+                    pace.threads,
+                    report::pace_label(pace),
                     writer.name(),
                     r.p50,
                     r.p99,

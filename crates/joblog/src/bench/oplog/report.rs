@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::caller::{CallerRound, Writer};
+use super::caller::{CallerRound, Pace, Writer};
 use super::http::{HttpFigures, Round, SETUPS};
 use crate::bench::stats::median;
 
@@ -180,6 +180,14 @@ fn http_section(s: &mut String, r: &OplogReport<'_>) {
     }
 }
 
+/// How a round's events were spaced, for its row.
+pub(super) fn pace_label(pace: Pace) -> String {
+    match pace.pause {
+        None => "back to back".into(),
+        Some(p) => format!("{} µs apart", p.as_micros()),
+    }
+}
+
 fn caller_section(s: &mut String, r: &OplogReport<'_>) {
     let _ = writeln!(s, "\n### Caller-side cost of one event\n");
     let Some((t50, t99)) = r.timer else {
@@ -196,8 +204,13 @@ fn caller_section(s: &mut String, r: &OplogReport<'_>) {
     );
     let _ = writeln!(
         s,
-        "- {} timed events per producing thread per round (after 1000 not timed), {} round(s) of each writer, the writers alternating; medians over the rounds",
-        r.events, r.runs
+        "- Back to back: {} timed events per producing thread per round, one after the other, so a writer that cannot keep up makes the caller wait (joblog, `block`) or drops (tracing-appender, once its 128,000 lines are queued); spaced: a tenth as many, each followed by a sleep of the pause given (a server logs between other work: the writer's thread is often asleep when an event comes and must be woken)",
+        r.events
+    );
+    let _ = writeln!(
+        s,
+        "- Each thread logs 1000 events first, not timed; {} round(s) of each writer at each pace, the writers alternating which goes first; medians over the rounds",
+        r.runs
     );
     let _ = writeln!(
         s,
@@ -216,20 +229,20 @@ fn caller_section(s: &mut String, r: &OplogReport<'_>) {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "| Writer | Producing threads | p50 (ns) | p99 (ns) | p99.9 (ns) | Events/s per thread | Events logged | Lost |"
+        "| Writer | Events | Producing threads | p50 (ns) | p99 (ns) | p99.9 (ns) | Events/s per thread | Events logged | Lost |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
-    let mut keys: Vec<(usize, Writer)> = Vec::new();
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut keys: Vec<(Pace, Writer)> = Vec::new();
     for c in r.caller {
-        if !keys.contains(&(c.threads, c.writer)) {
-            keys.push((c.threads, c.writer));
+        if !keys.contains(&(c.pace, c.writer)) {
+            keys.push((c.pace, c.writer));
         }
     }
-    for (threads, writer) in keys {
+    for (pace, writer) in keys {
         let rounds: Vec<&CallerRound> = r
             .caller
             .iter()
-            .filter(|c| c.threads == threads && c.writer == writer)
+            .filter(|c| c.pace == pace && c.writer == writer)
             .collect();
         let net =
             |f: fn(&CallerRound) -> f64| num(med(rounds.iter().map(|c| (f(c) - t50).max(0.0))), 0);
@@ -241,8 +254,10 @@ fn caller_section(s: &mut String, r: &OplogReport<'_>) {
         let dropped: u64 = rounds.iter().map(|c| c.dropped).sum();
         let _ = writeln!(
             s,
-            "| {} | {threads} | {} | {} | {} | {} | {logged} | {lost} ({dropped}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | {logged} | {lost} ({dropped}) |",
             writer.name(),
+            pace_label(pace),
+            pace.threads,
             net(|c| c.p50),
             net(|c| c.p99),
             net(|c| c.p999),
@@ -275,7 +290,11 @@ mod tests {
     fn caller(writer: Writer, threads: usize, p50: f64, lost: u64) -> CallerRound {
         CallerRound {
             writer,
-            threads,
+            pace: Pace {
+                threads,
+                events: 100_000,
+                pause: (threads == 3).then_some(Duration::from_micros(100)),
+            },
             p50,
             p99: p50 * 10.0,
             p999: p50 * 100.0,
@@ -385,24 +404,29 @@ mod tests {
             caller(Writer::Appender, 1, 500.0, 0),
             caller(Writer::Joblog, 2, 200.0, 0),
             caller(Writer::Appender, 2, 600.0, 3),
+            caller(Writer::Joblog, 3, 300.0, 0),
         ];
         let text = report(&HttpFigures::default(), &rounds);
         assert!(
             text.contains(
-                "| joblog `OplogLayer` | 1 | 110 | 1280 | 12980 | 1000000 | 202000 | 0 (0) |"
+                "| joblog `OplogLayer` | back to back | 1 | 110 | 1280 | 12980 | 1000000 | 202000 | 0 (0) |"
             ),
             "{text}"
         );
         assert!(
-            text.contains("| tracing-appender `non_blocking` | 1 | 490 | 5080 |"),
+            text.contains("| tracing-appender `non_blocking` | back to back | 1 | 490 | 5080 |"),
             "{text}"
         );
         assert!(
-            text.contains("| tracing-appender `non_blocking` | 2 | 580 | 5980 | 59980 | 1000000 | 101000 | 3 (3) |"),
+            text.contains("| tracing-appender `non_blocking` | back to back | 2 | 580 | 5980 | 59980 | 1000000 | 101000 | 3 (3) |"),
             "{text}"
         );
         assert!(
             text.contains("p50 20 ns, p99 40 ns, and 20 ns is subtracted"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| joblog `OplogLayer` | 100 µs apart | 3 | 280 |"),
             "{text}"
         );
     }
