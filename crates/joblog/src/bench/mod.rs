@@ -163,6 +163,21 @@ fn parse_viewers(s: &str) -> Result<Viewers, String> {
     Ok(Viewers(v))
 }
 
+/// A new directory of the bench's own under the temporary directory,
+/// `joblog-bench-<what>-<pid>-<µs>`: unique to this run and this moment.
+fn scratch_dir(what: &str) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let dir = std::env::temp_dir().join(format!(
+        "joblog-bench-{what}-{}-{stamp}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
 /// The command line for the report, without secrets.
 fn redact_args(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());

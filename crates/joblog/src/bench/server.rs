@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use tokio::signal::unix::Signal;
@@ -48,12 +48,7 @@ pub(super) async fn start_server(
     sigint: &mut Signal,
 ) -> anyhow::Result<SpawnedServer> {
     let exe = std::env::current_exe().context("cannot find the joblog executable")?;
-    let stamp = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or(0);
-    let root = std::env::temp_dir().join(format!("joblog-bench-{}-{stamp}", std::process::id()));
-    std::fs::create_dir(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    let root = super::scratch_dir("server")?;
     let data = root.join("data");
     std::fs::create_dir(&data).with_context(|| format!("cannot create {}", data.display()))?;
     let log_path = root.join("server.log");

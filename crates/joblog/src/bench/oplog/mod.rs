@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context};
 use tokio::signal::unix::{signal, SignalKind};
 
-use super::{redact_args, BenchArgs};
+use super::{redact_args, scratch_dir, BenchArgs};
 use caller::{CallerRound, Pace, Writer};
 use load::LoadGen;
 use report::OplogReport;
@@ -144,12 +144,7 @@ type CallerFigures = (Option<(f64, f64)>, Vec<CallerRound>);
 /// removed afterwards; the writers alternate which goes first.
 fn measure_callers(events: u64, runs: u32) -> anyhow::Result<CallerFigures> {
     let timer = caller::timer_overhead(TIMER_SAMPLES);
-    let stamp = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros());
-    let root =
-        std::env::temp_dir().join(format!("joblog-bench-oplog-{}-{stamp}", std::process::id()));
-    std::fs::create_dir(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    let root = scratch_dir("oplog")?;
     let outcome = caller_rounds(events, runs, &root);
     let _ = std::fs::remove_dir_all(&root);
     Ok((Some(timer), outcome?))
