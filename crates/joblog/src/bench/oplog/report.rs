@@ -155,9 +155,6 @@ fn http_section(s: &mut String, r: &OplogReport<'_>) {
             let _ = writeln!(s, "On / off: – (not measured).");
         }
     }
-    if let Some(p) = share(rates[0], rates[2]) {
-        let _ = writeln!(s, "On / nothing captured: {p:.1} %.");
-    }
     if let (Some(on), Some(off)) = (cpus[0], cpus[1]) {
         let _ = writeln!(
             s,
@@ -328,11 +325,8 @@ mod tests {
             rounds: vec![
                 round(0, 9900, 900),
                 round(1, 10_000, 800),
-                round(2, 10_500, 700),
                 round(1, 10_200, 800),
-                round(2, 10_400, 700),
                 round(0, 9700, 900),
-                round(2, 10_600, 700),
                 round(0, 9800, 900),
                 round(1, 9900, 800),
             ],
@@ -357,12 +351,10 @@ mod tests {
             text.contains("| off | 10000 | 10000, 10200, 9900 | 80.0 |"),
             "{text}"
         );
-        assert!(text.contains("| nothing captured | 10500 |"), "{text}");
         assert!(
             text.contains("On / off: **98.0 %** (within budget, not the goal"),
             "{text}"
         );
-        assert!(text.contains("On / nothing captured: 93.3 %."), "{text}");
         assert!(
             text.contains("29410 access lines written for 29400 requests"),
             "{text}"
@@ -392,7 +384,18 @@ mod tests {
         assert!(text.contains("**90.0 %** (**over budget**"), "{text}");
         assert!(text.contains("— **incomplete**"), "{text}");
         assert!(text.contains("Stopped early: interrupted"), "{text}");
-        assert!(text.contains("| nothing captured | – | – |"), "{text}");
+    }
+
+    #[test]
+    fn a_setup_without_rounds_shows_dashes_and_no_ratio() {
+        let http = HttpFigures {
+            rounds: vec![round(0, 9000, 900)],
+            ..HttpFigures::default()
+        };
+        let text = report(&http, &[]);
+        assert!(text.contains("| off | – | – | – | – | 0 |"), "{text}");
+        assert!(text.contains("On / off: – (not measured)."), "{text}");
+        assert!(!text.contains("Server CPU per request, on − off"), "{text}");
     }
 
     #[test]
