@@ -1,9 +1,10 @@
 //! `joblog bench`: the benchmark scenarios of docs/benchmarks.md, printing Markdown
 //! tables. This module holds the arguments every scenario shares and picks
 //! the scenario; `server` runs the server under test, `stats` the figures;
-//! `psu`, `ingest` and `tail` are one scenario each.
+//! `psu`, `ingest`, `tail` and `oplog` are one scenario each.
 
 mod ingest;
+mod oplog;
 mod psu;
 pub mod server;
 mod stats;
@@ -28,6 +29,9 @@ pub enum Scenario {
     /// A line written → delivered to live-tail (SSE) viewers of its job,
     /// with 1 and with 100 viewers, while the psu load runs.
     Tail,
+    /// The server's own logs: HTTP requests/s with logging on and off,
+    /// and the caller-side cost of one event beside tracing-appender.
+    Oplog,
     /// The job `tail` follows (it runs it itself): numbered lines stamped
     /// with the time they are written, at --rate for --duration.
     #[value(hide = true)]
@@ -75,7 +79,8 @@ pub struct BenchArgs {
     /// ingest: records written per run (suffixes K and M).
     #[arg(long, value_name = "N", default_value = "500K", value_parser = parse_count)]
     pub records: u64,
-    /// ingest, tail: runs; the table shows medians.
+    /// ingest, tail: runs; oplog: rounds of each configuration. The
+    /// table shows medians.
     #[arg(long, value_name = "N", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
@@ -86,7 +91,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 200,
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub rate: u32,
-    /// tail: how long the followed job writes.
+    /// tail: how long the followed job writes; oplog: how long each round
+    /// of HTTP load lasts.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = joblog_core::parse_positive_duration)]
     pub duration: Duration,
     /// tail-writer: start writing once this file exists (`tail` makes it
@@ -96,6 +102,17 @@ pub struct BenchArgs {
     /// Give up when a job has not finished after this long.
     #[arg(long, value_name = "DUR", default_value = "120s", value_parser = joblog_core::parse_positive_duration)]
     pub job_timeout: Duration,
+    /// oplog: keep-alive HTTP connections of the load generator.
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=512))]
+    pub connections: u32,
+    /// oplog: threads of the load generator's runtime.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub client_threads: u32,
+    /// oplog: events each producing thread logs per round (suffixes K and M).
+    #[arg(long, value_name = "N", default_value = "100K", value_parser = parse_count)]
+    pub events: u64,
     /// With --external: the server, given after the command name.
     #[command(flatten)]
     pub connection: Connection,
@@ -146,6 +163,21 @@ fn parse_viewers(s: &str) -> Result<Viewers, String> {
     Ok(Viewers(v))
 }
 
+/// A new directory of the bench's own under the temporary directory,
+/// `joblog-bench-<what>-<pid>-<µs>`: unique to this run and this moment.
+fn scratch_dir(what: &str) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let dir = std::env::temp_dir().join(format!(
+        "joblog-bench-{what}-{}-{stamp}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
 /// The command line for the report, without secrets.
 fn redact_args(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
@@ -188,6 +220,7 @@ pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
         Scenario::Psu => psu::run(args, global).await,
         Scenario::Ingest => ingest::run(args).await,
         Scenario::Tail => tail::run(args, global).await,
+        Scenario::Oplog => oplog::run(args).await,
         Scenario::TailWriter => tail::run_writer(args).await,
     }
 }

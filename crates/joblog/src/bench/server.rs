@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use tokio::signal::unix::Signal;
@@ -38,21 +38,17 @@ fn tail_of(path: &Path, lines: usize) -> String {
 
 /// Starts `joblog serve` on a fresh data directory and `database`
 /// (default: SQLite in that directory), with `flags` added to its command
-/// line.
+/// line and `env` to its environment (`None`: the variable is removed).
 pub(super) async fn start_server(
     args: &BenchArgs,
     database: Option<&str>,
     flags: &[String],
+    env: &[(&str, Option<&str>)],
     token: Option<&str>,
     sigint: &mut Signal,
 ) -> anyhow::Result<SpawnedServer> {
     let exe = std::env::current_exe().context("cannot find the joblog executable")?;
-    let stamp = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or(0);
-    let root = std::env::temp_dir().join(format!("joblog-bench-{}-{stamp}", std::process::id()));
-    std::fs::create_dir(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    let root = super::scratch_dir("server")?;
     let data = root.join("data");
     std::fs::create_dir(&data).with_context(|| format!("cannot create {}", data.display()))?;
     let log_path = root.join("server.log");
@@ -71,6 +67,12 @@ pub(super) async fn start_server(
         cmd.arg("--database").arg(db);
     }
     cmd.args(flags);
+    for (name, value) in env {
+        match value {
+            Some(v) => cmd.env(name, v),
+            None => cmd.env_remove(name),
+        };
+    }
     // A joblog.toml in the caller's directory must not change the server
     // under test.
     // Its own process group: Ctrl-C in the terminal reaches only the bench,
@@ -128,6 +130,23 @@ async fn wait_healthy(server: &mut SpawnedServer, token: Option<&str>) -> anyhow
     }
 }
 
+/// `utime + stime` of a `/proc/PID/stat` line. The command name in
+/// parentheses may hold spaces, so fields are counted after its `)`.
+fn cpu_time_of(stat: &str) -> Option<Duration> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    // After `)`: state is field 3, utime 14, stime 15.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|t| *t > 0)?;
+    Some(Duration::from_secs_f64(
+        (utime + stime) as f64 / ticks as f64,
+    ))
+}
+
 impl SpawnedServer {
     /// Graceful stop (SIGTERM, as an operator would), then SIGKILL if it
     /// hangs; removes the temporary directory unless asked to keep it.
@@ -156,6 +175,14 @@ impl SpawnedServer {
         }
     }
 
+    /// CPU time the server process has used so far, user and system,
+    /// every thread (Linux, from `/proc`; clock-tick resolution).
+    pub(super) fn cpu_time(&self) -> Option<Duration> {
+        let pid = self.child.id()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        cpu_time_of(&stat)
+    }
+
     /// Resident and peak memory of the server process (Linux), in MiB.
     pub(super) fn memory_mib(&self) -> Option<(f64, f64)> {
         let pid = self.child.id()?;
@@ -166,5 +193,29 @@ impl SpawnedServer {
             Some(kb / 1024.0)
         };
         Some((field("VmRSS:")?, field("VmHWM:")?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_counts_fields_after_the_command_name() {
+        let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .unwrap()
+            .unwrap() as f64;
+        // A command name with a space and a `)` of its own.
+        let stat = "4242 (tokio (rt) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 9 0";
+        let t = cpu_time_of(stat).unwrap();
+        assert!((t.as_secs_f64() - 300.0 / ticks).abs() < 1e-9, "{t:?}");
+        assert_eq!(cpu_time_of("4242 (joblog S 1"), None);
+        assert_eq!(cpu_time_of("4242 (joblog) S 1 2"), None);
+    }
+
+    #[test]
+    fn cpu_time_of_this_process_reads() {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(cpu_time_of(&stat).is_some(), "{stat}");
     }
 }

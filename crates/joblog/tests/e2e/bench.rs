@@ -93,3 +93,56 @@ async fn bench_tail_on_postgres_measures_on_databases_of_its_own_and_drops_them(
         .get(0);
     assert_eq!(left, 0, "the bench left its databases behind");
 }
+
+/// `joblog bench oplog` for real, briefly: a row per logging setup and
+/// per writer, pace and thread count, every request of the load in the
+/// logging server's access log, no event lost by joblog's writer. The
+/// bench's own `JOBLOG_LOGGING_SINKS` must not reach its servers (the
+/// logging one would write no access log).
+#[tokio::test]
+async fn bench_oplog_measures_every_setup_and_writer() {
+    let out = tokio::process::Command::new(BIN)
+        .args([
+            "bench",
+            "oplog",
+            "--runs",
+            "1",
+            "--duration",
+            "1s",
+            "--events",
+            "2000",
+            "--connections",
+            "2",
+        ])
+        .env("JOBLOG_LOG", "warn")
+        .env("JOBLOG_LOGGING_SINKS", "[]")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("running joblog bench oplog");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench oplog failed ({}):\n{report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for row in ["\n| on | ", "\n| off | "] {
+        assert!(report.contains(row), "no {row:?} row in\n{report}");
+    }
+    for writer in ["joblog `OplogLayer`", "tracing-appender `non_blocking`"] {
+        for pace in ["back to back", "100 µs apart"] {
+            for threads in [1, 2] {
+                let row = format!("\n| {writer} | {pace} | {threads} | ");
+                assert!(report.contains(&row), "no {row:?} row in\n{report}");
+            }
+        }
+    }
+    assert!(report.contains("On / off: **"), "{report}");
+    assert!(report.contains("access lines written for"), "{report}");
+    assert!(!report.contains("incomplete"), "{report}");
+    assert!(
+        report.contains("2 keep-alive HTTP/1.1 connections"),
+        "{report}"
+    );
+}

@@ -138,7 +138,12 @@ async fn submit(api: &Api, script: &str) -> anyhow::Result<i64> {
     Ok(job.id)
 }
 
-async fn run_job(api: &Api, script: &str, timeout: Duration) -> anyhow::Result<JobView> {
+/// Submits `script` (`sh`) and waits for its job to finish.
+pub(in crate::bench) async fn run_job(
+    api: &Api,
+    script: &str,
+    timeout: Duration,
+) -> anyhow::Result<JobView> {
     let id = submit(api, script).await?;
     wait_finished(api, id, timeout).await
 }
@@ -355,6 +360,7 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
             start_server(
                 &args,
                 args.database.as_deref(),
+                &[],
                 &[],
                 token.as_deref(),
                 &mut sigint,

@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 
 use super::psu::load::{run_until, LoadFigures};
 use super::server::start_server;
-use super::{redact_args, BenchArgs};
+use super::{redact_args, scratch_dir, BenchArgs};
 use crate::client::{Api, Global, JobView};
 use lines::line_count;
 use report::{Figures, Measured, TailReport};
@@ -67,12 +67,7 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
     // that stops it (it runs in its own process group).
     let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
     let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let stamp = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros());
-    let dir =
-        std::env::temp_dir().join(format!("joblog-bench-tail-{}-{stamp}", std::process::id()));
-    std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = scratch_dir("tail")?;
     let ctx = Ctx {
         args: &args,
         global: &global,
@@ -188,7 +183,7 @@ async fn measure_on_fresh_server(
         None
     } else {
         let flags = server_flags(args);
-        match start_server(args, database, &flags, ctx.token.as_deref(), sigint).await {
+        match start_server(args, database, &flags, &[], ctx.token.as_deref(), sigint).await {
             Ok(server) => Some(server),
             Err(e) => {
                 drop_scratch(scratch).await;
