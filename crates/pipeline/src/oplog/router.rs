@@ -46,7 +46,6 @@ pub(crate) enum Item {
 }
 
 struct SinkHandle {
-    name: String,
     filter: SinkFilter,
     tx: queue::Sender<Msg>,
     stats: Arc<SinkStats>,
@@ -73,10 +72,9 @@ impl Submitter {
         } else {
             Overflow::Block
         };
-        if self.tx.push_as(Item::Unit(Box::new(unit)), policy) == Pushed::Closed {
-            // After shutdown nothing reads the queue; the last words of
-            // a stopping server still reach someone.
-        }
+        // After shutdown nothing reads the queue: the unit is dropped
+        // (and counted with the router's drops).
+        let _ = self.tx.push_as(Item::Unit(Box::new(unit)), policy);
     }
 }
 
@@ -294,7 +292,6 @@ fn open_routes(
             queue: tx.counters(),
         });
         sinks.push(SinkHandle {
-            name: plan.name.clone(),
             filter: plan.filter.clone(),
             tx,
             stats,
@@ -358,10 +355,10 @@ fn flush_all(sinks: &[SinkHandle], timeout: Duration) {
     for sink in sinks {
         let (done, flushed) = mpsc::channel();
         if sink.tx.push_as(Msg::Flush(done), Overflow::Block) == Pushed::Queued {
-            waiting.push((sink.name.as_str(), flushed));
+            waiting.push(flushed);
         }
     }
-    for (_name, flushed) in waiting {
+    for flushed in waiting {
         let left = deadline.saturating_duration_since(Instant::now());
         let _ = flushed.recv_timeout(left);
     }
