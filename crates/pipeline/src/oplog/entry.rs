@@ -78,6 +78,37 @@ impl Log {
     }
 }
 
+/// A set of logs: those some sink takes, so routing builds no line that
+/// no sink would write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogSet(u8);
+
+impl LogSet {
+    pub const ALL: LogSet = LogSet(0b1_1111);
+
+    fn bit(log: Log) -> u8 {
+        1 << log as u8
+    }
+
+    pub fn contains(self, log: Log) -> bool {
+        self.0 & LogSet::bit(log) != 0
+    }
+
+    pub fn insert(&mut self, log: Log) {
+        self.0 |= LogSet::bit(log);
+    }
+}
+
+impl FromIterator<Log> for LogSet {
+    fn from_iter<I: IntoIterator<Item = Log>>(logs: I) -> LogSet {
+        let mut set = LogSet::default();
+        for log in logs {
+            set.insert(log);
+        }
+        set
+    }
+}
+
 impl fmt::Display for Log {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

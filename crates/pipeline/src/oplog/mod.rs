@@ -26,7 +26,7 @@ pub mod sinks;
 mod unit;
 
 pub use config::{LoggingConfig, Plan, SinkConfig, SinkKind, Target};
-pub use entry::{Entry, Level, Log};
+pub use entry::{Entry, Level, Log, LogSet};
 pub use event::{Event, Value};
 pub use format::Format;
 pub use layer::OplogLayer;

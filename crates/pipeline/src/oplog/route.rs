@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
-use super::entry::{Entry, Level, Log};
+use super::entry::{Entry, Level, Log, LogSet};
 use super::event::{Event, Value};
 use super::unit::{Unit, UnitKind, UNIT_FIELD};
 
@@ -31,32 +31,46 @@ pub struct RouteOptions {
     pub slow_threshold: Duration,
     /// This server's node name, on every entry.
     pub node: String,
+    /// The logs some sink takes: lines of the others are not built (with
+    /// no sink at all, a unit costs the router nothing but its drop).
+    pub wanted: LogSet,
 }
 
-/// The lines `unit` makes.
+/// The lines `unit` makes, in the logs `options.wanted` holds.
 pub fn entries(unit: &Unit, options: &RouteOptions) -> Vec<Entry> {
+    let wanted = |log| options.wanted.contains(log);
     let mut out = Vec::new();
     match unit.kind {
         UnitKind::Request => {
-            out.push(access(unit, options));
-            if let Some(slow) = slow(unit, options) {
-                out.push(slow);
+            if wanted(Log::Access) {
+                out.push(access(unit, options));
+            }
+            if wanted(Log::Slow) {
+                out.extend(slow(unit, options));
             }
         }
-        UnitKind::Job => out.push(job_end(unit, options)),
+        UnitKind::Job => {
+            if wanted(Log::Server) {
+                out.push(job_end(unit, options));
+            }
+        }
         UnitKind::Server => {
             // Warnings and errors go to the error log alone: a sink that
             // takes both logs (stderr, by default) shows each line once.
-            for event in unit.events.iter().filter(|e| e.level < Level::Warn) {
-                out.push(event_entry(Log::Server, unit, event, options));
+            if wanted(Log::Server) {
+                for event in unit.events.iter().filter(|e| e.level < Level::Warn) {
+                    out.push(event_entry(Log::Server, unit, event, options));
+                }
             }
         }
     }
     for event in &unit.events {
-        if let Some(action) = event.field(AUDIT_FIELD).and_then(Value::as_str) {
-            out.push(audit(unit, event, action, options));
+        if wanted(Log::Audit) {
+            if let Some(action) = event.field(AUDIT_FIELD).and_then(Value::as_str) {
+                out.push(audit(unit, event, action, options));
+            }
         }
-        if event.level >= Level::Warn {
+        if event.level >= Level::Warn && wanted(Log::Error) {
             out.push(event_entry(Log::Error, unit, event, options));
         }
     }
@@ -305,6 +319,7 @@ mod tests {
         RouteOptions {
             slow_threshold: Duration::from_millis(500),
             node: "n1".into(),
+            wanted: LogSet::ALL,
         }
     }
 
@@ -445,6 +460,29 @@ mod tests {
             .starts_with("job 12 (backup) ended failed"));
         assert_eq!(entries[1].fields["job_id"], 12);
         assert_eq!(entries[1].fields["unit"], "job");
+    }
+
+    #[test]
+    fn lines_of_logs_no_sink_takes_are_not_built() {
+        let mut unit = request(503, Duration::from_secs(2));
+        unit.push_event(
+            Event::new(Level::Error, "joblog_api", "store down")
+                .with(AUDIT_FIELD, Value::Str("job.cancelled".into())),
+        );
+        let mut only_audit = options();
+        only_audit.wanted = [Log::Audit].into_iter().collect();
+        assert_eq!(
+            kinds(&entries(&unit, &only_audit)),
+            [(Log::Audit, "job.cancelled")]
+        );
+        let mut nothing = options();
+        nothing.wanted = LogSet::default();
+        assert!(entries(&unit, &nothing).is_empty());
+        assert_eq!(
+            entries(&unit, &options()).len(),
+            4,
+            "access, slow, audit and error"
+        );
     }
 
     #[test]

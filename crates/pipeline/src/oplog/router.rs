@@ -226,7 +226,7 @@ impl Oplog {
     /// Swaps in no sinks: the router flushes the old ones and lets them go.
     fn reconfigure_to_nothing(&self) -> bool {
         let routes = Routes {
-            options: route_options(&self.state().config, &self.inner.options),
+            options: route_options(&self.state().config, &self.inner.options, &[]),
             sinks: Vec::new(),
         };
         let (done, swapped) = mpsc::channel();
@@ -255,10 +255,14 @@ impl Oplog {
     }
 }
 
-fn route_options(config: &LoggingConfig, options: &OplogOptions) -> RouteOptions {
+fn route_options(config: &LoggingConfig, options: &OplogOptions, plans: &[Plan]) -> RouteOptions {
     RouteOptions {
         slow_threshold: config.slow_threshold,
         node: options.node.clone(),
+        wanted: plans
+            .iter()
+            .flat_map(|plan| plan.filter.logs.iter().copied())
+            .collect(),
     }
 }
 
@@ -299,7 +303,7 @@ fn open_routes(
         });
     }
     let routes = Routes {
-        options: route_options(config, options),
+        options: route_options(config, options, plans),
         sinks,
     };
     Ok((routes, figures))
