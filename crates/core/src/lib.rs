@@ -1,6 +1,7 @@
 //! joblog's domain types: jobs, records, streams, timestamps, job
 //! listings, what a log viewer asks of a log (earlier pages, searches,
-//! outlines), API token roles and the audit trail, with no I/O.
+//! outlines), API token roles, the audit trail and the stored form of a
+//! job's result, with no I/O.
 //!
 //! Every other crate speaks in these types; this crate knows nothing about
 //! SQL, HTTP, processes or files.
@@ -14,6 +15,7 @@ mod navigation;
 mod node;
 mod query;
 mod record;
+pub mod result_blob;
 mod size;
 mod time;
 mod token;
@@ -33,6 +35,7 @@ pub use navigation::{
 pub use node::{NodeInfo, NodeState};
 pub use query::{GlobPiece, JobQuery, NameFilter, NameGlob};
 pub use record::{Record, Stream, StreamCounts};
+pub use result_blob::{BlobError, ResultBlob};
 pub use size::{parse_byte_size, render_byte_size};
 pub use time::{parse_time_bound, Timestamp};
 pub use token::{validate_token_name, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};
