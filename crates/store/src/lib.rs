@@ -26,8 +26,8 @@ pub mod testing;
 use async_trait::async_trait;
 use joblog_core::{
     AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, JobSpec, JobState, LogOutline,
-    LogSearch, LogSummary, NewAudit, NewToken, NodeInfo, Record, SearchHits, Stream, Timestamp,
-    TokenInfo,
+    LogSearch, LogSummary, NewAudit, NewToken, NodeInfo, Record, ResultBlob, SearchHits, Stream,
+    Timestamp, TokenInfo,
 };
 
 pub use error::StoreError;
@@ -92,6 +92,8 @@ pub trait Store: Send + Sync + 'static {
     /// `progress` records.
     async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline>;
 
+    /// The job's result as stored: a blob (`joblog_core::result_blob`),
+    /// whose checksum the reader checks.
     async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>>;
 
     /// Finished jobs that retention should delete, oldest first.
@@ -306,7 +308,9 @@ pub enum WriteOp {
         job: JobId,
         state: JobState,
         exit_code: Option<i32>,
-        result: Option<Vec<u8>>,
+        /// Its result, encoded off the writer (a 32 MB result is not
+        /// compressed on the thread every job's records wait for).
+        result: Option<ResultBlob>,
         summary: LogSummary,
     },
     /// Cancels the job if it is still queued. → [`Outcome::MaybeJob`]

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use joblog_core::{
-    Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NameFilter, NewToken, Record, Role,
-    Stream, Timestamp,
+    result_blob, Job, JobId, JobQuery, JobSpec, JobState, LogSummary, NameFilter, NewToken, Record,
+    ResultBlob, Role, Stream, Timestamp,
 };
 use joblog_store::sqlite::SqliteStore;
 use joblog_store::testing::TestDatabase;
@@ -24,6 +24,8 @@ mod audit;
 mod listing;
 #[path = "store/navigation.rs"]
 mod navigation;
+#[path = "store/results.rs"]
+mod results;
 #[path = "store/snapshot.rs"]
 mod snapshot;
 #[path = "store/tls.rs"]
@@ -57,6 +59,14 @@ struct TestStore {
 /// The store `db` names, opened the way the server opens it (by URL).
 fn open_store(db: TestDatabase) -> TestStore {
     let store = joblog_store::open(db.url(), &StoreOptions::default()).unwrap();
+    let writer = store.open_writer().unwrap();
+    TestStore { store, writer, db }
+}
+
+/// The store at `url`, keeping `db` (a database its test has changed
+/// behind the store's back).
+fn open_store_at(db: TestDatabase, url: &str) -> TestStore {
+    let store = joblog_store::open(url, &StoreOptions::default()).unwrap();
     let writer = store.open_writer().unwrap();
     TestStore { store, writer, db }
 }
@@ -114,7 +124,7 @@ impl TestStore {
             job,
             state,
             exit_code,
-            result,
+            result: result.map(|raw| ResultBlob::encode(&raw)),
             summary,
         }) {
             Outcome::MaybeJob(Some(job)) => job,
@@ -431,7 +441,8 @@ async fn finish_stores_state_exit_code_times_and_result(db: TestDatabase) {
     assert_eq!(done.result.map(|r| r.bytes), Some(body.len() as u64));
     assert_eq!(done.log, summary);
     assert_eq!(t.job(job.id).await, done);
-    assert_eq!(t.store.read_result(job.id).await.unwrap(), Some(body));
+    let stored = t.store.read_result(job.id).await.unwrap().unwrap();
+    assert_eq!(result_blob::decode(&stored).unwrap(), body);
 
     // A job finished without a result has none.
     t.insert(None);
@@ -917,7 +928,7 @@ async fn a_job_is_finished_once(db: TestDatabase) {
         job: job.id,
         state: JobState::Succeeded,
         exit_code: Some(0),
-        result: Some(b"{}".to_vec()),
+        result: Some(ResultBlob::encode(b"{}")),
         summary: LogSummary::default(),
     });
     assert_eq!(outcome, Outcome::MaybeJob(None));

@@ -13,6 +13,7 @@ mod pool;
 mod tokens;
 
 use async_trait::async_trait;
+use joblog_core::{result_blob, ResultBlob};
 use joblog_core::{
     AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, LogSummary,
     NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
@@ -28,8 +29,8 @@ use crate::{
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how
 /// many ran. Append new ones, never edit old ones.
-const MIGRATIONS: &[&str] = &[
-    r#"
+const MIGRATIONS: &[Migration] = &[
+    Sql(r#"
 CREATE TABLE jobs (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     name          TEXT,
@@ -64,15 +65,24 @@ CREATE TABLE results (
     job_id INTEGER PRIMARY KEY,
     body   BLOB NOT NULL
 );
-"#,
-    tokens::MIGRATION,
-    listing::MIGRATION,
-    nodes::MIGRATION,
+"#),
+    Sql(tokens::MIGRATION),
+    Sql(listing::MIGRATION),
+    Sql(nodes::MIGRATION),
     // Per-name metrics read (name, state, finished_at) of every finished
     // job: from this index alone.
-    "CREATE INDEX jobs_name_state ON jobs(name, state, finished_at);",
-    audit::MIGRATION,
+    Sql("CREATE INDEX jobs_name_state ON jobs(name, state, finished_at);"),
+    Sql(audit::MIGRATION),
+    ResultsToBlobs,
 ];
+
+/// One step of the schema.
+enum Migration {
+    Sql(&'static str),
+    /// Results were plain JSON before they were blobs: each becomes one.
+    ResultsToBlobs,
+}
+use Migration::{ResultsToBlobs, Sql};
 
 pub struct SqliteStore {
     path: PathBuf,
@@ -158,11 +168,35 @@ fn migrate(conn: &mut Connection) -> Result<()> {
             "database schema version {version} is newer than this joblog ({known}); upgrade joblog"
         )));
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    for (i, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
+        match step {
+            Sql(sql) => tx.execute_batch(sql)?,
+            ResultsToBlobs => results_to_blobs(&tx)?,
+        }
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         tx.commit()?;
+    }
+    Ok(())
+}
+
+fn results_to_blobs(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let ids = tx
+        .prepare("SELECT job_id FROM results WHERE substr(body, 1, 4) IS NOT ?1")?
+        .query_map([&result_blob::MAGIC[..]], |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for id in ids {
+        // One at a time: a store of many large results is converted in
+        // the memory of the largest.
+        let body: Vec<u8> =
+            tx.query_row("SELECT body FROM results WHERE job_id = ?1", [id], |r| {
+                r.get(0)
+            })?;
+        let blob = ResultBlob::encode(&body);
+        tx.execute(
+            "UPDATE results SET body = ?2 WHERE job_id = ?1",
+            params![id, blob.as_bytes()],
+        )?;
     }
     Ok(())
 }
@@ -490,7 +524,7 @@ fn apply_one(
             summary,
         } => {
             note_summary(summaries, *job, *summary);
-            let result_bytes = result.as_ref().map(|b| b.len() as i64);
+            let result_bytes = result.as_ref().map(|b| b.raw_len() as i64);
             let sql = format!(
                 "UPDATE jobs SET state = ?2, exit_code = ?3, finished_at = ?4, result_bytes = ?5, \
                  log_records = ?6, log_bytes = ?7, log_truncated = ?8, log_streams = ?9 \
@@ -517,7 +551,7 @@ fn apply_one(
                         tx.prepare_cached(
                             "INSERT OR REPLACE INTO results (job_id, body) VALUES (?1, ?2)",
                         )?
-                        .execute(params![job, body])?;
+                        .execute(params![job, body.as_bytes()])?;
                     }
                     Ok(Outcome::MaybeJob(Some(j)))
                 }

@@ -58,9 +58,10 @@ async fn a_snapshot_is_the_whole_database_or_a_clear_refusal(db: TestDatabase) {
         Some(t.job(done.id).await)
     );
     assert_eq!(restored.read_log(done.id, 0, 10, None).await.unwrap(), recs);
+    let result = restored.read_result(done.id).await.unwrap().unwrap();
     assert_eq!(
-        restored.read_result(done.id).await.unwrap().as_deref(),
-        Some(&br#"{"ok":true}"#[..])
+        joblog_core::result_blob::decode(&result).unwrap(),
+        br#"{"ok":true}"#
     );
     assert_eq!(
         restored.get_job(queued.id).await.unwrap().map(|j| j.state),

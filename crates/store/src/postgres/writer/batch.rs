@@ -96,7 +96,7 @@ pub(super) async fn apply_batch(
             } => {
                 note_summary(&mut summaries, *job, *summary);
                 let st = prepared(statements, &tx, FINISH).await?;
-                let result_bytes = result.as_ref().map(|b| b.len() as i64);
+                let result_bytes = result.as_ref().map(|b| b.raw_len() as i64);
                 let rows = tx
                     .query(
                         &st,
@@ -117,7 +117,7 @@ pub(super) async fn apply_batch(
                     Some(done) => {
                         if let Some(body) = result {
                             let st = prepared(statements, &tx, SAVE_RESULT).await?;
-                            tx.execute(&st, &[job, body]).await?;
+                            tx.execute(&st, &[job, &body.as_bytes()]).await?;
                         }
                         Outcome::MaybeJob(Some(done))
                     }
