@@ -62,6 +62,7 @@ error_codes! {
     UnsupportedMediaType = "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE, "A request body must be sent as `Content-Type: application/json`.";
     JobNotFound = "job_not_found", NOT_FOUND, "No job with that id.";
     ResultNotFound = "result_not_found", NOT_FOUND, "The job exists but has no result.";
+    ResultDamaged = "result_damaged", INTERNAL_SERVER_ERROR, "The job's stored result failed its checks (checksum, length or format) and cannot be read; the server's error log says which.";
     TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";

@@ -27,6 +27,7 @@ mod logging;
 mod metrics;
 mod navigation;
 mod nodes;
+mod result;
 mod routes;
 mod sse;
 mod tokens;
@@ -126,7 +127,7 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/log/search", get(navigation::search))
         .route("/jobs/{id}/log/outline", get(navigation::outline))
         .route("/jobs/{id}/log/events", get(sse::log_events))
-        .route("/jobs/{id}/result", get(routes::result))
+        .route("/jobs/{id}/result", get(result::result))
         .route("/events", get(feed::job_events))
         .route("/groom", post(routes::groom))
         .route("/nodes", get(nodes::list))

@@ -343,22 +343,6 @@ pub async fn log_text(
         .into_response())
 }
 
-pub async fn result(
-    State(state): State<AppState>,
-    JobIdPath(id): JobIdPath,
-) -> Result<Response, ApiError> {
-    match state.engine.store().read_result(id).await? {
-        Some(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
-        None => {
-            load_job(&state, id).await?;
-            Err(ApiError::new(
-                ErrorCode::ResultNotFound,
-                format!("job {id} has no result"),
-            ))
-        }
-    }
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroomRequest {

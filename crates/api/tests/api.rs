@@ -22,6 +22,8 @@ mod listing;
 mod navigation;
 #[path = "api/responses.rs"]
 mod responses;
+#[path = "api/results.rs"]
+mod results;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use joblog_core::{Job, JobId, JobState, Record, Stream, Timestamp};
+use joblog_core::{Job, JobId, JobState, Record, ResultBlob, Stream, Timestamp};
 use joblog_pipeline::{Finish, OutputParser, ResultText, Source};
 use nix::sys::signal::Signal;
 use tokio::io::AsyncReadExt;
@@ -160,6 +160,23 @@ impl Engine {
         // Masked like the log: a secret must not get out through a result.
         let result = result.map(|body| log.mask_result(body));
         remove_result_path(&result_path);
+        // Compressed here, on a blocking thread: never on the store's
+        // writer, which every running job's records wait for.
+        let result = match result {
+            None => None,
+            Some(body) => {
+                match tokio::task::spawn_blocking(move || ResultBlob::encode(&body)).await {
+                    Ok(blob) => Some(blob),
+                    Err(e) => {
+                        tracing::error!(job = id, error = %e, "could not encode the result");
+                        let message = "joblog: the result could not be stored (an internal error, in the server's error log)";
+                        log.note(Stream::Error, message, None, Timestamp::now(), &mut out);
+                        state = fail(state);
+                        None
+                    }
+                }
+            }
+        };
 
         log.finish(Timestamp::now(), &mut out);
         let summary = log.summary();

@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use joblog_core::{Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, Timestamp};
+use joblog_core::{
+    Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, ResultBlob, Timestamp,
+};
 use joblog_store::{Outcome, WriteOp};
 
 use crate::{Pipeline, PipelineError};
@@ -27,7 +29,7 @@ pub struct Dropped {
 pub struct Finish {
     pub state: JobState,
     pub exit_code: Option<i32>,
-    pub result: Option<Vec<u8>>,
+    pub result: Option<ResultBlob>,
     pub summary: LogSummary,
 }
 

@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::api::{Api, TransportError, REQUEST_TIMEOUT};
 use super::args::{GroomArgs, IdArgs, JobsArgs, JsonArgs, KeyValue, LogsArgs, RerunArgs, RunArgs};
+use super::render::Pretty;
 use super::wire::{GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, TokenView};
 use super::UsageError;
 
@@ -31,7 +32,6 @@ pub(super) enum Answer {
     Jobs(Vec<JobView>),
     Job(JobView),
     /// A job's result document, exactly as the server sent it.
-    JobResult(Vec<u8>),
     /// The job as the cancel request left it.
     Cancelled(JobView),
     Groomed(GroomReport),
@@ -301,18 +301,36 @@ pub(super) async fn logs(api: &Api, a: LogsArgs, sink: &mut impl Sink) -> anyhow
     Ok(0)
 }
 
-pub(super) async fn result(api: &Api, a: IdArgs) -> anyhow::Result<Answer> {
-    let raw = api
-        .get_raw(
-            api.url(&format!("/api/v1/jobs/{}/result", a.id), &[])?,
-            Duration::from_secs(600),
-        )
-        .await?;
-    Ok(if a.json {
-        Answer::Raw(raw)
-    } else {
-        Answer::JobResult(raw)
-    })
+/// Streams the result to stdout as it arrives: indented (keys in the
+/// job's order), or with `--json` byte for byte as the job set it. A
+/// 32 MB result never sits whole in memory.
+pub(super) async fn result(api: &Api, a: IdArgs) -> anyhow::Result<i32> {
+    use std::io::Write;
+    let url = api.url(&format!("/api/v1/jobs/{}/result", a.id), &[])?;
+    let mut resp = api.get_streaming(url).await?;
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout());
+    let mut pretty = (!a.json).then(Pretty::default);
+    let mut indented = Vec::new();
+    let mut last = b'\n';
+    while let Some(piece) = api.next_chunk(&mut resp).await? {
+        let shown: &[u8] = match &mut pretty {
+            Some(p) => {
+                indented.clear();
+                p.feed(&piece, &mut indented);
+                &indented
+            }
+            None => &piece,
+        };
+        if let Some(&b) = shown.last() {
+            last = b;
+        }
+        out.write_all(shown)?;
+    }
+    if last != b'\n' {
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(0)
 }
 
 pub(super) async fn cancel(api: &Api, a: IdArgs) -> anyhow::Result<Answer> {

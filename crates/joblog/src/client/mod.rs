@@ -67,7 +67,7 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
                 let mut printer = Printer::stdio(Layout::Stdout, a.timestamps, a.json);
                 commands::logs(&api, a, &mut printer).await
             }
-            ClientCommand::JobResult(a) => print(commands::result(&api, a).await?),
+            ClientCommand::JobResult(a) => commands::result(&api, a).await,
             ClientCommand::Cancel(a) => print(commands::cancel(&api, a).await?),
             ClientCommand::Groom(a) => print(commands::groom(&api, a).await?),
             ClientCommand::Token(a) => print(tokens::run(&api, a.command).await?),

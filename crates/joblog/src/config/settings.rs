@@ -94,6 +94,10 @@ settings! {
     /// (fewer than `log.max_records`).
     log_tail_records: usize = LogLimits::default().tail_records,
         key "log.tail_records", env "JOBLOG_LOG_TAIL_RECORDS", flag Some("log-tail-records");
+    /// A job's result (the `JOBLOG_RESULT` file) is stored up to this
+    /// size, compressed; past it the job fails and its log says why.
+    max_result: ByteSize = ByteSize(engine().max_result_bytes),
+        key "max_result", env "JOBLOG_MAX_RESULT", flag Some("max-result");
     /// Jobs that may wait in the queue (of all nodes, on PostgreSQL); a
     /// submission past it gets `429 queue_full` with `Retry-After`.
     max_queued: u64 = engine().max_queued,

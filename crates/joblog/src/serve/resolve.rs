@@ -98,6 +98,9 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     if s.log_tail_records as u64 >= s.log_max_records {
         bail!("log.tail_records must be smaller than log.max_records");
     }
+    if s.max_result.0 == 0 {
+        bail!("max_result: must be at least 1 byte (results are JSON)");
+    }
     let node = s
         .node
         .unwrap_or_else(|| format!("{}:{}", hostname(), listen.port()));
@@ -106,6 +109,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;
     engine.max_queued = s.max_queued;
+    engine.max_result_bytes = s.max_result.0;
     engine.server_secrets = token
         .iter()
         .cloned()

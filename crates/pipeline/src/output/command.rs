@@ -269,7 +269,9 @@ impl OutputParser {
                 self.line_max
             ))
         } else {
-            match serde_json::from_str::<Value>(json) {
+            // Checked without building the tree: a result is stored as
+            // the text it was given.
+            match serde_json::from_str::<serde::de::IgnoredAny>(json) {
                 Ok(_) => Ok(json.trim().to_owned()),
                 // serde's message names the position, never the value.
                 Err(e) => Err(format!(

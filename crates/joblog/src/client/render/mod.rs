@@ -4,6 +4,7 @@
 mod job;
 mod log;
 mod node;
+mod pretty;
 mod service;
 mod token;
 
@@ -11,6 +12,7 @@ use std::io::{self, Write};
 
 pub(crate) use joblog_core::escape_display;
 pub(super) use log::{Layout, Printer};
+pub(super) use pretty::Pretty;
 
 use super::commands::Answer;
 
@@ -32,11 +34,6 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
         Answer::Submitted(id) => writeln!(out, "{id}")?,
         Answer::Jobs(jobs) => out.write_all(job::jobs_table(jobs).as_bytes())?,
         Answer::Job(j) => out.write_all(job::show_text(j).as_bytes())?,
-        Answer::JobResult(raw) => {
-            let text = String::from_utf8_lossy(raw);
-            out.write_all(pretty_json(&text).as_bytes())?;
-            out.write_all(b"\n")?;
-        }
         Answer::Cancelled(j) => {
             if j.is_finished() {
                 writeln!(out, "job {}: {}", j.id, j.state)?;
@@ -92,84 +89,4 @@ fn write_raw_json(out: &mut impl Write, raw: &[u8]) -> io::Result<()> {
     let trimmed = raw.trim_ascii_end();
     out.write_all(trimmed)?;
     out.write_all(b"\n")
-}
-
-/// Indents JSON text without parsing it into a map, so key order and number
-/// spelling stay exactly as the job wrote them.
-fn pretty_json(src: &str) -> String {
-    let mut out = String::with_capacity(src.len() * 2);
-    let mut depth: usize = 0;
-    let mut in_str = false;
-    let mut escaped = false;
-    let mut chars = src.trim().chars().peekable();
-    let newline = |out: &mut String, depth: usize| {
-        out.push('\n');
-        for _ in 0..depth {
-            out.push_str("  ");
-        }
-    };
-    while let Some(c) = chars.next() {
-        if in_str {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match c {
-            '"' => {
-                in_str = true;
-                out.push(c);
-            }
-            '{' | '[' => {
-                out.push(c);
-                // Skip whitespace to see whether the container is empty.
-                while chars.peek().is_some_and(|n| n.is_whitespace()) {
-                    chars.next();
-                }
-                if matches!(chars.peek(), Some('}') | Some(']')) {
-                    if let Some(close) = chars.next() {
-                        out.push(close);
-                    }
-                } else {
-                    depth += 1;
-                    newline(&mut out, depth);
-                }
-            }
-            '}' | ']' => {
-                depth = depth.saturating_sub(1);
-                newline(&mut out, depth);
-                out.push(c);
-            }
-            ',' => {
-                out.push(c);
-                newline(&mut out, depth);
-            }
-            ':' => out.push_str(": "),
-            c if c.is_whitespace() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pretty_json_keeps_order() {
-        assert_eq!(
-            pretty_json(r#"{"z":1,"a":[1,2],"e":{},"s":"a,b:{\"c\"}"}"#),
-            "{\n  \"z\": 1,\n  \"a\": [\n    1,\n    2\n  ],\n  \"e\": {},\n  \"s\": \"a,b:{\\\"c\\\"}\"\n}"
-        );
-        assert_eq!(pretty_json("42"), "42");
-        assert_eq!(pretty_json("[ ]"), "[]");
-        // Broken input is shown, not a panic.
-        let _ = pretty_json("{{{]]]\"");
-    }
 }
