@@ -1,11 +1,12 @@
 //! `joblog bench`: the benchmark scenarios of docs/benchmarks.md, printing Markdown
 //! tables. This module holds the arguments every scenario shares and picks
 //! the scenario; `server` runs the server under test, `stats` the figures;
-//! `psu`, `ingest`, `tail` and `oplog` are one scenario each.
+//! `psu`, `ingest`, `tail`, `oplog` and `result` are one scenario each.
 
 mod ingest;
 mod oplog;
 mod psu;
+mod result;
 pub mod server;
 mod stats;
 mod tail;
@@ -32,6 +33,9 @@ pub enum Scenario {
     /// The server's own logs: HTTP requests/s with logging on and off,
     /// and the caller-side cost of one event beside tracing-appender.
     Oplog,
+    /// A job writing a 4 MB JSON result: from its exit to the result
+    /// stored, and the result read back over HTTP; the storage ratio.
+    Result,
     /// The job `tail` follows (it runs it itself): numbered lines stamped
     /// with the time they are written, at --rate for --duration.
     #[value(hide = true)]
@@ -79,8 +83,8 @@ pub struct BenchArgs {
     /// ingest: records written per run (suffixes K and M).
     #[arg(long, value_name = "N", default_value = "500K", value_parser = parse_count)]
     pub records: u64,
-    /// ingest, tail: runs; oplog: rounds of each configuration. The
-    /// table shows medians.
+    /// ingest, tail: runs; oplog: rounds of each configuration; result:
+    /// timed jobs. The table shows medians.
     #[arg(long, value_name = "N", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
@@ -113,6 +117,10 @@ pub struct BenchArgs {
     /// oplog: events each producing thread logs per round (suffixes K and M).
     #[arg(long, value_name = "N", default_value = "100K", value_parser = parse_count)]
     pub events: u64,
+    /// result: size of the JSON result the job writes (suffixes KB, MB,
+    /// KiB, MiB).
+    #[arg(long, value_name = "SIZE", default_value = "4MB", value_parser = joblog_core::parse_byte_size)]
+    pub result_size: u64,
     /// With --external: the server, given after the command name.
     #[command(flatten)]
     pub connection: Connection,
@@ -221,6 +229,7 @@ pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
         Scenario::Ingest => ingest::run(args).await,
         Scenario::Tail => tail::run(args, global).await,
         Scenario::Oplog => oplog::run(args).await,
+        Scenario::Result => result::run(args).await,
         Scenario::TailWriter => tail::run_writer(args).await,
     }
 }

@@ -146,3 +146,45 @@ async fn bench_oplog_measures_every_setup_and_writer() {
         "{report}"
     );
 }
+
+/// `joblog bench result` for real, briefly: a row per figure, the stored
+/// size of a 300 KB result, and the bench checked that the zstd answer
+/// decodes to the plain one (it fails otherwise).
+#[tokio::test]
+async fn bench_result_times_storing_and_reading_back_a_result() {
+    let out = tokio::process::Command::new(BIN)
+        .args(["bench", "result", "--runs", "2", "--result-size", "300KB"])
+        .env("JOBLOG_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("running joblog bench result");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench result failed ({}):\n{report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for row in [
+        "\n| job exit → result stored | ",
+        "\n| read back over HTTP, decoded | ",
+        "\n| read back over HTTP, stored zstd (`Accept-Encoding: zstd`) | ",
+    ] {
+        assert!(report.contains(row), "no {row:?} row in\n{report}");
+    }
+    assert!(
+        report.contains("2 timed jobs after one warm-up"),
+        "{report}"
+    );
+    let stored = report
+        .split("\nStored: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no stored size in\n{report}"));
+    assert!(
+        stored > 20 && stored < 300_000 / 3,
+        "stored {stored} bytes for 300 KB:\n{report}"
+    );
+}
