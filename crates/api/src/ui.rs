@@ -24,6 +24,12 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("dom.js", JS, include_str!("../ui/dom.js")),
     ("jobs.js", JS, include_str!("../ui/jobs.js")),
     ("job.js", JS, include_str!("../ui/job.js")),
+    ("result.js", JS, include_str!("../ui/result.js")),
+    (
+        "result-worker.js",
+        JS,
+        include_str!("../ui/result-worker.js"),
+    ),
     ("sources.js", JS, include_str!("../ui/sources.js")),
     ("submit.js", JS, include_str!("../ui/submit.js")),
     ("viewer.js", JS, include_str!("../ui/viewer.js")),
@@ -129,14 +135,28 @@ mod tests {
         for needed in ["/ui/app.js", "/ui/style.css"] {
             assert!(INDEX.contains(needed), "index.html does not load {needed}");
         }
+        // Workers are started by URL, `new Worker("/ui/…")`, when needed.
+        let mut workers = Vec::new();
+        for (name, _, body) in ASSETS {
+            for rest in body.split("new Worker(\"/ui/").skip(1) {
+                let file = rest.split('"').next().unwrap_or_default();
+                assert!(
+                    served.contains(&file),
+                    "{name} starts the worker {file}, which is not served"
+                );
+                workers.push(file);
+            }
+        }
         // Every other module is fetched at once with the page, not import
-        // by import.
+        // by import; a worker is not (the page's own module map is no use
+        // to a worker, which fetches it again).
         for (name, kind, _) in ASSETS {
             if *kind == JS && *name != "app.js" {
                 let preload = format!("<link rel=\"modulepreload\" href=\"/ui/{name}\">");
+                let worker = workers.contains(name);
                 assert!(
-                    INDEX.contains(&preload),
-                    "index.html does not preload {name}"
+                    INDEX.contains(&preload) != worker,
+                    "index.html must preload {name} if and only if it is not a worker"
                 );
             }
         }

@@ -69,11 +69,20 @@ export async function post(path, body) {
   return text ? JSON.parse(text) : null;
 }
 
-// The raw body of a GET (a log as text, a result), for downloads.
-export async function blob(path) {
+// The raw body of a GET (a log as text, a result): a Blob for downloads,
+// bytes for the result viewer to hand to its worker.
+async function raw(path) {
   const res = await fetch(path, { headers: headers({ Accept: "*/*" }) });
   if (!res.ok) throw await failure(res);
-  return res.blob();
+  return res;
+}
+
+export async function blob(path) {
+  return (await raw(path)).blob();
+}
+
+export async function arrayBuffer(path) {
+  return (await raw(path)).arrayBuffer();
 }
 
 export function withQuery(path, params) {

@@ -5,6 +5,7 @@
 import { get, post, stream, token, withQuery, blob } from "./api.js";
 import { SeqSource, FilterSource } from "./sources.js";
 import { Viewer } from "./viewer.js";
+import { ResultView } from "./result.js";
 import { el, text, stateBadge, duration, when, can, fail, clear } from "./dom.js";
 
 const STREAMS = ["output", "error", "warning", "information", "verbose", "debug", "progress"];
@@ -192,35 +193,15 @@ class JobPage {
     if (can(this.me, "operator") && !this.running()) {
       actions.append(button("Rerun", null, () => this.rerun()));
     }
-    const dl = el("a", "button");
-    dl.textContent = "Download log";
-    dl.href = `/api/v1/jobs/${j.id}/log/text`;
-    dl.download = `job-${j.id}.log`;
+    const dl = downloadLink("Download log", `/api/v1/jobs/${j.id}/log/text`, `job-${j.id}.log`, this.status);
     dl.id = "download";
-    // A link cannot carry the bearer token: with one, fetch the text.
-    dl.addEventListener("click", (e) => {
-      if (!token()) return;
-      e.preventDefault();
-      this.download().catch((err) => fail(this.status, err));
-    });
     actions.append(dl);
     this.header.append(title, actions, facts);
   }
 
-  async download() {
-    const b = await blob(`/api/v1/jobs/${this.job.id}/log/text`);
-    const url = URL.createObjectURL(b);
-    const a = el("a");
-    a.href = url;
-    a.download = `job-${this.job.id}.log`;
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10000);
-  }
-
   renderDetails() {
     const j = this.job;
+    this.closeResult();
     clear(this.details);
     const sum = el("summary");
     sum.textContent = "Details";
@@ -254,25 +235,32 @@ class JobPage {
     }
     const result = el("div", "result");
     if (j.result) {
-      const show = button(`Show result (${j.result.bytes.toLocaleString()} bytes)`, null, async () => {
-        show.disabled = true;
-        try {
-          const value = await get(`/api/v1/jobs/${j.id}/result`);
-          const pre = el("pre", "result-json");
-          const textValue = JSON.stringify(value, null, 2);
-          const cap = 2 * 1024 * 1024;
-          pre.textContent = textValue.length > cap ? textValue.slice(0, cap) + "\n… (cut: download it from the API)" : textValue;
-          show.replaceWith(pre);
-        } catch (err) {
-          fail(result, err);
-          show.disabled = false;
-        }
+      // Read only when asked: a result can be tens of MB.
+      const label = `Show result (${j.result.bytes.toLocaleString()} bytes)`;
+      const show = button(label, null, () => {
+        const open = !this.result;
+        this.closeResult();
+        if (open) this.result = new ResultView(result, j.id);
+        show.textContent = open ? "Hide result" : label;
+        show.setAttribute("aria-expanded", String(open));
       });
       show.id = "show-result";
-      result.append(show);
+      show.setAttribute("aria-expanded", "false");
+      const status = el("span", "result-status");
+      const download = downloadLink("Download result", `/api/v1/jobs/${j.id}/result`, `job-${j.id}-result.json`, status);
+      download.id = "download-result";
+      const actions = el("div", "result-actions");
+      actions.append(show, download, status);
+      result.append(actions);
     } else result.append(text("none", "muted"));
     row("result", result);
     this.details.append(dl);
+  }
+
+  // The viewer's worker holds the parsed result: let it go with the view.
+  closeResult() {
+    this.result?.close();
+    this.result = null;
   }
 
   renderToolbar() {
@@ -500,12 +488,39 @@ class JobPage {
     clearInterval(this.ticker);
     window.removeEventListener("hashchange", this.onHash);
     this.viewer.destroy();
+    this.closeResult();
   }
 }
 
 function seqFromHash() {
   const m = /^#seq-(\d+)$/.exec(location.hash);
   return m ? Number(m[1]) : null;
+}
+
+// A link that saves `path` as `name`. A link cannot carry the bearer
+// token: with one, the body is fetched and saved from memory.
+function downloadLink(label, path, name, errors) {
+  const a = el("a", "button");
+  a.textContent = label;
+  a.href = path;
+  a.download = name;
+  a.addEventListener("click", (e) => {
+    if (!token()) return;
+    e.preventDefault();
+    save(path, name).catch((err) => fail(errors, err));
+  });
+  return a;
+}
+
+async function save(path, name) {
+  const url = URL.createObjectURL(await blob(path));
+  const a = el("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
 function button(label, cls, onClick, title) {

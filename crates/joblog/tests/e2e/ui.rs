@@ -111,6 +111,11 @@ async fn a_million_line_log_opens_reaches_its_end_with_few_rows_in_the_dom() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_32_mb_result_opens_as_a_tree_a_page_of_rows_at_a_time() {
+    run("result").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_submit_page_makes_a_job_and_never_shows_its_secret() {
     run("submit").await;
 }
