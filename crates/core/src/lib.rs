@@ -16,6 +16,7 @@ mod node;
 mod query;
 mod record;
 pub mod result_blob;
+pub mod schedule;
 mod size;
 mod time;
 mod token;

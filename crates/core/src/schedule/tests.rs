@@ -1,0 +1,244 @@
+use chrono::TimeZone as _;
+
+use super::*;
+
+fn zone(name: &str) -> Zone {
+    Zone::parse(name).unwrap()
+}
+
+fn timing(cron: &str, tz: &str) -> Timing {
+    Timing {
+        cron: CronExpr::parse(cron).unwrap(),
+        zone: zone(tz),
+    }
+}
+
+/// The instant of a wall-clock time in `tz` (the earlier one if it
+/// happens twice).
+fn at(tz: &str, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> Timestamp {
+    let t = zone(tz)
+        .0
+        .with_ymd_and_hms(y, mo, d, h, mi, 0)
+        .earliest()
+        .unwrap();
+    Timestamp(t.timestamp_micros())
+}
+
+/// `t` on the wall in `tz`, with the zone's abbreviation.
+fn wall(tz: &str, t: Timestamp) -> String {
+    zone(tz)
+        .0
+        .timestamp_micros(t.0)
+        .unwrap()
+        .format("%Y-%m-%d %H:%M:%S %Z")
+        .to_string()
+}
+
+fn fires(t: &Timing, after: Timestamp, n: usize) -> Vec<String> {
+    t.fires_after(after)
+        .take(n)
+        .map(|f| wall(t.zone.name(), f))
+        .collect()
+}
+
+#[test]
+fn a_fixed_time_in_the_spring_gap_fires_once_right_after_it() {
+    // Europe/Berlin, 2026-03-29: 02:00 CET becomes 03:00 CEST.
+    let t = timing("30 2 * * *", "Europe/Berlin");
+    assert_eq!(
+        fires(&t, at("Europe/Berlin", 2026, 3, 28, 12, 0), 3),
+        [
+            "2026-03-29 03:00:00 CEST",
+            "2026-03-30 02:30:00 CEST",
+            "2026-03-31 02:30:00 CEST"
+        ]
+    );
+    // America/New_York, 2026-03-08: 02:00 EST becomes 03:00 EDT.
+    let t = timing("30 2 * * *", "America/New_York");
+    assert_eq!(
+        fires(&t, at("America/New_York", 2026, 3, 7, 12, 0), 2),
+        ["2026-03-08 03:00:00 EDT", "2026-03-09 02:30:00 EDT"]
+    );
+}
+
+#[test]
+fn a_fixed_time_in_the_repeated_autumn_hour_fires_once() {
+    // Europe/Berlin, 2026-10-25: 03:00 CEST goes back to 02:00 CET.
+    let t = timing("30 2 * * *", "Europe/Berlin");
+    assert_eq!(
+        fires(&t, at("Europe/Berlin", 2026, 10, 24, 12, 0), 2),
+        ["2026-10-25 02:30:00 CEST", "2026-10-26 02:30:00 CET"]
+    );
+    // America/New_York, 2026-11-01: 02:00 EDT goes back to 01:00 EST.
+    let t = timing("30 1 * * *", "America/New_York");
+    assert_eq!(
+        fires(&t, at("America/New_York", 2026, 10, 31, 12, 0), 2),
+        ["2026-11-01 01:30:00 EDT", "2026-11-02 01:30:00 EST"]
+    );
+}
+
+#[test]
+fn an_interval_fires_by_the_wall_clock_through_both_changes() {
+    // The repeated hour has its fires twice, once in each offset.
+    let t = timing("*/30 * * * *", "Europe/Berlin");
+    assert_eq!(
+        fires(&t, at("Europe/Berlin", 2026, 10, 25, 1, 45), 5),
+        [
+            "2026-10-25 02:00:00 CEST",
+            "2026-10-25 02:30:00 CEST",
+            "2026-10-25 02:00:00 CET",
+            "2026-10-25 02:30:00 CET",
+            "2026-10-25 03:00:00 CET"
+        ]
+    );
+    // The skipped hour has none.
+    let t = timing("0 * * * *", "America/New_York");
+    assert_eq!(
+        fires(&t, at("America/New_York", 2026, 3, 8, 0, 30), 3),
+        [
+            "2026-03-08 01:00:00 EST",
+            "2026-03-08 03:00:00 EDT",
+            "2026-03-08 04:00:00 EDT"
+        ]
+    );
+}
+
+#[test]
+fn february_29th_and_the_ends_of_months() {
+    let t = timing("0 12 29 2 *", "UTC");
+    assert_eq!(
+        fires(&t, at("UTC", 2026, 1, 1, 0, 0), 2),
+        ["2028-02-29 12:00:00 UTC", "2032-02-29 12:00:00 UTC"]
+    );
+    let last = timing("0 0 L * *", "UTC");
+    assert_eq!(
+        fires(&last, at("UTC", 2026, 1, 15, 0, 0), 4),
+        [
+            "2026-01-31 00:00:00 UTC",
+            "2026-02-28 00:00:00 UTC",
+            "2026-03-31 00:00:00 UTC",
+            "2026-04-30 00:00:00 UTC"
+        ]
+    );
+    let leap = fires(&last, at("UTC", 2028, 2, 1, 0, 0), 1);
+    assert_eq!(leap, ["2028-02-29 00:00:00 UTC"]);
+    // The 31st: months without one are passed over.
+    let t = timing("0 6 31 * *", "Europe/Berlin");
+    assert_eq!(
+        fires(&t, at("Europe/Berlin", 2026, 4, 1, 0, 0), 2),
+        ["2026-05-31 06:00:00 CEST", "2026-07-31 06:00:00 CEST"]
+    );
+}
+
+#[test]
+fn shortcuts_and_the_seconds_field() {
+    let from = at("UTC", 2026, 11, 24, 10, 17);
+    for (shortcut, first) in [
+        ("@hourly", "2026-11-24 11:00:00 UTC"),
+        ("@daily", "2026-11-25 00:00:00 UTC"),
+        ("@midnight", "2026-11-25 00:00:00 UTC"),
+        ("@weekly", "2026-11-29 00:00:00 UTC"),
+        ("@monthly", "2026-12-01 00:00:00 UTC"),
+        ("@yearly", "2027-01-01 00:00:00 UTC"),
+        ("@ANNUALLY", "2027-01-01 00:00:00 UTC"),
+    ] {
+        let t = timing(shortcut, "UTC");
+        assert!(!t.cron.has_seconds(), "{shortcut}");
+        assert_eq!(fires(&t, from, 1), [first], "{shortcut}");
+    }
+    let t = timing("*/15 * * * * *", "UTC");
+    assert!(t.cron.has_seconds());
+    assert_eq!(
+        fires(&t, from, 3),
+        [
+            "2026-11-24 10:17:15 UTC",
+            "2026-11-24 10:17:30 UTC",
+            "2026-11-24 10:17:45 UTC"
+        ]
+    );
+    let t = timing("0 9 * * MON-FRI", "UTC");
+    assert_eq!(
+        fires(&t, at("UTC", 2026, 11, 27, 12, 0), 2),
+        ["2026-11-30 09:00:00 UTC", "2026-12-01 09:00:00 UTC"],
+        "Friday noon to Monday, then Tuesday"
+    );
+}
+
+#[test]
+fn bad_expressions_and_zones_are_refused_naming_the_field() {
+    for (text, says) in [
+        ("", "cron: is empty"),
+        ("* * * *", "has 4 fields"),
+        ("0 0 * * * * 2027", "has 7 fields"),
+        ("* * * * * *", "would fire every second"),
+        ("61 * * * *", "is not a cron expression"),
+        ("every day", "has 2 fields"),
+        ("@fortnightly", "is not a cron expression"),
+    ] {
+        let err = CronExpr::parse(text).unwrap_err();
+        assert_eq!(err.field, "cron", "{text:?}");
+        assert!(err.to_string().contains(says), "{text:?}: {err}");
+    }
+    assert!(
+        CronExpr::parse("*/1 * * * * *").is_ok(),
+        "every second, meant"
+    );
+    let err = Zone::parse("Europe/Berln").unwrap_err();
+    assert_eq!(err.field, "timezone");
+    assert!(err.to_string().contains("\"Europe/Berln\""), "{err}");
+    assert_eq!(zone("UTC").name(), "UTC");
+    assert_eq!(zone(" America/New_York ").name(), "America/New_York");
+}
+
+#[test]
+fn fires_come_in_order_strictly_after_the_start() {
+    let t = timing("*/7 * * * *", "Asia/Kolkata");
+    let start = at("UTC", 2026, 6, 30, 23, 58);
+    let all: Vec<Timestamp> = t.fires_after(start).take(50).collect();
+    assert!(all[0] > start);
+    assert!(all.windows(2).all(|w| w[0] < w[1]));
+    // A fire is not its own successor.
+    assert_eq!(t.next_after(all[3]), Some(all[4]));
+}
+
+#[test]
+fn retries_are_checked_and_back_off_doubling() {
+    assert!(Retries::NONE.validate().is_ok());
+    let r = Retries {
+        attempts: 4,
+        backoff_s: 10.0,
+    }
+    .validate()
+    .unwrap();
+    let secs: Vec<u64> = (1..=3).map(|a| r.delay_after(a).as_secs()).collect();
+    assert_eq!(secs, [10, 20, 40]);
+    for (attempts, backoff_s, field) in [
+        (0, 1.0, "retries.attempts"),
+        (101, 1.0, "retries.attempts"),
+        (3, -1.0, "retries.backoff_s"),
+        (3, f64::NAN, "retries.backoff_s"),
+    ] {
+        let err = Retries {
+            attempts,
+            backoff_s,
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(err.field, field);
+    }
+    assert_eq!(
+        serde_json::from_str::<Overlap>("\"queue\"").unwrap(),
+        Overlap::Queue
+    );
+    assert!(serde_json::from_str::<Missed>("\"some\"").is_err());
+    assert_eq!(Overlap::default(), Overlap::Skip);
+    assert_eq!(Missed::default(), Missed::Skip);
+}
+
+#[test]
+fn an_expression_that_never_fires_has_no_next_fire() {
+    // February 30th: valid field by field, never a date.
+    let t = timing("0 0 30 2 *", "UTC");
+    assert_eq!(t.next_after(at("UTC", 2026, 1, 1, 0, 0)), None);
+    assert_eq!(t.fires_after(at("UTC", 2026, 1, 1, 0, 0)).count(), 0);
+}
