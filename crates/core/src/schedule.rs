@@ -12,37 +12,13 @@
 //! the wall in each offset, so a repeated hour has its fires twice and a
 //! skipped hour has none.
 
-use std::fmt;
 use std::str::FromStr;
 
 use chrono::TimeZone as _;
 use serde::{Deserialize, Serialize};
 
-use crate::Timestamp;
-
-/// A refused part of a schedule: which field, and what was wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScheduleError {
-    pub field: &'static str,
-    pub message: String,
-}
-
-impl ScheduleError {
-    fn new(field: &'static str, message: impl Into<String>) -> ScheduleError {
-        ScheduleError {
-            field,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ScheduleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for ScheduleError {}
+use crate::job::invalid;
+use crate::{Timestamp, ValidationError};
 
 /// A cron expression as given, and parsed.
 #[derive(Debug, Clone)]
@@ -73,11 +49,11 @@ impl CronExpr {
     /// given by mistake (a year, or a copy from another tool) would fire
     /// 60 times a minute. A schedule that means it writes `*/1` or
     /// `0-59`.
-    pub fn parse(text: &str) -> Result<CronExpr, ScheduleError> {
+    pub fn parse(text: &str) -> Result<CronExpr, ValidationError> {
         let field = "cron";
         let trimmed = text.trim();
         if trimmed.is_empty() {
-            return Err(ScheduleError::new(field, "is empty"));
+            return Err(invalid(field, "is empty"));
         }
         let pattern = ALIASES
             .iter()
@@ -88,7 +64,7 @@ impl CronExpr {
             (true, _) | (false, 5) => false,
             (false, 6) => true,
             (false, n) => {
-                return Err(ScheduleError::new(
+                return Err(invalid(
                     field,
                     format!(
                         "{trimmed:?} has {n} fields; give 5 (minute hour day-of-month month day-of-week), \
@@ -98,7 +74,7 @@ impl CronExpr {
             }
         };
         if seconds && fields[0] == "*" {
-            return Err(ScheduleError::new(
+            return Err(invalid(
                 field,
                 format!(
                     "{trimmed:?} would fire every second (its first field, the seconds, is *); \
@@ -110,9 +86,9 @@ impl CronExpr {
             .seconds(croner::parser::Seconds::Optional)
             .year(croner::parser::Year::Disallowed)
             .build();
-        let cron = parser.parse(pattern).map_err(|e| {
-            ScheduleError::new(field, format!("{trimmed:?} is not a cron expression: {e}"))
-        })?;
+        let cron = parser
+            .parse(pattern)
+            .map_err(|e| invalid(field, format!("{trimmed:?} is not a cron expression: {e}")))?;
         Ok(CronExpr {
             text: trimmed.to_string(),
             cron,
@@ -140,9 +116,9 @@ pub struct Zone(chrono_tz::Tz);
 impl Zone {
     pub const UTC: Zone = Zone(chrono_tz::Tz::UTC);
 
-    pub fn parse(name: &str) -> Result<Zone, ScheduleError> {
+    pub fn parse(name: &str) -> Result<Zone, ValidationError> {
         chrono_tz::Tz::from_str(name.trim()).map(Zone).map_err(|_| {
-            ScheduleError::new(
+            invalid(
                 "timezone",
                 format!(
                     "{name:?} is not an IANA time zone name (such as UTC, Europe/Berlin, America/New_York)"
@@ -228,9 +204,9 @@ impl Retries {
         backoff_s: 0.0,
     };
 
-    pub fn validate(self) -> Result<Retries, ScheduleError> {
+    pub fn validate(self) -> Result<Retries, ValidationError> {
         if !(1..=MAX_ATTEMPTS).contains(&self.attempts) {
-            return Err(ScheduleError::new(
+            return Err(invalid(
                 "retries.attempts",
                 format!(
                     "{} is not between 1 and {MAX_ATTEMPTS} (1: no retry)",
@@ -239,7 +215,7 @@ impl Retries {
             ));
         }
         if !self.backoff_s.is_finite() || !(0.0..=86_400.0).contains(&self.backoff_s) {
-            return Err(ScheduleError::new(
+            return Err(invalid(
                 "retries.backoff_s",
                 format!(
                     "{} is not a number of seconds from 0 to 86400",
