@@ -1,237 +1,120 @@
-//! When a schedule fires: its cron expression (5 fields, an optional
-//! seconds field first, or a shortcut such as `@hourly`) read in an IANA
-//! time zone, and the policies for overlapping runs, missed fires and
-//! retries. Pure computation on instants (`Timestamp`s): no clock, no
-//! storage — the scheduler asks, with the time it has.
-//!
-//! Daylight saving time follows the Open Cron Pattern Specification
-//! (croner implements it): a fixed-time fire that falls in a gap (02:30 on
-//! the night clocks spring forward) fires at the first instant after the
-//! gap; one that falls in a repeated hour fires once, the first time.
-//! Interval patterns (`*/15 * * * *`, `0 * * * *`) fire by the clock on
-//! the wall in each offset, so a repeated hour has its fires twice and a
-//! skipped hour has none.
+//! Schedules: stored definitions that run a job on a cron expression in a
+//! time zone, with policies for overlapping runs, missed fires and
+//! retries. `timing.rs` computes fires, `policy.rs` holds the policies;
+//! this file is the definition a client sends and its checks.
 
-use std::str::FromStr;
+mod policy;
+mod timing;
 
-use chrono::TimeZone as _;
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+pub use policy::{Missed, Overlap, Retries, MAX_ATTEMPTS, MAX_MISSED_RUNS};
+pub use timing::{CronExpr, Timing, Zone};
 
 use crate::job::invalid;
-use crate::{Timestamp, ValidationError};
+use crate::{NewJobRequest, Timestamp, ValidJob, ValidationError};
 
-/// A cron expression as given, and parsed.
-#[derive(Debug, Clone)]
-pub struct CronExpr {
-    text: String,
-    cron: croner::Cron,
-    seconds: bool,
-}
+/// Fires a schedule shows ahead (`joblog schedule show`, the API).
+pub const SHOWN_FIRES: usize = 5;
 
-impl PartialEq for CronExpr {
-    fn eq(&self, other: &CronExpr) -> bool {
-        self.text == other.text
-    }
-}
-
-/// Shortcuts croner does not know, as the patterns they stand for.
-const ALIASES: [(&str, &str); 1] = [("@midnight", "0 0 * * *")];
-
-impl CronExpr {
-    /// Five fields (minute hour day-of-month month day-of-week), or six
-    /// with the seconds first, or `@yearly`, `@annually`, `@monthly`,
-    /// `@weekly`, `@daily`, `@midnight`, `@hourly`. Names of months and
-    /// days (`JAN`, `MON`) and croner's `L`, `#` and `W` are taken. A
-    /// day of month and a day of week both given match either (as Vixie
-    /// cron does).
-    ///
-    /// Every second (`*` in the seconds field) is refused: a sixth field
-    /// given by mistake (a year, or a copy from another tool) would fire
-    /// 60 times a minute. A schedule that means it writes `*/1` or
-    /// `0-59`.
-    pub fn parse(text: &str) -> Result<CronExpr, ValidationError> {
-        let field = "cron";
-        let trimmed = text.trim();
-        if trimmed.is_empty() {
-            return Err(invalid(field, "is empty"));
-        }
-        let pattern = ALIASES
-            .iter()
-            .find(|(alias, _)| alias.eq_ignore_ascii_case(trimmed))
-            .map_or(trimmed, |(_, pattern)| pattern);
-        let fields: Vec<&str> = pattern.split_whitespace().collect();
-        let seconds = match (pattern.starts_with('@'), fields.len()) {
-            (true, _) | (false, 5) => false,
-            (false, 6) => true,
-            (false, n) => {
-                return Err(invalid(
-                    field,
-                    format!(
-                        "{trimmed:?} has {n} fields; give 5 (minute hour day-of-month month day-of-week), \
-                         6 with the seconds first, or a shortcut such as @hourly"
-                    ),
-                ))
-            }
-        };
-        if seconds && fields[0] == "*" {
-            return Err(invalid(
-                field,
-                format!(
-                    "{trimmed:?} would fire every second (its first field, the seconds, is *); \
-                     write it as */1 if that is meant, or give 5 fields"
-                ),
-            ));
-        }
-        let parser = croner::parser::CronParser::builder()
-            .seconds(croner::parser::Seconds::Optional)
-            .year(croner::parser::Year::Disallowed)
-            .build();
-        let cron = parser
-            .parse(pattern)
-            .map_err(|e| invalid(field, format!("{trimmed:?} is not a cron expression: {e}")))?;
-        Ok(CronExpr {
-            text: trimmed.to_string(),
-            cron,
-            seconds,
-        })
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// Whether it has a seconds field (fires can be less than a minute
-    /// apart).
-    pub fn has_seconds(&self) -> bool {
-        self.seconds
-    }
-}
-
-/// An IANA time zone (`Europe/Berlin`, `America/New_York`, `UTC`), from
-/// the database compiled into joblog (chrono-tz), so fires do not change
-/// with the host's tzdata.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Zone(chrono_tz::Tz);
-
-impl Zone {
-    pub const UTC: Zone = Zone(chrono_tz::Tz::UTC);
-
-    pub fn parse(name: &str) -> Result<Zone, ValidationError> {
-        chrono_tz::Tz::from_str(name.trim()).map(Zone).map_err(|_| {
-            invalid(
-                "timezone",
-                format!(
-                    "{name:?} is not an IANA time zone name (such as UTC, Europe/Berlin, America/New_York)"
-                ),
-            )
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        self.0.name()
-    }
-}
-
-/// When a schedule fires: its expression in its zone.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Timing {
-    pub cron: CronExpr,
-    pub zone: Zone,
-}
-
-impl Timing {
-    /// The first fire strictly after `after`, or `None` if the pattern
-    /// never fires again (`0 0 30 2 *`, or past croner's year 5000).
-    pub fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
-        let start = self.zone.0.timestamp_micros(after.0).single()?;
-        let next = self.cron.cron.find_next_occurrence(&start, false).ok()?;
-        Some(Timestamp(next.timestamp_micros()))
-    }
-
-    /// The fires after `after`, in order.
-    pub fn fires_after(&self, after: Timestamp) -> impl Iterator<Item = Timestamp> + '_ {
-        std::iter::successors(self.next_after(after), move |t| self.next_after(*t))
-    }
-}
-
-/// What a fire does while the schedule's previous run is still running.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Overlap {
-    /// The fire makes no job (it is recorded as skipped).
-    #[default]
-    Skip,
-    /// The fire's job waits until the previous run has ended.
-    Queue,
-    /// The fire's job runs beside the previous one.
-    Allow,
-}
-
-/// What the fires missed while no node was running do, once one is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Missed {
-    /// None of them runs; the schedule goes on from the next fire.
-    #[default]
-    Skip,
-    /// One job runs for all of them (the latest).
-    One,
-    /// Each runs, up to [`MAX_MISSED_RUNS`] (the latest ones).
-    All,
-}
-
-/// Most missed fires `missed = "all"` makes jobs for at once: a schedule
-/// that fires every minute must not flood the queue after a week down.
-pub const MAX_MISSED_RUNS: usize = 100;
-
-/// Attempts of a failed run: each attempt is a job of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// A schedule as a client sends it (`POST /api/v1/schedules`): its name,
+/// when it fires, the job it submits (the fields of a job submission,
+/// checked as one) and its policies.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Retries {
-    /// Runs in all, the first included (1: no retry).
-    pub attempts: u32,
-    /// Seconds before the second attempt, doubled for each one after.
+pub struct NewSchedule {
+    pub name: String,
+    pub cron: String,
+    /// IANA name; UTC when absent.
     #[serde(default)]
-    pub backoff_s: f64,
+    pub timezone: Option<String>,
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub script: Option<String>,
+    #[serde(default)]
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub overlap: Overlap,
+    #[serde(default)]
+    pub missed: Missed,
+    #[serde(default)]
+    pub retries: Option<Retries>,
+    #[serde(default = "enabled_by_default")]
+    pub enabled: bool,
 }
 
-/// Most attempts a schedule may ask for.
-pub const MAX_ATTEMPTS: u32 = 100;
+fn enabled_by_default() -> bool {
+    true
+}
 
-impl Retries {
-    pub const NONE: Retries = Retries {
-        attempts: 1,
-        backoff_s: 0.0,
-    };
+/// A schedule that passed its checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidSchedule {
+    pub name: String,
+    pub timing: Timing,
+    /// The job each fire submits, named after the schedule.
+    pub job: ValidJob,
+    pub overlap: Overlap,
+    pub missed: Missed,
+    pub retries: Retries,
+    pub enabled: bool,
+}
 
-    pub fn validate(self) -> Result<Retries, ValidationError> {
-        if !(1..=MAX_ATTEMPTS).contains(&self.attempts) {
+impl NewSchedule {
+    /// Checks every field, naming the first one at fault. A schedule
+    /// needs a name (its jobs carry it) and must fire at least once more
+    /// after `now`.
+    pub fn validate(self, now: Timestamp) -> Result<ValidSchedule, ValidationError> {
+        if self.name.trim().is_empty() {
+            return Err(invalid("name", "missing: a schedule needs a name"));
+        }
+        let cron = CronExpr::parse(&self.cron)?;
+        let zone = match &self.timezone {
+            Some(name) => Zone::parse(name)?,
+            None => Zone::UTC,
+        };
+        let timing = Timing { cron, zone };
+        if timing.next_after(now).is_none() {
             return Err(invalid(
-                "retries.attempts",
+                "cron",
                 format!(
-                    "{} is not between 1 and {MAX_ATTEMPTS} (1: no retry)",
-                    self.attempts
+                    "{:?} never fires again (in {})",
+                    timing.cron.as_str(),
+                    zone.name()
                 ),
             ));
         }
-        if !self.backoff_s.is_finite() || !(0.0..=86_400.0).contains(&self.backoff_s) {
-            return Err(invalid(
-                "retries.backoff_s",
-                format!(
-                    "{} is not a number of seconds from 0 to 86400",
-                    self.backoff_s
-                ),
-            ));
+        let job = NewJobRequest {
+            command: self.command,
+            script: self.script,
+            shell: self.shell,
+            name: Some(self.name.clone()),
+            env: self.env,
+            secrets: BTreeMap::new(),
+            timeout_s: self.timeout_s,
+            cwd: self.cwd,
+            rerun_of: None,
         }
-        Ok(self)
-    }
-
-    /// How long after attempt `attempt` (1-based) failed the next one
-    /// starts: `backoff_s`, doubled per attempt after the first, capped
-    /// at a day.
-    pub fn delay_after(self, attempt: u32) -> std::time::Duration {
-        let factor = 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
-        std::time::Duration::from_secs_f64((self.backoff_s * factor).min(86_400.0))
+        .validate()?;
+        let retries = self.retries.unwrap_or(Retries::NONE).validate()?;
+        Ok(ValidSchedule {
+            name: self.name,
+            timing,
+            job,
+            overlap: self.overlap,
+            missed: self.missed,
+            retries,
+            enabled: self.enabled,
+        })
     }
 }
 

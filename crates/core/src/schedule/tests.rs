@@ -242,3 +242,93 @@ fn an_expression_that_never_fires_has_no_next_fire() {
     assert_eq!(t.next_after(at("UTC", 2026, 1, 1, 0, 0)), None);
     assert_eq!(t.fires_after(at("UTC", 2026, 1, 1, 0, 0)).count(), 0);
 }
+
+fn new_schedule(body: serde_json::Value) -> Result<ValidSchedule, String> {
+    let now = at("UTC", 2026, 11, 24, 12, 0);
+    serde_json::from_value::<NewSchedule>(body)
+        .map_err(|e| e.to_string())?
+        .validate(now)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_schedule_as_the_api_takes_it_is_checked_whole() {
+    let s = new_schedule(serde_json::json!({
+        "name": "nightly-backup",
+        "cron": "30 2 * * *",
+        "timezone": "Europe/Berlin",
+        "script": "pg_dump app > /backups/app.sql",
+        "env": {"PGHOST": "db"},
+        "timeout_s": 3600,
+        "overlap": "queue",
+        "missed": "one",
+        "retries": {"attempts": 3, "backoff_s": 60},
+        "enabled": false
+    }))
+    .unwrap();
+    assert_eq!(s.name, "nightly-backup");
+    assert_eq!(s.timing.zone.name(), "Europe/Berlin");
+    assert_eq!(s.job.name.as_deref(), Some("nightly-backup"));
+    assert_eq!(s.job.spec.env["PGHOST"], "db");
+    assert_eq!((s.overlap, s.missed), (Overlap::Queue, Missed::One));
+    assert_eq!(s.retries.attempts, 3);
+    assert!(!s.enabled);
+
+    let minimal = new_schedule(serde_json::json!({
+        "name": "tick", "cron": "@hourly", "command": ["true"]
+    }))
+    .unwrap();
+    assert_eq!(minimal.timing.zone, Zone::UTC);
+    assert_eq!(
+        (minimal.overlap, minimal.missed),
+        (Overlap::Skip, Missed::Skip)
+    );
+    assert_eq!(minimal.retries, Retries::NONE);
+    assert!(minimal.enabled, "enabled unless said otherwise");
+}
+
+#[test]
+fn a_bad_schedule_is_refused_naming_its_field() {
+    let base = || serde_json::json!({"name": "n", "cron": "0 * * * *", "command": ["true"]});
+    let with = |key: &str, value: serde_json::Value| {
+        let mut body = base();
+        body[key] = value;
+        body
+    };
+    for (body, says) in [
+        (with("name", "  ".into()), "name: missing"),
+        (
+            with("cron", "0 25 * * *".into()),
+            "cron: \"0 25 * * *\" is not a cron expression",
+        ),
+        (
+            with("cron", "0 0 30 2 *".into()),
+            "cron: \"0 0 30 2 *\" never fires again",
+        ),
+        (
+            with("timezone", "Mars/Olympus".into()),
+            "timezone: \"Mars/Olympus\"",
+        ),
+        (
+            with("retries", serde_json::json!({"attempts": 0})),
+            "retries.attempts",
+        ),
+        (
+            with("overlap", "sometimes".into()),
+            "unknown variant `sometimes`",
+        ),
+        (
+            with("secrets", serde_json::json!({"K": "v"})),
+            "unknown field `secrets`",
+        ),
+        (with("timeout_s", (-1).into()), "timeout_s"),
+    ] {
+        let err = new_schedule(body).unwrap_err();
+        assert!(err.contains(says), "{err:?} should say {says:?}");
+    }
+    let mut neither = base();
+    neither.as_object_mut().unwrap().remove("command");
+    assert!(new_schedule(neither)
+        .unwrap_err()
+        .starts_with("command: missing"));
+}

@@ -1,0 +1,153 @@
+//! When a schedule fires: its cron expression (5 fields, an optional
+//! seconds field first, or a shortcut such as `@hourly`) read in an IANA
+//! time zone. Pure computation on instants (`Timestamp`s): no clock, no
+//! storage — the scheduler asks, with the time it has.
+//!
+//! Daylight saving time follows the Open Cron Pattern Specification
+//! (croner implements it): a fixed-time fire that falls in a gap (02:30 on
+//! the night clocks spring forward) fires at the first instant after the
+//! gap; one that falls in a repeated hour fires once, the first time.
+//! Interval patterns (`*/15 * * * *`, `0 * * * *`) fire by the clock on
+//! the wall in each offset, so a repeated hour has its fires twice and a
+//! skipped hour has none.
+
+use std::str::FromStr;
+
+use chrono::TimeZone as _;
+
+use crate::job::invalid;
+use crate::{Timestamp, ValidationError};
+
+/// A cron expression as given, and parsed.
+#[derive(Debug, Clone)]
+pub struct CronExpr {
+    text: String,
+    cron: croner::Cron,
+    seconds: bool,
+}
+
+impl PartialEq for CronExpr {
+    fn eq(&self, other: &CronExpr) -> bool {
+        self.text == other.text
+    }
+}
+
+/// Shortcuts croner does not know, as the patterns they stand for.
+const ALIASES: [(&str, &str); 1] = [("@midnight", "0 0 * * *")];
+
+impl CronExpr {
+    /// Five fields (minute hour day-of-month month day-of-week), or six
+    /// with the seconds first, or `@yearly`, `@annually`, `@monthly`,
+    /// `@weekly`, `@daily`, `@midnight`, `@hourly`. Names of months and
+    /// days (`JAN`, `MON`) and croner's `L`, `#` and `W` are taken. A
+    /// day of month and a day of week both given match either (as Vixie
+    /// cron does).
+    ///
+    /// Every second (`*` in the seconds field) is refused: a sixth field
+    /// given by mistake (a year, or a copy from another tool) would fire
+    /// 60 times a minute. A schedule that means it writes `*/1` or
+    /// `0-59`.
+    pub fn parse(text: &str) -> Result<CronExpr, ValidationError> {
+        let field = "cron";
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err(invalid(field, "is empty"));
+        }
+        let pattern = ALIASES
+            .iter()
+            .find(|(alias, _)| alias.eq_ignore_ascii_case(trimmed))
+            .map_or(trimmed, |(_, pattern)| pattern);
+        let fields: Vec<&str> = pattern.split_whitespace().collect();
+        let seconds = match (pattern.starts_with('@'), fields.len()) {
+            (true, _) | (false, 5) => false,
+            (false, 6) => true,
+            (false, n) => {
+                return Err(invalid(
+                    field,
+                    format!(
+                        "{trimmed:?} has {n} fields; give 5 (minute hour day-of-month month day-of-week), \
+                         6 with the seconds first, or a shortcut such as @hourly"
+                    ),
+                ))
+            }
+        };
+        if seconds && fields[0] == "*" {
+            return Err(invalid(
+                field,
+                format!(
+                    "{trimmed:?} would fire every second (its first field, the seconds, is *); \
+                     write it as */1 if that is meant, or give 5 fields"
+                ),
+            ));
+        }
+        let parser = croner::parser::CronParser::builder()
+            .seconds(croner::parser::Seconds::Optional)
+            .year(croner::parser::Year::Disallowed)
+            .build();
+        let cron = parser
+            .parse(pattern)
+            .map_err(|e| invalid(field, format!("{trimmed:?} is not a cron expression: {e}")))?;
+        Ok(CronExpr {
+            text: trimmed.to_string(),
+            cron,
+            seconds,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether it has a seconds field (fires can be less than a minute
+    /// apart).
+    pub fn has_seconds(&self) -> bool {
+        self.seconds
+    }
+}
+
+/// An IANA time zone (`Europe/Berlin`, `America/New_York`, `UTC`), from
+/// the database compiled into joblog (chrono-tz), so fires do not change
+/// with the host's tzdata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Zone(pub(super) chrono_tz::Tz);
+
+impl Zone {
+    pub const UTC: Zone = Zone(chrono_tz::Tz::UTC);
+
+    pub fn parse(name: &str) -> Result<Zone, ValidationError> {
+        chrono_tz::Tz::from_str(name.trim()).map(Zone).map_err(|_| {
+            invalid(
+                "timezone",
+                format!(
+                    "{name:?} is not an IANA time zone name (such as UTC, Europe/Berlin, America/New_York)"
+                ),
+            )
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+}
+
+/// When a schedule fires: its expression in its zone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timing {
+    pub cron: CronExpr,
+    pub zone: Zone,
+}
+
+impl Timing {
+    /// The first fire strictly after `after`, or `None` if the pattern
+    /// never fires again (`0 0 30 2 *`, or past croner's year 5000).
+    pub fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
+        let start = self.zone.0.timestamp_micros(after.0).single()?;
+        let next = self.cron.cron.find_next_occurrence(&start, false).ok()?;
+        Some(Timestamp(next.timestamp_micros()))
+    }
+
+    /// The fires after `after`, in order.
+    pub fn fires_after(&self, after: Timestamp) -> impl Iterator<Item = Timestamp> + '_ {
+        std::iter::successors(self.next_after(after), move |t| self.next_after(*t))
+    }
+}
