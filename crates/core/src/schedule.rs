@@ -1,8 +1,10 @@
 //! Schedules: stored definitions that run a job on a cron expression in a
 //! time zone, with policies for overlapping runs, missed fires and
-//! retries. `timing.rs` computes fires, `policy.rs` holds the policies;
-//! this file is the definition a client sends and its checks.
+//! retries. `timing.rs` computes fires, `policy.rs` holds the policies,
+//! `plan.rs` which fires a waking scheduler runs; this file is the
+//! definition a client sends and its checks.
 
+mod plan;
 mod policy;
 mod timing;
 
@@ -10,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+pub use plan::{due, Due, MAX_COUNTED, MISSED_AFTER};
 pub use policy::{Missed, Overlap, Retries, MAX_ATTEMPTS, MAX_MISSED_RUNS};
 pub use timing::{CronExpr, Timing, Zone};
 

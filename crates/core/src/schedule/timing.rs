@@ -146,6 +146,17 @@ impl Timing {
         Some(Timestamp(next.timestamp_micros()))
     }
 
+    /// The last fire strictly before `before`, if any.
+    pub fn previous_before(&self, before: Timestamp) -> Option<Timestamp> {
+        let start = self.zone.0.timestamp_micros(before.0).single()?;
+        let prev = self
+            .cron
+            .cron
+            .find_previous_occurrence(&start, false)
+            .ok()?;
+        Some(Timestamp(prev.timestamp_micros()))
+    }
+
     /// The fires after `after`, in order.
     pub fn fires_after(&self, after: Timestamp) -> impl Iterator<Item = Timestamp> + '_ {
         std::iter::successors(self.next_after(after), move |t| self.next_after(*t))
