@@ -140,42 +140,38 @@ impl Engine {
         };
 
         // A result file (large results) wins over ::set-result:: (small).
-        let result = match self.read_result_file(&result_path).await {
-            Ok(Some(body)) => Some(body),
+        // A file's JSON is still unchecked; a ::set-result:: line's was
+        // checked as it was read.
+        let (result, unchecked) = match self.read_result_file(&result_path).await {
+            Ok(Some(body)) => (Some(body), true),
             Ok(None) => match log.take_result() {
-                Some(ResultText::Valid(text)) => Some(text.into_bytes()),
+                Some(ResultText::Valid(text)) => (Some(text.into_bytes()), false),
                 Some(ResultText::Invalid(_)) => {
                     // OutputParser already stored the error record.
                     state = fail(state);
-                    None
+                    (None, false)
                 }
-                None => None,
+                None => (None, false),
             },
             Err(message) => {
                 log.note(Stream::Error, &message, None, Timestamp::now(), &mut out);
                 state = fail(state);
-                None
+                (None, false)
             }
         };
         // Masked like the log: a secret must not get out through a result.
         let result = result.map(|body| log.mask_result(body));
         remove_result_path(&result_path);
-        // Compressed here, on a blocking thread: never on the store's
-        // writer, which every running job's records wait for.
         let result = match result {
             None => None,
-            Some(body) => {
-                match tokio::task::spawn_blocking(move || ResultBlob::encode(&body)).await {
-                    Ok(blob) => Some(blob),
-                    Err(e) => {
-                        tracing::error!(job = id, error = %e, "could not encode the result");
-                        let message = "joblog: the result could not be stored (an internal error, in the server's error log)";
-                        log.note(Stream::Error, message, None, Timestamp::now(), &mut out);
-                        state = fail(state);
-                        None
-                    }
+            Some(body) => match encode_checked(id, body, unchecked).await {
+                Ok(blob) => Some(blob),
+                Err(message) => {
+                    log.note(Stream::Error, &message, None, Timestamp::now(), &mut out);
+                    state = fail(state);
+                    None
                 }
-            }
+            },
         };
 
         log.finish(Timestamp::now(), &mut out);
@@ -406,10 +402,37 @@ impl Engine {
         let body = read_no_follow(path, max)
             .await
             .map_err(|e| format!("joblog: cannot read the result file: {e}"))?;
-        serde_json::from_slice::<serde::de::IgnoredAny>(&body)
-            .map_err(|e| format!("joblog: the result file is not valid JSON: {e}"))?;
+        // Checked as JSON by `encode_checked`, beside its compression.
         Ok(Some(body))
     }
+}
+
+/// The result as a blob, made on blocking threads, never on the store's
+/// writer (which every running job's records wait for). When `check`,
+/// the JSON is checked on one thread while it is compressed on another:
+/// the two passes take about as long each (docs/benchmarks.md), so the
+/// result is stored sooner; a result that is not JSON is refused and its
+/// blob thrown away.
+async fn encode_checked(job: JobId, body: Vec<u8>, check: bool) -> Result<ResultBlob, String> {
+    let internal = |e: tokio::task::JoinError| {
+        tracing::error!(job, error = %e, "could not encode the result");
+        "joblog: the result could not be stored (an internal error, in the server's error log)"
+            .to_string()
+    };
+    let body = std::sync::Arc::new(body);
+    let encoding = {
+        let body = body.clone();
+        tokio::task::spawn_blocking(move || ResultBlob::encode(&body))
+    };
+    if check {
+        let verdict = tokio::task::spawn_blocking(move || {
+            serde_json::from_slice::<serde::de::IgnoredAny>(&body).map(|_| ())
+        })
+        .await
+        .map_err(internal)?;
+        verdict.map_err(|e| format!("joblog: the result file is not valid JSON: {e}"))?;
+    }
+    encoding.await.map_err(internal)
 }
 
 /// Opens with `O_NOFOLLOW`, so a link swapped in after the check above is
