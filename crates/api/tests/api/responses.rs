@@ -21,27 +21,6 @@ joblog_store::backend_tests! {
     every_answer_carries_the_security_headers,
 }
 
-/// GETs `uri` with the headers given; the status, the head and the body as
-/// sent (not decoded). Not for endless bodies.
-async fn fetch(
-    router: &axum::Router,
-    uri: &str,
-    headers: &[(&str, &str)],
-) -> (StatusCode, HeaderMap, Vec<u8>) {
-    let mut req = Request::get(uri);
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let response = router
-        .clone()
-        .oneshot(req.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let (parts, body) = response.into_parts();
-    let body = body.collect().await.unwrap().to_bytes().to_vec();
-    (parts.status, parts.headers, body)
-}
-
 fn decode(encoding: &str, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     match encoding {

@@ -5,12 +5,9 @@
 
 use std::io::Read;
 
-use axum::body::Body;
-use axum::http::{header, HeaderMap, Request, StatusCode};
-use http_body_util::BodyExt;
-use joblog_store::testing::{Backend, TestDatabase};
+use axum::http::{header, HeaderMap, StatusCode};
+use joblog_store::testing::{Backend, PgSession, TestDatabase};
 use serde_json::Value;
-use tower::ServiceExt;
 
 use crate::common::*;
 
@@ -32,23 +29,14 @@ fn writes_result(records: u64) -> (String, u64) {
     (script, 1 + records * (RECORD.len() as u64 + 1) + 2)
 }
 
-async fn fetch(
+/// GETs `uri`, with `Accept-Encoding: accept` when given.
+async fn fetch_as(
     router: &axum::Router,
     uri: &str,
     accept: Option<&str>,
 ) -> (StatusCode, HeaderMap, Vec<u8>) {
-    let mut req = Request::get(uri);
-    if let Some(accept) = accept {
-        req = req.header(header::ACCEPT_ENCODING, accept);
-    }
-    let response = router
-        .clone()
-        .oneshot(req.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let (parts, body) = response.into_parts();
-    let body = body.collect().await.unwrap().to_bytes().to_vec();
-    (parts.status, parts.headers, body)
+    let headers: Vec<(&str, &str)> = accept.map(|a| ("accept-encoding", a)).into_iter().collect();
+    fetch(router, uri, &headers).await
 }
 
 fn header_of(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
@@ -66,7 +54,7 @@ async fn a_large_result_is_served_whole_as_stored_or_decoded_and_never_listed(db
     let uri = format!("/api/v1/jobs/{id}/result");
 
     // No Accept-Encoding: the JSON, with its length, decoded as it is sent.
-    let (status, headers, plain) = fetch(r, &uri, None).await;
+    let (status, headers, plain) = fetch_as(r, &uri, None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(header_of(&headers, header::CONTENT_ENCODING), None);
     assert_eq!(
@@ -80,7 +68,7 @@ async fn a_large_result_is_served_whole_as_stored_or_decoded_and_never_listed(db
     assert!(parsed.as_array().unwrap().len() > 80_000);
 
     // zstd accepted: the stored frame, much smaller, as it is.
-    let (status, headers, stored) = fetch(r, &uri, Some("gzip, deflate, br, zstd")).await;
+    let (status, headers, stored) = fetch_as(r, &uri, Some("gzip, deflate, br, zstd")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(header_of(&headers, header::CONTENT_ENCODING), Some("zstd"));
     assert_eq!(
@@ -98,7 +86,7 @@ async fn a_large_result_is_served_whole_as_stored_or_decoded_and_never_listed(db
         .contains("accept-encoding"));
 
     // gzip only: decoded here, compressed by the server's layer.
-    let (status, headers, gzipped) = fetch(r, &uri, Some("gzip")).await;
+    let (status, headers, gzipped) = fetch_as(r, &uri, Some("gzip")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(header_of(&headers, header::CONTENT_ENCODING), Some("gzip"));
     let mut unzipped = Vec::new();
@@ -176,28 +164,26 @@ async fn a_damaged_stored_result_is_a_clear_error_and_the_server_goes_on(db: Tes
             .unwrap();
         }
         Backend::Postgres => {
-            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            let driver = tokio::spawn(conn);
-            let body: Vec<u8> = client
+            let pg = PgSession::connect(&url).await;
+            let body: Vec<u8> = pg
+                .client
                 .query_one("SELECT body FROM results WHERE job_id = $1", &[&id])
                 .await
                 .unwrap()
                 .get(0);
-            client
+            pg.client
                 .execute(
                     "UPDATE results SET body = $2 WHERE job_id = $1",
                     &[&id, &flip(body)],
                 )
                 .await
                 .unwrap();
-            drop(client);
-            let _ = driver.await;
+            pg.close().await;
         }
     }
     for accept in [None, Some("zstd")] {
-        let (status, headers, body) = fetch(r, &format!("/api/v1/jobs/{id}/result"), accept).await;
+        let (status, headers, body) =
+            fetch_as(r, &format!("/api/v1/jobs/{id}/result"), accept).await;
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         // The error itself may come compressed, as any answer.
         let body = match header_of(&headers, header::CONTENT_ENCODING) {

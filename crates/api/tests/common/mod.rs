@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use joblog_api::{app, ApiOptions, AppState};
@@ -531,4 +531,25 @@ impl EventStream {
             }
         }
     }
+}
+
+/// GETs `uri` with the headers given; the status, the head and the body as
+/// sent (not decoded). Not for endless bodies.
+pub async fn fetch(
+    router: &axum::Router,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, Vec<u8>) {
+    let mut req = Request::get(uri);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let response = router
+        .clone()
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.unwrap().to_bytes().to_vec();
+    (parts.status, parts.headers, body)
 }

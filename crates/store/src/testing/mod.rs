@@ -205,6 +205,31 @@ impl TestDatabase {
     }
 }
 
+/// A plain connection to a PostgreSQL test database, for a test that
+/// reads or changes it behind the store's back. [`PgSession::close`]
+/// waits for the connection to end, so the database can be dropped after.
+pub struct PgSession {
+    pub client: tokio_postgres::Client,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl PgSession {
+    pub async fn connect(url: &str) -> PgSession {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to the test database: {e}"));
+        let driver = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        PgSession { client, driver }
+    }
+
+    pub async fn close(self) {
+        drop(self.client);
+        let _ = self.driver.await;
+    }
+}
+
 impl fmt::Debug for TestDatabase {
     // By hand, so that a password in the URL never ends up in test output.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

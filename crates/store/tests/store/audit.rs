@@ -5,7 +5,7 @@
 //! the version before it gets its table when opened.
 
 use joblog_core::{AuditEntry, AuditQuery, NewAudit, MAX_AUDIT_FIELD};
-use joblog_store::testing::Backend;
+use joblog_store::testing::{Backend, PgSession};
 
 use super::*;
 
@@ -270,16 +270,12 @@ async fn a_database_of_the_version_before_gets_the_audit_table_when_opened(db: T
                 .unwrap();
         }
         Backend::Postgres => {
-            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            let driver = tokio::spawn(conn);
-            client
+            let pg = PgSession::connect(&url).await;
+            pg.client
                 .batch_execute("DROP TABLE audit; UPDATE joblog_schema SET version = version - 2")
                 .await
                 .unwrap();
-            drop(client);
-            let _ = driver.await;
+            pg.close().await;
         }
     }
     let mut t = open_store_at(db, &url);

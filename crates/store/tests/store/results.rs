@@ -3,7 +3,7 @@
 //! the store opens.
 
 use joblog_core::result_blob::{self, Codec};
-use joblog_store::testing::Backend;
+use joblog_store::testing::{Backend, PgSession};
 
 use super::*;
 
@@ -140,22 +140,18 @@ async fn plain_results_from_before_blobs_are_converted_when_the_store_opens(db: 
                 .unwrap();
         }
         Backend::Postgres => {
-            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            let driver = tokio::spawn(conn);
+            let pg = PgSession::connect(&url).await;
             for (id, raw) in &jobs {
-                client
+                pg.client
                     .execute("UPDATE results SET body = $2 WHERE job_id = $1", &[id, raw])
                     .await
                     .unwrap();
             }
-            client
+            pg.client
                 .batch_execute("UPDATE joblog_schema SET version = version - 1")
                 .await
                 .unwrap();
-            drop(client);
-            let _ = driver.await;
+            pg.close().await;
         }
     }
     let t = open_store_at(db, &url);
