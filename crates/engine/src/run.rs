@@ -357,8 +357,6 @@ impl Engine {
         }
     }
 
-    /// The job's result file: a regular file, never followed through a
-    /// link (a job could point it at a file of the server's).
     /// Hands the records in `out` to the pipeline, with the job's counters.
     async fn hand_over(&self, job: JobId, out: &mut Vec<Record>, log: &OutputParser) {
         if out.is_empty() {
@@ -375,6 +373,9 @@ impl Engine {
         }
     }
 
+    /// The job's result file: a regular file, never followed through a
+    /// link (a job could point it at a file of the server's), up to
+    /// `max_result_bytes`. Its JSON is checked by `encode_checked`.
     async fn read_result_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
         let max = self.inner.config.max_result_bytes;
         let meta = match tokio::fs::symlink_metadata(path).await {
@@ -402,7 +403,6 @@ impl Engine {
         let body = read_no_follow(path, max)
             .await
             .map_err(|e| format!("joblog: cannot read the result file: {e}"))?;
-        // Checked as JSON by `encode_checked`, beside its compression.
         Ok(Some(body))
     }
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use joblog_core::result_blob;
 use joblog_core::ResultBlob;
+use joblog_store::testing::json_records;
 use rusqlite::{params, Connection};
 
 const SIZES: [(&str, usize); 4] = [
@@ -22,29 +23,6 @@ const SIZES: [(&str, usize); 4] = [
     ("4 MB", 4_000_000),
     ("32 MB", 32_000_000),
 ];
-
-/// About `len` bytes of a JSON array of records, as a report job writes.
-fn document(len: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len + 256);
-    out.push(b'[');
-    let mut i: u64 = 0;
-    while out.len() < len.saturating_sub(120) || i == 0 {
-        if i > 0 {
-            out.push(b',');
-        }
-        let row = serde_json::json!({
-            "id": i,
-            "host": format!("web-{:03}.example.net", i % 997),
-            "ok": !i.is_multiple_of(7),
-            "latency_ms": (i % 1000) as f64 / 8.0,
-            "tags": ["deploy", "ü", i.to_string()],
-        });
-        serde_json::to_writer(&mut out, &row).unwrap();
-        i += 1;
-    }
-    out.push(b']');
-    out
-}
 
 fn sqlite() -> (tempfile::TempDir, Connection) {
     let dir = tempfile::tempdir().unwrap();
@@ -73,7 +51,7 @@ fn bench_sqlite(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500));
     for (label, len) in SIZES {
-        let raw = document(len);
+        let raw = json_records(len);
         let text = std::str::from_utf8(&raw).unwrap();
         group.throughput(Throughput::Bytes(raw.len() as u64));
         group.bench_with_input(BenchmarkId::new("store blob", label), &raw, |b, raw| {
@@ -164,7 +142,7 @@ fn bench_postgres(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500));
     for (label, len) in SIZES {
-        let raw = document(len);
+        let raw = json_records(len);
         let text = String::from_utf8(raw.clone()).unwrap();
         group.throughput(Throughput::Bytes(raw.len() as u64));
         group.bench_function(BenchmarkId::new("store blob", label), |b| {
@@ -232,7 +210,7 @@ fn bench_postgres(c: &mut Criterion) {
 /// zstd's levels on a 4 MB document: the time to compress it and what
 /// it comes to. The blob's `LEVEL` is the one these figures chose.
 fn bench_levels(c: &mut Criterion) {
-    let raw = document(4_000_000);
+    let raw = json_records(4_000_000);
     let mut group = c.benchmark_group("zstd level, 4 MB");
     group
         .sample_size(10)

@@ -205,6 +205,32 @@ impl TestDatabase {
     }
 }
 
+/// About `len` bytes (at most, and one record at least) of a JSON array
+/// of records as a report job writes them: repeated keys, host names,
+/// numbers, flags and non-ASCII text. Results of a realistic shape for
+/// the store's tests and its bench.
+pub fn json_records(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 256);
+    out.push(b'[');
+    let mut i: u64 = 0;
+    while out.len() < len.saturating_sub(120) || i == 0 {
+        if i > 0 {
+            out.push(b',');
+        }
+        let row = serde_json::json!({
+            "id": i,
+            "host": format!("web-{:03}.example.net", i % 997),
+            "ok": !i.is_multiple_of(7),
+            "latency_ms": (i % 1000) as f64 / 8.0,
+            "tags": ["deploy", "ü", i.to_string()],
+        });
+        serde_json::to_writer(&mut out, &row).expect("writing into a Vec");
+        i += 1;
+    }
+    out.push(b']');
+    out
+}
+
 /// A plain connection to a PostgreSQL test database, for a test that
 /// reads or changes it behind the store's back. [`PgSession::close`]
 /// waits for the connection to end, so the database can be dropped after.

@@ -3,7 +3,7 @@
 //! the store opens.
 
 use joblog_core::result_blob::{self, Codec};
-use joblog_store::testing::{Backend, PgSession};
+use joblog_store::testing::{json_records, Backend, PgSession};
 
 use super::*;
 
@@ -36,31 +36,8 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
         ("200,000 numbers", wide),
         ("unicode and escapes", unicode),
         ("numbers at the edges", numbers),
-        ("32 MiB of records", records(32 << 20)),
+        ("32 MiB of records", json_records(32 << 20)),
     ]
-}
-
-/// About `len` bytes of a JSON array of records, as a report job writes.
-fn records(len: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len + 256);
-    out.push(b'[');
-    let mut i: u64 = 0;
-    while out.len() < len {
-        if i > 0 {
-            out.push(b',');
-        }
-        let row = json!({
-            "id": i,
-            "host": format!("web-{:03}.example.net", i % 997),
-            "ok": !i.is_multiple_of(7),
-            "latency_ms": (i % 1000) as f64 / 8.0,
-            "tags": ["a", "ü", i.to_string()],
-        });
-        serde_json::to_writer(&mut out, &row).unwrap();
-        i += 1;
-    }
-    out.push(b']');
-    out
 }
 
 async fn results_of_every_shape_and_size_round_trip(db: TestDatabase) {
@@ -107,7 +84,7 @@ async fn plain_results_from_before_blobs_are_converted_when_the_store_opens(db: 
     let url = db.url().to_owned();
     let mut t = open_store(db);
     let plain = br#"{"rows":[1,2,3],"note":"from before blobs"}"#.to_vec();
-    let big = records(300_000);
+    let big = json_records(300_000);
     let mut jobs = Vec::new();
     for raw in [&plain, &big] {
         let job = t.insert(Some("old"));
