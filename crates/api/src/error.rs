@@ -63,6 +63,8 @@ error_codes! {
     JobNotFound = "job_not_found", NOT_FOUND, "No job with that id.";
     ResultNotFound = "result_not_found", NOT_FOUND, "The job exists but has no result.";
     ResultDamaged = "result_damaged", INTERNAL_SERVER_ERROR, "The job's stored result failed its checks (checksum, length or format) and cannot be read; the server's error log says which.";
+    ScheduleNotFound = "schedule_not_found", NOT_FOUND, "No schedule with that id.";
+    ScheduleExists = "schedule_exists", CONFLICT, "A schedule with that name exists.";
     TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";
@@ -160,6 +162,14 @@ impl From<EngineError> for ApiError {
         match e {
             EngineError::Invalid(v) => ApiError::new(ErrorCode::InvalidRequest, v.to_string()),
             EngineError::NotFound(id) => ApiError::job_not_found(id),
+            EngineError::ScheduleNotFound(id) => ApiError::new(
+                ErrorCode::ScheduleNotFound,
+                format!("no schedule with id {id}"),
+            ),
+            EngineError::ScheduleNameTaken(name) => ApiError::new(
+                ErrorCode::ScheduleExists,
+                format!("a schedule named {name:?} exists; choose another name or edit that one"),
+            ),
             EngineError::AlreadyFinished(id) => ApiError::new(
                 ErrorCode::JobFinished,
                 format!("job {id} has already finished"),

@@ -29,6 +29,7 @@ mod navigation;
 mod nodes;
 mod result;
 mod routes;
+mod schedules;
 mod sse;
 mod tokens;
 mod ui;
@@ -128,6 +129,14 @@ pub fn app(state: AppState) -> Router {
         .route("/jobs/{id}/log/outline", get(navigation::outline))
         .route("/jobs/{id}/log/events", get(sse::log_events))
         .route("/jobs/{id}/result", get(result::result))
+        .route("/schedules", get(schedules::list).post(schedules::create))
+        .route(
+            "/schedules/{id}",
+            get(schedules::show)
+                .patch(schedules::update)
+                .delete(schedules::delete),
+        )
+        .route("/schedules/{id}/run", post(schedules::run_now))
         .route("/events", get(feed::job_events))
         .route("/groom", post(routes::groom))
         .route("/nodes", get(nodes::list))

@@ -23,6 +23,7 @@ pub struct ListParams {
     until: Option<String>,
     limit: Option<u32>,
     before_id: Option<JobId>,
+    schedule_id: Option<i64>,
 }
 
 #[derive(Serialize)]
@@ -96,6 +97,7 @@ impl ListParams {
             created_until: until,
             limit,
             before_id: self.before_id,
+            schedule_id: self.schedule_id,
         })
     }
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::job::invalid;
-use crate::{Job, JobId, JobSpec, NewJobRequest, ValidationError};
+use crate::schedule::ScheduleId;
+use crate::{Job, JobId, JobSpec, NewJobRequest, Timestamp, ValidationError};
 
 /// What a job was submitted with besides its command and name: enough to
 /// see how it ran and to submit it again (never a secret's value).
@@ -26,6 +27,20 @@ pub struct Given {
     /// The job this one is a rerun of.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<JobId>,
+    /// The schedule whose run this is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_id: Option<ScheduleId>,
+    /// The fire it runs for (`null` on a schedule's run asked with
+    /// run-now); absent for jobs not from a schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fire_time: Option<Option<Timestamp>>,
+    /// Its attempt at that fire, from 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_concurrent: Option<u32>,
 }
 
 impl Given {
@@ -38,6 +53,11 @@ impl Given {
             script: spec.script().map(str::to_owned),
             shell: spec.shell.clone(),
             rerun_of: spec.rerun_of,
+            schedule_id: spec.schedule.map(|s| s.schedule_id),
+            fire_time: spec.schedule.map(|s| s.fire_time()),
+            attempt: spec.schedule.map(|s| s.attempt),
+            concurrency_key: spec.concurrency.as_ref().map(|c| c.key.clone()),
+            max_concurrent: spec.concurrency.as_ref().map(|c| c.max),
         }
     }
 }
@@ -81,6 +101,18 @@ impl Job {
             secrets,
             timeout_s: self.spec.timeout_s,
             cwd: self.spec.cwd.clone(),
+            // A schedule's own key (overlap "queue") is not the rerun's.
+            concurrency_key: self
+                .given
+                .concurrency_key
+                .clone()
+                .filter(|k| !k.starts_with(crate::job::RESERVED_KEY_PREFIX)),
+            max_concurrent: self
+                .given
+                .concurrency_key
+                .as_ref()
+                .filter(|k| !k.starts_with(crate::job::RESERVED_KEY_PREFIX))
+                .and(self.given.max_concurrent),
             rerun_of: Some(self.id),
         })
     }

@@ -179,6 +179,70 @@ pub struct JobSpec {
     pub shell: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<JobId>,
+    /// Set on the runs of a schedule: which schedule, fire and attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::ScheduledRun>,
+    /// Its concurrency limit: jobs of one key run at most `max` at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Concurrency>,
+}
+
+/// A concurrency limit by name: of the jobs that carry `key`, at most
+/// `max` run at once (across every node); the others stay queued, and the
+/// dispatcher takes jobs behind them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Concurrency {
+    pub key: String,
+    pub max: u32,
+}
+
+/// Largest `max_concurrent` a submission may give.
+pub const MAX_CONCURRENT: u32 = 10_000;
+
+/// Longest concurrency key, in bytes.
+const MAX_KEY_LEN: usize = 200;
+
+/// Keys a client may not give: a schedule whose runs must not overlap
+/// queues them behind `schedule:<id>`.
+pub const RESERVED_KEY_PREFIX: &str = "schedule:";
+
+impl Concurrency {
+    /// Checks a submission's `concurrency_key` and `max_concurrent`
+    /// (which defaults to 1 with a key, and means nothing without one).
+    pub fn from_request(
+        key: Option<String>,
+        max: Option<u32>,
+    ) -> Result<Option<Concurrency>, ValidationError> {
+        let Some(key) = key else {
+            return match max {
+                Some(_) => Err(invalid(
+                    "max_concurrent",
+                    "goes with concurrency_key: give the key it limits",
+                )),
+                None => Ok(None),
+            };
+        };
+        if key.is_empty() || key.len() > MAX_KEY_LEN || key.chars().any(char::is_control) {
+            return Err(invalid(
+                "concurrency_key",
+                format!("must be 1 to {MAX_KEY_LEN} bytes without control characters"),
+            ));
+        }
+        if key.starts_with(RESERVED_KEY_PREFIX) {
+            return Err(invalid(
+                "concurrency_key",
+                format!("keys starting with {RESERVED_KEY_PREFIX:?} are joblog's own (a schedule's overlap = \"queue\")"),
+            ));
+        }
+        let max = max.unwrap_or(1);
+        if !(1..=MAX_CONCURRENT).contains(&max) {
+            return Err(invalid(
+                "max_concurrent",
+                format!("{max} is not between 1 and {MAX_CONCURRENT}"),
+            ));
+        }
+        Ok(Some(Concurrency { key, max }))
+    }
 }
 
 impl JobSpec {
@@ -216,6 +280,10 @@ pub struct NewJobRequest {
     pub secrets: BTreeMap<String, String>,
     pub timeout_s: Option<f64>,
     pub cwd: Option<String>,
+    /// Jobs with the same key run at most `max_concurrent` at once.
+    pub concurrency_key: Option<String>,
+    /// 1 when a key is given without it.
+    pub max_concurrent: Option<u32>,
     /// Set by a rerun (`POST /jobs/{id}/rerun`), never by a client.
     #[serde(skip)]
     pub rerun_of: Option<JobId>,
@@ -337,6 +405,7 @@ impl NewJobRequest {
                 ));
             }
         }
+        let concurrency = Concurrency::from_request(self.concurrency_key, self.max_concurrent)?;
         Ok(ValidJob {
             name: self.name,
             spec: JobSpec {
@@ -347,6 +416,8 @@ impl NewJobRequest {
                 secret_names: self.secrets.keys().cloned().collect(),
                 shell: shell_used,
                 rerun_of: self.rerun_of,
+                schedule: None,
+                concurrency,
             },
             secrets: self.secrets,
         })

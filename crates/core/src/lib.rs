@@ -26,8 +26,8 @@ pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use escape::escape_display;
 pub use given::Given;
 pub use job::{
-    Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
-    ValidationError, MAX_LIST_LIMIT,
+    Concurrency, Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
+    ValidationError, MAX_CONCURRENT, MAX_LIST_LIMIT,
 };
 pub use navigation::{
     group_title, EarlierPage, LogGroup, LogOutline, LogSearch, SearchHits, MAX_GROUP_TITLE_BYTES,

@@ -12,6 +12,8 @@ pub struct JobQuery {
     pub name: Option<NameFilter>,
     /// Jobs run (or running) on this node.
     pub node: Option<String>,
+    /// The runs of this schedule.
+    pub schedule_id: Option<crate::schedule::ScheduleId>,
     /// Jobs created at or after this time.
     pub created_since: Option<Timestamp>,
     /// Jobs created before this time.

@@ -6,6 +6,7 @@
 
 mod plan;
 mod policy;
+mod stored;
 mod timing;
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use serde::Deserialize;
 
 pub use plan::{due, Due, MAX_COUNTED, MISSED_AFTER};
 pub use policy::{Missed, Overlap, Retries, MAX_ATTEMPTS, MAX_MISSED_RUNS};
+pub use stored::{fire_job, LastRun, Schedule, ScheduleId, ScheduledRun, MAX_SCHEDULE_LIMIT};
 pub use timing::{CronExpr, Timing, Zone};
 
 use crate::job::invalid;
@@ -45,6 +47,14 @@ pub struct NewSchedule {
     pub timeout_s: Option<f64>,
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Names of secrets each run is given, never their values: the node
+    /// that runs it takes each from its environment (`JOBLOG_SECRET_<NAME>`).
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    #[serde(default)]
+    pub concurrency_key: Option<String>,
+    #[serde(default)]
+    pub max_concurrent: Option<u32>,
     #[serde(default)]
     pub overlap: Overlap,
     #[serde(default)]
@@ -96,7 +106,26 @@ impl NewSchedule {
                 ),
             ));
         }
-        let job = NewJobRequest {
+        if self.overlap == Overlap::Queue && self.concurrency_key.is_some() {
+            return Err(invalid(
+                "concurrency_key",
+                "a schedule with overlap \"queue\" queues its runs behind a key of its own: leave concurrency_key out, or choose overlap \"allow\"",
+            ));
+        }
+        let mut secret_names = Vec::with_capacity(self.secrets.len());
+        for name in self.secrets {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(invalid(
+                    "secrets",
+                    format!("{name:?} is not a secret name (letters, digits and _): a schedule takes the names of secrets, never their values"),
+                ));
+            }
+            if !secret_names.contains(&name) {
+                secret_names.push(name);
+            }
+        }
+        secret_names.sort();
+        let mut job = NewJobRequest {
             command: self.command,
             script: self.script,
             shell: self.shell,
@@ -105,9 +134,12 @@ impl NewSchedule {
             secrets: BTreeMap::new(),
             timeout_s: self.timeout_s,
             cwd: self.cwd,
+            concurrency_key: self.concurrency_key,
+            max_concurrent: self.max_concurrent,
             rerun_of: None,
         }
         .validate()?;
+        job.spec.secret_names = secret_names;
         let retries = self.retries.unwrap_or(Retries::NONE).validate()?;
         Ok(ValidSchedule {
             name: self.name,

@@ -13,6 +13,9 @@ use tracing::Instrument;
 
 use crate::{Engine, StopReason};
 
+/// The longest an idle dispatcher waits without looking at the queue.
+const SAFETY_POLL: Duration = Duration::from_secs(5);
+
 /// Claims sent together by the dispatcher, at most.
 const MAX_CLAIMS_AT_ONCE: usize = 64;
 
@@ -68,16 +71,34 @@ impl Engine {
                     tokio::time::sleep(Duration::from_millis(500)).await;
                     continue;
                 }
+                let wait = self.until_next_retry().await;
                 tokio::select! {
                     _ = notified => {}
                     _ = shutdown.wait_for(|s| *s) => return,
-                    // A safety net only: submissions wake us directly.
-                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                    // Submissions and ends wake us directly; this wakes us
+                    // for a retry's backoff, and is a safety net.
+                    _ = tokio::time::sleep(wait) => {}
                 }
             };
             // Slots without a job are given back as `permits` drops.
             for (job, permit) in jobs.into_iter().zip(permits.drain(..)) {
                 self.launch(job, permit);
+            }
+        }
+    }
+
+    /// How long until a queued job waiting for its retry's backoff may
+    /// start, at most [`SAFETY_POLL`].
+    async fn until_next_retry(&self) -> Duration {
+        match self.inner.store.next_run_after().await {
+            Ok(Some(at)) => {
+                let wait = at.0.saturating_sub(joblog_core::Timestamp::now().0).max(0);
+                Duration::from_micros(wait as u64).min(SAFETY_POLL)
+            }
+            Ok(None) => SAFETY_POLL,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading when queued retries start failed");
+                SAFETY_POLL
             }
         }
     }

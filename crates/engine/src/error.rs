@@ -14,6 +14,10 @@ pub enum EngineError {
     NotHere(JobId),
     #[error("the server is shutting down and takes no new jobs")]
     ShuttingDown,
+    #[error("no schedule with id {0}")]
+    ScheduleNotFound(joblog_core::schedule::ScheduleId),
+    #[error("a schedule named {0:?} exists already")]
+    ScheduleNameTaken(String),
     #[error("{0} jobs are queued, the limit (max_queued)")]
     QueueFull(u64),
     #[error("the store does not accept writes: {0}")]

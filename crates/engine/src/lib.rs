@@ -14,6 +14,7 @@ mod nodes;
 mod orphans;
 mod process;
 mod run;
+mod scheduler;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -32,6 +33,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::{watch, Notify, Semaphore};
 
 pub use error::EngineError;
+pub use scheduler::{Clock, SystemClock};
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -62,6 +64,10 @@ pub struct EngineConfig {
     /// masked in every job's log, like a job's own secrets, in case a job
     /// finds them.
     pub server_secrets: Vec<String>,
+    /// Secrets this node gives the runs of schedules that name them
+    /// (a schedule keeps names only): `JOBLOG_SECRET_<NAME>` from the
+    /// server's environment.
+    pub node_secrets: BTreeMap<String, String>,
 }
 
 impl EngineConfig {
@@ -78,6 +84,7 @@ impl EngineConfig {
             heartbeat_timeout: Duration::from_secs(30),
             max_queued: 10_000,
             server_secrets: Vec::new(),
+            node_secrets: BTreeMap::new(),
         }
     }
 }
@@ -95,6 +102,9 @@ struct Metrics {
     run_time: Histogram,
     finished: Family<Vec<(String, String)>, Counter>,
     in_use: Gauge,
+    fire_lateness: Histogram,
+    fires: Counter,
+    fires_skipped: Counter,
 }
 
 struct Inner {
@@ -119,6 +129,9 @@ struct Inner {
     submitting: tokio::sync::RwLock<()>,
     idle: Notify,
     metrics: Metrics,
+    clock: Arc<dyn Clock>,
+    /// A schedule was saved here: the scheduler looks again.
+    schedules_changed: Notify,
 }
 
 /// The jobs this node runs, and cancels that arrived for a job between its
@@ -164,6 +177,17 @@ impl Engine {
         pipeline: Pipeline,
         config: EngineConfig,
         registry: &mut Registry,
+    ) -> Result<Engine, EngineError> {
+        Engine::start_with_clock(store, pipeline, config, registry, Arc::new(SystemClock)).await
+    }
+
+    /// [`Engine::start`], with the clock schedules fire by.
+    pub async fn start_with_clock(
+        store: Arc<dyn Store>,
+        pipeline: Pipeline,
+        config: EngineConfig,
+        registry: &mut Registry,
+        clock: Arc<dyn Clock>,
     ) -> Result<Engine, EngineError> {
         // `JOBLOG_RESULT` is under it: relative, it would point elsewhere
         // for every job that runs in (or changes to) another directory.
@@ -217,7 +241,25 @@ impl Engine {
             run_time: Histogram::new(exponential_buckets(0.01, 4.0, 10)),
             finished: Family::default(),
             in_use: Gauge::default(),
+            fire_lateness: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
+            fires: Counter::default(),
+            fires_skipped: Counter::default(),
         };
+        registry.register(
+            "joblog_schedule_fire_lateness_seconds",
+            "From a schedule's fire time to its job queued",
+            metrics.fire_lateness.clone(),
+        );
+        registry.register(
+            "joblog_schedule_fires",
+            "Jobs made by this node's scheduler for fires of schedules",
+            metrics.fires.clone(),
+        );
+        registry.register(
+            "joblog_schedule_fires_skipped",
+            "Fires that made no job (overlap skip, or missed while down)",
+            metrics.fires_skipped.clone(),
+        );
         registry.register(
             "joblog_job_queue_wait_seconds",
             "From submission to start",
@@ -258,6 +300,8 @@ impl Engine {
                 submitting: tokio::sync::RwLock::new(()),
                 idle: Notify::new(),
                 metrics,
+                clock,
+                schedules_changed: Notify::new(),
             }),
         };
         // Other nodes' commits (a shared store announces them) go into the
@@ -271,6 +315,7 @@ impl Engine {
         tokio::spawn(engine.clone().watch_commits(commits));
         tokio::spawn(engine.clone().heartbeats());
         tokio::spawn(engine.clone().dispatch());
+        tokio::spawn(engine.clone().schedule_loop());
         tokio::spawn(engine.clone().sweep_orphans_every(ORPHAN_SWEEP));
         Ok(engine)
     }
@@ -314,11 +359,7 @@ impl Engine {
             secrets,
         } = request.validate()?;
         self.check_writable()?;
-        let max = self.inner.config.max_queued;
-        let queued = self.inner.store.count_queued(max).await?;
-        if queued >= max {
-            return Err(EngineError::QueueFull(queued));
-        }
+        self.check_queue().await?;
         let submitting = if secrets.is_empty() {
             None
         } else {
@@ -331,6 +372,16 @@ impl Engine {
         drop(submitting);
         self.inner.wake.notify_one();
         Ok(job)
+    }
+
+    /// Refuses a new job while `max_queued` wait already.
+    async fn check_queue(&self) -> Result<(), EngineError> {
+        let max = self.inner.config.max_queued;
+        let queued = self.inner.store.count_queued(max).await?;
+        if queued >= max {
+            return Err(EngineError::QueueFull(queued));
+        }
+        Ok(())
     }
 
     /// Fails fast while the store refuses writes (a full disk, a lost

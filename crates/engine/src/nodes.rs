@@ -11,7 +11,7 @@ use crate::{Engine, EngineConfig};
 
 impl Engine {
     /// Reacts to commits, this node's and (on a shared store) other
-    /// nodes': new jobs wake the dispatcher, cancel requests stop the jobs
+    /// nodes': new and ended jobs wake the dispatcher, cancel requests stop the jobs
     /// they name if they run here.
     pub(crate) async fn watch_commits(
         self,
@@ -20,7 +20,9 @@ impl Engine {
         loop {
             match commits.recv().await {
                 Ok(c) => {
-                    if c.queued > 0 || c.reset {
+                    // A job that ended may have held back others of its
+                    // concurrency key.
+                    if c.queued > 0 || c.reset || !c.finished.is_empty() {
                         self.inner.wake.notify_one();
                     }
                     for id in &c.cancel {

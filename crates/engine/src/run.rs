@@ -40,6 +40,18 @@ impl Engine {
             drop(self.inner.submitting.write().await);
             secrets = self.lock_secrets().remove(&id);
         }
+        // A schedule's runs take their secrets from this node's
+        // environment (the schedule keeps names only).
+        let from_node = job.spec.schedule.is_some();
+        if from_node {
+            secrets = Some(
+                job.spec
+                    .secret_names
+                    .iter()
+                    .filter_map(|n| cfg.node_secrets.get(n).map(|v| (n.clone(), v.clone())))
+                    .collect(),
+            );
+        }
         let secrets = secrets.unwrap_or_default();
         let masks = secrets.values().chain(&cfg.server_secrets).cloned();
         let mut log = OutputParser::new(cfg.log_limits.clone(), masks);
@@ -55,16 +67,22 @@ impl Engine {
             .collect();
         let ending = if !missing.is_empty() {
             let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-            log.note(
-                Stream::Error,
-                &format!(
+            let why = if from_node {
+                let vars: Vec<String> =
+                    names.iter().map(|n| format!("JOBLOG_SECRET_{n}")).collect();
+                format!(
+                    "joblog: not started: its schedule gives it secrets that node {} does not have ({}); set {} in that server's environment",
+                    cfg.node,
+                    names.join(", "),
+                    vars.join(", ")
+                )
+            } else {
+                format!(
                     "joblog: not started: its secrets ({}) are kept only in the memory of the node it was submitted to, and that is gone (server restarted?); submit the job again",
                     names.join(", ")
-                ),
-                None,
-                Timestamp::now(),
-                &mut out,
-            );
+                )
+            };
+            log.note(Stream::Error, &why, None, Timestamp::now(), &mut out);
             Ending::NotStarted
         } else if let Some(cwd) = job.spec.cwd.as_deref().filter(|c| !Path::new(c).is_dir()) {
             // Said plainly: spawning would report the *program* missing.

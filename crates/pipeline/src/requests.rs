@@ -8,10 +8,11 @@
 
 use std::time::Duration;
 
+use joblog_core::schedule::{ScheduleId, ValidSchedule};
 use joblog_core::{
     Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, ResultBlob, Timestamp,
 };
-use joblog_store::{Outcome, WriteOp};
+use joblog_store::{Fired, Outcome, ScheduleSaved, WriteOp};
 
 use crate::{Pipeline, PipelineError};
 
@@ -51,6 +52,40 @@ impl Pipeline {
         match self.execute(WriteOp::ClaimNext { node }).await? {
             Outcome::Claimed(job) => Ok(job),
             other => Err(mismatch("claim_next", other)),
+        }
+    }
+
+    /// Makes the jobs of the schedules due at `now`, each fire once.
+    pub async fn fire_due(&self, now: Timestamp) -> Result<Fired, PipelineError> {
+        match self.execute(WriteOp::FireDue { now }).await? {
+            Outcome::Fired(fired) => Ok(fired),
+            other => Err(mismatch("fire_due", other)),
+        }
+    }
+
+    /// Creates (`id` `None`) or replaces a schedule.
+    pub async fn save_schedule(
+        &self,
+        id: Option<ScheduleId>,
+        schedule: ValidSchedule,
+        next_fire: Option<Timestamp>,
+    ) -> Result<ScheduleSaved, PipelineError> {
+        let op = WriteOp::SaveSchedule {
+            id,
+            schedule: Box::new(schedule),
+            next_fire,
+        };
+        match self.execute(op).await? {
+            Outcome::Schedule(saved) => Ok(saved),
+            other => Err(mismatch("save_schedule", other)),
+        }
+    }
+
+    /// Deletes a schedule; false when there was none.
+    pub async fn delete_schedule(&self, id: ScheduleId) -> Result<bool, PipelineError> {
+        match self.execute(WriteOp::DeleteSchedule { id }).await? {
+            Outcome::Count(n) => Ok(n > 0),
+            other => Err(mismatch("delete_schedule", other)),
         }
     }
 

@@ -16,6 +16,7 @@ mod navigation;
 mod outline;
 pub mod postgres;
 mod rows;
+mod schedules;
 #[cfg(feature = "bench")]
 pub mod scratch;
 mod snapshot;
@@ -24,6 +25,7 @@ pub mod sqlite;
 pub mod testing;
 
 use async_trait::async_trait;
+use joblog_core::schedule::{Schedule, ScheduleId, ValidSchedule};
 use joblog_core::{
     AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, JobSpec, JobState, LogOutline,
     LogSearch, LogSummary, NewAudit, NewToken, NodeInfo, Record, ResultBlob, SearchHits, Stream,
@@ -31,6 +33,7 @@ use joblog_core::{
 };
 
 pub use error::StoreError;
+pub use schedules::{Fired, ScheduleSaved, FIRE_BATCH};
 pub use snapshot::Snapshot;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -125,6 +128,19 @@ pub trait Store: Send + Sync + 'static {
     /// paged by id.
     async fn list_audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>>;
 
+    async fn get_schedule(&self, id: ScheduleId) -> Result<Option<Schedule>>;
+
+    /// Up to `limit` schedules with an id above `after_id`, by id, each
+    /// with its latest job.
+    async fn list_schedules(&self, after_id: ScheduleId, limit: u32) -> Result<Vec<Schedule>>;
+
+    /// The earliest next fire of any enabled schedule (one index entry).
+    async fn next_fire(&self) -> Result<Option<Timestamp>>;
+
+    /// The earliest time a queued job waits for (a retry's backoff), if
+    /// any job waits.
+    async fn next_run_after(&self) -> Result<Option<Timestamp>>;
+
     /// Cheap round trip proving the database answers.
     async fn ping(&self) -> Result<()>;
 
@@ -196,6 +212,12 @@ impl Committed {
                 }
             }
             (WriteOp::InsertJob { .. }, _) => self.queued += 1,
+            (WriteOp::FireDue { .. }, Outcome::Fired(fired)) => {
+                self.queued += fired.jobs.len() as u32
+            }
+            (WriteOp::FireDue { .. }, _) => {}
+            // Each node's scheduler reads the schedules when it wakes.
+            (WriteOp::SaveSchedule { .. } | WriteOp::DeleteSchedule { .. }, _) => {}
             (WriteOp::Finish { job, .. }, _) => self.finished.push(*job),
             (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => self.finished.push(*job),
             (WriteOp::CancelQueued { .. }, _) => {}
@@ -291,9 +313,26 @@ pub struct GroomPolicy {
 pub enum WriteOp {
     /// Adds a queued job. → [`Outcome::Job`]
     InsertJob { name: Option<String>, spec: JobSpec },
-    /// Takes the oldest queued job for `node`, marking it running. →
+    /// Takes the oldest queued job for `node` that may start: not
+    /// waiting for a retry's backoff, and not held back by its
+    /// concurrency key (as many of that key's jobs running, on every
+    /// node, as its `max_concurrent`); marks it running. →
     /// [`Outcome::Claimed`]
     ClaimNext { node: String },
+    /// Makes the jobs of the schedules due at `now` (at most
+    /// [`FIRE_BATCH`] schedules), each fire exactly once, and moves each
+    /// schedule's next fire past `now`. → [`Outcome::Fired`]
+    FireDue { now: Timestamp },
+    /// Creates a schedule (`id` `None`) or replaces one, with its next
+    /// fire (`None` while disabled). → [`Outcome::Schedule`]
+    SaveSchedule {
+        id: Option<ScheduleId>,
+        schedule: Box<ValidSchedule>,
+        next_fire: Option<Timestamp>,
+    },
+    /// Deletes a schedule (its jobs stay, still naming it). →
+    /// [`Outcome::Count`]
+    DeleteSchedule { id: ScheduleId },
     /// Appends records (seq already assigned, contiguous) and stores the
     /// job's counters after them. → [`Outcome::Done`]
     Append {
@@ -383,6 +422,8 @@ pub enum Outcome {
     Job(Job),
     MaybeJob(Option<Job>),
     Claimed(Option<Job>),
+    Fired(Fired),
+    Schedule(ScheduleSaved),
     Count(u64),
     /// Jobs ended as `interrupted`, with the node each depended on.
     Interrupted(Vec<(JobId, Option<String>)>),

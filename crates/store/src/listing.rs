@@ -97,6 +97,7 @@ enum Walk<'a> {
     Name(&'a str),
     State(JobState),
     Node(&'a str),
+    Schedule(i64),
     Id,
 }
 
@@ -121,6 +122,9 @@ pub(crate) fn page_sql(
     };
     let mut walks: Vec<Walk> = Vec::new();
     let mut glob_checked = None;
+    // A schedule's runs are one range of `jobs_schedule`: the names are
+    // then checked on its rows.
+    let mut names_checked: Option<Vec<&str>> = None;
     match (&q.name, names) {
         (Some(NameFilter::Exact(name)), _) => walks.push(Walk::Name(name)),
         (Some(NameFilter::Glob(_)), Some(names)) => {
@@ -131,6 +135,19 @@ pub(crate) fn page_sql(
         }
         (Some(NameFilter::Glob(glob)), None) => glob_checked = Some(glob),
         (None, _) => {}
+    }
+    if let Some(schedule) = q.schedule_id {
+        let names: Vec<&str> = walks
+            .drain(..)
+            .filter_map(|w| match w {
+                Walk::Name(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        if !names.is_empty() {
+            names_checked = Some(names);
+        }
+        walks.push(Walk::Schedule(schedule));
     }
     if walks.is_empty() {
         match (states, &q.node) {
@@ -166,6 +183,13 @@ pub(crate) fn page_sql(
             Dialect::Postgres => format!(" AND name LIKE {pattern} ESCAPE '\\'"),
         });
     }
+    if let Some(names) = names_checked {
+        let list: Vec<String> = names
+            .iter()
+            .map(|n| sql.bind(d, Param::Text((*n).to_owned())))
+            .collect();
+        checks.push_str(&format!(" AND name IN ({})", list.join(", ")));
+    }
     if let (false, Some(node)) = (by_node, &q.node) {
         let node = sql.bind(d, Param::Text(node.clone()));
         checks.push_str(&format!(" AND node = {node}"));
@@ -195,6 +219,10 @@ pub(crate) fn page_sql(
                 Walk::Node(node) => ("INDEXED BY jobs_node", {
                     let p = sql.bind(d, Param::Text(node.to_string()));
                     format!("node = {p} AND ")
+                }),
+                Walk::Schedule(id) => ("INDEXED BY jobs_schedule", {
+                    let p = sql.bind(d, Param::Int(id));
+                    format!("schedule_id = {p} AND ")
                 }),
                 Walk::Id => ("NOT INDEXED", String::new()),
             };

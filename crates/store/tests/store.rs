@@ -26,6 +26,8 @@ mod listing;
 mod navigation;
 #[path = "store/results.rs"]
 mod results;
+#[path = "store/schedules.rs"]
+mod schedules;
 #[path = "store/snapshot.rs"]
 mod snapshot;
 #[path = "store/tls.rs"]
@@ -210,6 +212,16 @@ impl TestStore {
             .unwrap()
     }
 }
+
+/// Undoes the last migration (schedules, and the columns jobs got for
+/// them), the same on both stores: for tests that take a database back to
+/// an older version.
+const UNDO_SCHEDULES: &str = "DROP INDEX jobs_fire; DROP INDEX jobs_schedule; \
+     DROP INDEX jobs_schedule_active; DROP INDEX jobs_running_key; DROP INDEX jobs_run_after; \
+     ALTER TABLE jobs DROP COLUMN schedule_id; ALTER TABLE jobs DROP COLUMN fire_time; \
+     ALTER TABLE jobs DROP COLUMN attempt; ALTER TABLE jobs DROP COLUMN concurrency_key; \
+     ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
+     DROP TABLE schedules;";
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {

@@ -265,6 +265,8 @@ fn valid_submission() -> impl Strategy<Value = NewJobRequest> {
                 secrets,
                 timeout_s,
                 cwd,
+                concurrency_key: None,
+                max_concurrent: None,
                 rerun_of: None,
             },
         )
@@ -301,6 +303,13 @@ fn faults() -> Vec<(&'static str, Value)> {
         ("env", json!({"env": {"A": "1\0"}})),
         ("secrets", json!({"secrets": {"": "s3cr3t"}})),
         ("secrets", json!({"secrets": {"TOKEN": "s3cr3t\0"}})),
+        ("concurrency_key", json!({"concurrency_key": ""})),
+        ("concurrency_key", json!({"concurrency_key": "schedule:1"})),
+        ("max_concurrent", json!({"max_concurrent": 2})),
+        (
+            "max_concurrent",
+            json!({"concurrency_key": "db", "max_concurrent": 0}),
+        ),
         ("timeout_s", json!({"timeout_s": -1})),
         ("timeout_s", json!({"timeout_s": 0})),
         ("timeout_s", json!({"timeout_s": 367 * 86400})),
@@ -378,6 +387,8 @@ proptest! {
                 secret_names: req.secrets.keys().cloned().collect(),
                 shell,
                 rerun_of: None,
+                schedule: None,
+                concurrency: None,
             },
             secrets: req.secrets,
         });

@@ -340,6 +340,7 @@ proptest! {
             created_until: until,
             limit: limit.unwrap_or(50),
             before_id,
+            schedule_id: None,
         });
     }
 

@@ -20,6 +20,22 @@ pub enum Overlap {
     Allow,
 }
 
+impl Overlap {
+    pub const ALL: [Overlap; 3] = [Overlap::Skip, Overlap::Queue, Overlap::Allow];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Overlap::Skip => "skip",
+            Overlap::Queue => "queue",
+            Overlap::Allow => "allow",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Overlap> {
+        Overlap::ALL.into_iter().find(|o| o.name() == s)
+    }
+}
+
 /// What the fires missed while no node was running do, once one is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -31,6 +47,22 @@ pub enum Missed {
     One,
     /// Each runs, up to [`MAX_MISSED_RUNS`] (the latest ones).
     All,
+}
+
+impl Missed {
+    pub const ALL: [Missed; 3] = [Missed::Skip, Missed::One, Missed::All];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Missed::Skip => "skip",
+            Missed::One => "one",
+            Missed::All => "all",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Missed> {
+        Missed::ALL.into_iter().find(|m| m.name() == s)
+    }
 }
 
 /// Most missed fires `missed = "all"` makes jobs for at once: a schedule

@@ -319,7 +319,19 @@ fn a_bad_schedule_is_refused_naming_its_field() {
         ),
         (
             with("secrets", serde_json::json!({"K": "v"})),
-            "unknown field `secrets`",
+            "expected a sequence",
+        ),
+        (
+            with("secrets", serde_json::json!(["K=v"])),
+            "secrets: \"K=v\" is not a secret name",
+        ),
+        (
+            with("concurrency_key", "schedule:9".into()),
+            "concurrency_key: keys starting with",
+        ),
+        (
+            with("max_concurrent", 2.into()),
+            "max_concurrent: goes with concurrency_key",
         ),
         (with("timeout_s", (-1).into()), "timeout_s"),
     ] {

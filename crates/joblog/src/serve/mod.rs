@@ -51,7 +51,8 @@ async fn open_store(
 
 pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let (settings, sources) = config::load(&args, |var| env.get(var))?;
-    let cfg = resolve(settings)?;
+    let mut cfg = resolve(settings)?;
+    cfg.engine.node_secrets = env.node_secrets();
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     // Before the store is opened or any job recovered: a second server

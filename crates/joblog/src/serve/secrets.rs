@@ -13,6 +13,11 @@ const MIN_TOKEN_CHARS: usize = 32;
 /// server starts inherits them.
 const SECRET_VARS: &[&str] = &["JOBLOG_TOKEN", "JOBLOG_DATABASE_URL"];
 
+/// The prefix of the secrets this node gives schedules' runs that name
+/// them (`JOBLOG_SECRET_DB_PASSWORD` is the secret `DB_PASSWORD`); taken
+/// out of the environment like [`SECRET_VARS`].
+pub const NODE_SECRET_PREFIX: &str = "JOBLOG_SECRET_";
+
 /// The `JOBLOG_*` environment as it was when the server started.
 #[derive(Debug, Default)]
 pub struct Environment(std::collections::HashMap<String, String>);
@@ -20,6 +25,17 @@ pub struct Environment(std::collections::HashMap<String, String>);
 impl Environment {
     pub(super) fn get(&self, var: &str) -> Option<String> {
         self.0.get(var).cloned()
+    }
+
+    /// The secrets this node holds for schedules' runs, by name.
+    pub(super) fn node_secrets(&self) -> std::collections::BTreeMap<String, String> {
+        self.0
+            .iter()
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix(NODE_SECRET_PREFIX)?;
+                (!name.is_empty()).then(|| (name.to_owned(), v.clone()))
+            })
+            .collect()
     }
 }
 
@@ -35,6 +51,13 @@ pub fn take_environment() -> Environment {
         .filter(|(k, _)| k.starts_with("JOBLOG_"))
         .collect();
     for var in SECRET_VARS {
+        std::env::remove_var(var);
+    }
+    let node_secrets: Vec<String> = std::env::vars()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with(NODE_SECRET_PREFIX))
+        .collect();
+    for var in node_secrets {
         std::env::remove_var(var);
     }
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {

@@ -24,7 +24,12 @@ pub(crate) fn every_statement(d: Dialect) -> Vec<Sql> {
             created_until: window.then_some(Timestamp(9_000)),
             limit: 50,
             before_id: Some(100),
+            schedule_id: None,
         };
+    let of_schedule = |q: JobQuery| JobQuery {
+        schedule_id: Some(4),
+        ..q
+    };
     let failed = [JobState::Failed, JobState::TimedOut];
     let mut out = vec![window_sql(d, &query(&[], None, None, true)).unwrap()];
     let pattern = query(&[], Some("backup*"), None, false);
@@ -59,6 +64,14 @@ pub(crate) fn every_statement(d: Dialect) -> Vec<Sql> {
         ),
         (query(&[], Some("*-db"), None, false), None, None),
         (query(&failed, Some("b*"), None, false), None, None),
+        // A schedule's runs, alone and with every other filter.
+        (of_schedule(query(&[], None, None, false)), None, None),
+        (
+            of_schedule(query(&failed, Some("backup*"), Some("n"), true)),
+            Some(&names[..]),
+            span,
+        ),
+        (of_schedule(query(&[], Some("x"), None, false)), None, None),
     ];
     for (q, names, span) in &pages {
         out.push(page_sql(d, q, *names, *span).unwrap());

@@ -28,6 +28,7 @@ mod navigation;
 pub(crate) mod notices;
 pub(crate) mod partitions;
 mod pool;
+mod schedules;
 mod schema;
 mod sql;
 mod tls;
@@ -38,9 +39,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use joblog_core::schedule::{Schedule, ScheduleId};
 use joblog_core::{
     AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, NodeInfo,
-    Record, SearchHits, Stream, TokenInfo,
+    Record, SearchHits, Stream, Timestamp, TokenInfo,
 };
 use tokio::sync::broadcast;
 use tokio_postgres::config::Host;
@@ -61,6 +63,14 @@ use sql::{
 use writer::PgWriter;
 
 pub use partitions::PARTITION_JOBS;
+
+/// The one nullable micros column of the first row, as a time.
+fn first_micros(rows: &[tokio_postgres::Row]) -> Result<Option<Timestamp>> {
+    match rows.first() {
+        Some(row) => Ok(row.try_get::<_, Option<i64>>(0)?.map(Timestamp)),
+        None => Ok(None),
+    }
+}
 
 /// A PostgreSQL database that several nodes may share.
 pub struct PgStore {
@@ -243,6 +253,52 @@ impl Store for PgStore {
             self.target.clone(),
             self.node.clone(),
         )?))
+    }
+
+    async fn get_schedule(&self, id: ScheduleId) -> Result<Option<Schedule>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c.query(schedules::GET_SCHEDULE, &[&id]).await?;
+                    Ok(schedules::schedules_from_rows(&rows)?.pop())
+                })
+            })
+            .await
+    }
+
+    async fn list_schedules(&self, after_id: ScheduleId, limit: u32) -> Result<Vec<Schedule>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c
+                        .query(schedules::LIST_SCHEDULES, &[&after_id, &i64::from(limit)])
+                        .await?;
+                    schedules::schedules_from_rows(&rows)
+                })
+            })
+            .await
+    }
+
+    async fn next_fire(&self) -> Result<Option<Timestamp>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c.query(schedules::NEXT_FIRE, &[]).await?;
+                    Ok(first_micros(&rows)?)
+                })
+            })
+            .await
+    }
+
+    async fn next_run_after(&self) -> Result<Option<Timestamp>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c.query(schedules::NEXT_RUN_AFTER, &[]).await?;
+                    Ok(first_micros(&rows)?)
+                })
+            })
+            .await
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {

@@ -113,6 +113,7 @@ CREATE INDEX audit_action ON audit (action, id);
 CREATE INDEX audit_job ON audit (job_id, id);
 "#),
     ResultsToBlobs,
+    Sql(super::schedules::MIGRATION),
 ];
 
 /// One step of the schema.

@@ -93,16 +93,13 @@ pub(super) const GROOM_CANDIDATES: &str = "SELECT id FROM (
     WHERE rn > $1 AND finished_at < $2 ORDER BY id";
 
 // What the writer runs inside its batch transactions.
+/// A job; nothing when it is a fire (schedule, fire time, attempt) that
+/// already has its job.
 pub(super) const INSERT_JOB: &str = concat!(
-    "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node) \
-     VALUES ($1, 'queued', $2, $3, $4, $5) RETURNING ",
-    job_columns!()
-);
-pub(super) const CLAIM_NEXT: &str = concat!(
-    "UPDATE jobs SET state = 'running', started_at = $1, node = $2 \
-     WHERE id = (SELECT id FROM jobs WHERE state = 'queued' \
-        AND (pinned_node IS NULL OR pinned_node = $2) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-     RETURNING ",
+    "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node, schedule_id, \
+     fire_time, attempt, concurrency_key, max_concurrent, run_after) \
+     VALUES ($1, 'queued', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+     ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
     job_columns!()
 );
 pub(super) const FINISH: &str = concat!(

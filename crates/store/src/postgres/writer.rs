@@ -192,17 +192,33 @@ async fn rederive(
     attempt: &Attempt,
 ) -> Result<Vec<Outcome>> {
     let cols = JOB_COLUMNS;
+    // What InsertJob made (a schedule's run-now included: no fire time),
+    // apart from what FireDue made (fire times) and from retries (a
+    // time to wait for, set by Finish).
     let inserted = jobs_from_rows(
         &conn
             .client
             .query(
                 &format!(
-                    "SELECT {cols} FROM jobs WHERE created_by = $1 AND created_at = $2 ORDER BY id"
+                    "SELECT {cols} FROM jobs WHERE created_by = $1 AND created_at = $2 \
+                     AND run_after IS NULL AND fire_time IS NULL ORDER BY id"
                 ),
                 &[&node, &attempt.now],
             )
             .await?,
     )?;
+    let mut fired = Some(jobs_from_rows(
+        &conn
+            .client
+            .query(
+                &format!(
+                    "SELECT {cols} FROM jobs WHERE created_by = $1 AND created_at = $2 \
+                     AND run_after IS NULL AND fire_time IS NOT NULL ORDER BY id"
+                ),
+                &[&node, &attempt.now],
+            )
+            .await?,
+    )?);
     let claimed = jobs_from_rows(
         &conn
             .client
@@ -225,6 +241,37 @@ async fn rederive(
                 }
             },
             WriteOp::ClaimNext { .. } => Outcome::Claimed(claimed.next()),
+            // Every fire of the batch, told to its first FireDue (a node
+            // has one scheduler: batches hold one at most).
+            WriteOp::FireDue { .. } => Outcome::Fired(crate::Fired {
+                jobs: fired.take().unwrap_or_default(),
+                ..crate::Fired::default()
+            }),
+            WriteOp::SaveSchedule { schedule, .. } => {
+                let rows = conn
+                    .client
+                    .query(
+                        "SELECT id FROM schedules WHERE name = $1",
+                        &[&schedule.name],
+                    )
+                    .await?;
+                match rows.first() {
+                    Some(row) => {
+                        let id: i64 = row.try_get(0)?;
+                        let rows = conn
+                            .client
+                            .query(super::schedules::GET_SCHEDULE, &[&id])
+                            .await?;
+                        match super::schedules::schedules_from_rows(&rows)?.pop() {
+                            Some(s) => Outcome::Schedule(crate::ScheduleSaved::Saved(Box::new(s))),
+                            None => Outcome::Schedule(crate::ScheduleSaved::NotFound),
+                        }
+                    }
+                    None => Outcome::Schedule(crate::ScheduleSaved::NotFound),
+                }
+            }
+            // The batch was committed, so the schedule is gone either way.
+            WriteOp::DeleteSchedule { .. } => Outcome::Count(1),
             WriteOp::Finish { job, .. } | WriteOp::CancelQueued { job } => {
                 let rows = conn.client.query(SELECT_JOB, &[job]).await?;
                 let job = jobs_from_rows(&rows)?.pop();

@@ -10,9 +10,11 @@ mod listing;
 mod navigation;
 mod nodes;
 mod pool;
+mod schedules;
 mod tokens;
 
 use async_trait::async_trait;
+use joblog_core::schedule::{Schedule, ScheduleId};
 use joblog_core::{result_blob, ResultBlob};
 use joblog_core::{
     AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, LogSummary,
@@ -74,6 +76,7 @@ CREATE TABLE results (
     Sql("CREATE INDEX jobs_name_state ON jobs(name, state, finished_at);"),
     Sql(audit::MIGRATION),
     ResultsToBlobs,
+    Sql(schedules::MIGRATION),
 ];
 
 /// One step of the schema.
@@ -233,6 +236,42 @@ pub(super) fn query_jobs(
         out.push(r??);
     }
     Ok(out)
+}
+
+/// Queues a job; `None` when it is a fire (schedule, fire time,
+/// attempt) that already has its job.
+pub(super) fn insert_job(
+    tx: &rusqlite::Transaction,
+    name: Option<&str>,
+    spec: &joblog_core::JobSpec,
+    run_after: Option<Timestamp>,
+    now: i64,
+) -> Result<Option<Job>> {
+    let spec_json = serde_json::to_string(spec)
+        .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
+    let keys = crate::schedules::JobKeys::of(spec);
+    let sql = format!(
+        "INSERT INTO jobs (name, state, spec, created_at, schedule_id, fire_time, attempt, \
+         concurrency_key, max_concurrent, run_after) \
+         VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+         ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING {JOB_COLUMNS}"
+    );
+    Ok(query_jobs(
+        tx,
+        &sql,
+        &[
+            &name,
+            &spec_json,
+            &now,
+            &keys.schedule_id,
+            &keys.fire_time,
+            &keys.attempt,
+            &keys.concurrency_key,
+            &keys.max_concurrent,
+            &run_after.map(Timestamp::micros),
+        ],
+    )?
+    .pop())
 }
 
 fn record_from_row(row: &Row) -> rusqlite::Result<Result<Record>> {
@@ -407,6 +446,23 @@ impl Store for SqliteStore {
         self.read(move |c| audit::list(c, &q)).await
     }
 
+    async fn get_schedule(&self, id: ScheduleId) -> Result<Option<Schedule>> {
+        self.read(move |c| schedules::get(c, id)).await
+    }
+
+    async fn list_schedules(&self, after_id: ScheduleId, limit: u32) -> Result<Vec<Schedule>> {
+        self.read(move |c| schedules::list(c, after_id, limit))
+            .await
+    }
+
+    async fn next_fire(&self) -> Result<Option<Timestamp>> {
+        self.read(schedules::next_fire).await
+    }
+
+    async fn next_run_after(&self) -> Result<Option<Timestamp>> {
+        self.read(schedules::next_run_after).await
+    }
+
     async fn ping(&self) -> Result<()> {
         self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
             .await
@@ -475,25 +531,31 @@ fn apply_one(
     let now = Timestamp::now().micros();
     match op {
         WriteOp::InsertJob { name, spec } => {
-            let spec_json = serde_json::to_string(spec)
-                .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
-            let sql = format!(
-                "INSERT INTO jobs (name, state, spec, created_at) VALUES (?1, 'queued', ?2, ?3) \
-                 RETURNING {JOB_COLUMNS}"
-            );
-            let job = query_jobs(tx, &sql, &[name, &spec_json, &now])?
-                .pop()
-                .ok_or_else(|| StoreError::Database("insert returned no row".into()))?;
+            let job = insert_job(tx, name.as_deref(), spec, None, now)?.ok_or_else(|| {
+                StoreError::Database("a job for a fire that already has one".into())
+            })?;
             Ok(Outcome::Job(job))
         }
         WriteOp::ClaimNext { node } => {
             let sql = format!(
                 "UPDATE jobs SET state = 'running', started_at = ?1, node = ?2 \
-                 WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1) \
+                 WHERE id = (SELECT id FROM jobs AS q WHERE state = 'queued' \
+                    AND (run_after IS NULL OR run_after <= ?1) \
+                    AND (concurrency_key IS NULL OR (SELECT count(*) FROM jobs AS r \
+                        WHERE r.state = 'running' AND r.concurrency_key = q.concurrency_key) \
+                        < q.max_concurrent) \
+                    ORDER BY id LIMIT 1) \
                  RETURNING {JOB_COLUMNS}"
             );
             Ok(Outcome::Claimed(query_jobs(tx, &sql, &[&now, node])?.pop()))
         }
+        WriteOp::FireDue { now: at } => schedules::fire_due(tx, *at, now),
+        WriteOp::SaveSchedule {
+            id,
+            schedule,
+            next_fire,
+        } => schedules::save(tx, *id, schedule, *next_fire, now),
+        WriteOp::DeleteSchedule { id } => schedules::delete(tx, *id),
         WriteOp::Append {
             job,
             records,
@@ -553,6 +615,7 @@ fn apply_one(
                         )?
                         .execute(params![job, body.as_bytes()])?;
                     }
+                    schedules::retry(tx, &j, now)?;
                     Ok(Outcome::MaybeJob(Some(j)))
                 }
                 // Already ended (a job is finished once).
@@ -652,6 +715,10 @@ mod tests {
             "SELECT seq, ts, stream, message, fields FROM log WHERE job_id = 1 AND seq > 5 AND ((1 << stream) & 6) != 0 ORDER BY seq LIMIT 1000".into(),
             "SELECT body FROM results WHERE job_id = 1".into(),
             "SELECT name, role FROM tokens WHERE hash = x'00'".into(),
+            // The scheduler's: due schedules, the next fire, a run active.
+            schedules::DUE.replace("?1", "5").replace("?2", "257"),
+            schedules::NEXT_FIRE.into(),
+            schedules::ACTIVE.replace("?1", "3"),
         ]
         .into_iter()
         .map(|q| (q, Vec::new()))

@@ -248,9 +248,9 @@ async fn long_audit_fields_are_cut_and_entries_survive_reopen_and_job_deletion(d
 
 /// The store at `url` opened again, keeping `db` (and its files) alive.
 /// A database as the version before the audit trail left it: the table
-/// and its indexes gone and the schema version set back to before it (two
-/// lower: the results' conversion to blobs came after it), with a job in
-/// it. Opening it migrates: the job is kept and entries can be written.
+/// and its indexes gone and the schema version set back to before it
+/// (three lower: the results' conversion to blobs and the schedules came
+/// after it, and the schedules are undone too), with a job in it. Opening it migrates: the job is kept and entries can be written.
 async fn a_database_of_the_version_before_gets_the_audit_table_when_opened(db: TestDatabase) {
     let url = db.url().to_owned();
     let mut t = open_store(db);
@@ -265,14 +265,16 @@ async fn a_database_of_the_version_before_gets_the_audit_table_when_opened(db: T
             let version: i64 = conn
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .unwrap();
+            conn.execute_batch(UNDO_SCHEDULES).unwrap();
             conn.execute_batch("DROP TABLE audit").unwrap();
-            conn.pragma_update(None, "user_version", version - 2)
+            conn.pragma_update(None, "user_version", version - 3)
                 .unwrap();
         }
         Backend::Postgres => {
             let pg = PgSession::connect(&url).await;
+            pg.client.batch_execute(UNDO_SCHEDULES).await.unwrap();
             pg.client
-                .batch_execute("DROP TABLE audit; UPDATE joblog_schema SET version = version - 2")
+                .batch_execute("DROP TABLE audit; UPDATE joblog_schema SET version = version - 3")
                 .await
                 .unwrap();
             pg.close().await;

@@ -113,7 +113,8 @@ async fn plain_results_from_before_blobs_are_converted_when_the_store_opens(db: 
             let version: i64 = conn
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .unwrap();
-            conn.pragma_update(None, "user_version", version - 1)
+            conn.execute_batch(UNDO_SCHEDULES).unwrap();
+            conn.pragma_update(None, "user_version", version - 2)
                 .unwrap();
         }
         Backend::Postgres => {
@@ -124,8 +125,9 @@ async fn plain_results_from_before_blobs_are_converted_when_the_store_opens(db: 
                     .await
                     .unwrap();
             }
+            pg.client.batch_execute(UNDO_SCHEDULES).await.unwrap();
             pg.client
-                .batch_execute("UPDATE joblog_schema SET version = version - 1")
+                .batch_execute("UPDATE joblog_schema SET version = version - 2")
                 .await
                 .unwrap();
             pg.close().await;

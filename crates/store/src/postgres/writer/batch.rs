@@ -16,17 +16,18 @@ use crate::interrupt::{interruption, Cause};
 use crate::postgres::audit::{self, INSERT_AUDIT, LOCK_AUDIT};
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
+use crate::postgres::schedules;
 use crate::postgres::sql::{
-    jobs_from_rows, victim_from_row, CANCEL_QUEUED, CLAIM_NEXT, COPY_LOG, CREATE_TOKEN, DELETE_JOB,
-    DELETE_LOG_CHUNK, DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INSERT_JOB, INTERRUPT_IDS,
-    MARK_BATCH, NODE_STOPPED, NOTIFY, REGISTER_NODE, REVOKE_TOKEN, SAVE_RESULT, SAVE_SUMMARIES,
-    TOUCH_TOKEN, VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
+    jobs_from_rows, victim_from_row, CANCEL_QUEUED, COPY_LOG, CREATE_TOKEN, DELETE_JOB,
+    DELETE_LOG_CHUNK, DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INTERRUPT_IDS, MARK_BATCH,
+    NODE_STOPPED, NOTIFY, REGISTER_NODE, REVOKE_TOKEN, SAVE_RESULT, SAVE_SUMMARIES, TOUCH_TOKEN,
+    VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
 };
 use crate::rows::{fields_text, streams_to_text};
 use crate::{Committed, Outcome, Result, StoreError, WriteOp};
 
 /// The statement for `sql`, prepared once per connection.
-async fn prepared(
+pub(crate) async fn prepared(
     statements: &mut HashMap<&'static str, Statement>,
     tx: &Transaction<'_>,
     sql: &'static str,
@@ -62,23 +63,29 @@ pub(super) async fn apply_batch(
     for op in ops {
         let outcome = match op {
             WriteOp::InsertJob { name, spec } => {
-                let spec_json = serde_json::to_string(spec)
-                    .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
-                let pinned = (!spec.secret_names.is_empty()).then_some(node);
-                let st = prepared(statements, &tx, INSERT_JOB).await?;
-                let rows = tx
-                    .query(&st, &[name, &spec_json, &now, &node, &pinned])
-                    .await?;
-                match jobs_from_rows(&rows)?.pop() {
+                match schedules::insert_job(statements, &tx, node, name.as_deref(), spec, None, now)
+                    .await?
+                {
                     Some(job) => Outcome::Job(job),
-                    None => return Err(StoreError::Database("insert returned no row".into())),
+                    None => {
+                        return Err(StoreError::Database(
+                            "a job for a fire that already has one".into(),
+                        ))
+                    }
                 }
             }
             WriteOp::ClaimNext { node } => {
-                let st = prepared(statements, &tx, CLAIM_NEXT).await?;
-                let rows = tx.query(&st, &[&now, node]).await?;
-                Outcome::Claimed(jobs_from_rows(&rows)?.pop())
+                Outcome::Claimed(schedules::claim(statements, &tx, node, now).await?)
             }
+            WriteOp::FireDue { now: at } => {
+                schedules::fire_due(statements, &tx, node, *at, now).await?
+            }
+            WriteOp::SaveSchedule {
+                id,
+                schedule,
+                next_fire,
+            } => schedules::save(statements, &tx, *id, schedule, *next_fire, now).await?,
+            WriteOp::DeleteSchedule { id } => schedules::delete(statements, &tx, *id).await?,
             WriteOp::Append {
                 job,
                 summary,
@@ -119,6 +126,7 @@ pub(super) async fn apply_batch(
                             let st = prepared(statements, &tx, SAVE_RESULT).await?;
                             tx.execute(&st, &[job, &body.as_bytes()]).await?;
                         }
+                        schedules::retry(statements, &tx, node, &done, now).await?;
                         Outcome::MaybeJob(Some(done))
                     }
                     // Already ended elsewhere (its node was declared lapsed).

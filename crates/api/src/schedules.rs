@@ -1,0 +1,158 @@
+//! `/api/v1/schedules`: create, list, show, change, delete and run now
+//! the schedules whose fires the engine's scheduler turns into jobs.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use joblog_core::schedule::{NewSchedule, Schedule, ScheduleId, MAX_SCHEDULE_LIMIT};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::extract::{JsonBody, QueryParams};
+use crate::AppState;
+
+/// A schedule id from the path; anything but a positive integer → 400.
+pub struct ScheduleIdPath(pub ScheduleId);
+
+impl<S: Send + Sync> FromRequestParts<S> for ScheduleIdPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let axum::extract::Path(raw) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|e| ApiError::new(ErrorCode::InvalidPath, e.body_text()))?;
+        match raw.parse::<i64>() {
+            Ok(id) if id > 0 => Ok(ScheduleIdPath(id)),
+            _ => Err(ApiError::new(
+                ErrorCode::InvalidPath,
+                format!("schedule id must be a positive integer, not {raw:?}"),
+            )),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    limit: Option<u32>,
+    after_id: Option<ScheduleId>,
+}
+
+#[derive(Serialize)]
+struct ScheduleList {
+    schedules: Vec<Schedule>,
+    /// Where the next page starts; `null` on the last.
+    next_after_id: Option<ScheduleId>,
+}
+
+/// Schedules by id, each with its next fires and latest job.
+pub async fn list(
+    State(state): State<AppState>,
+    QueryParams(p): QueryParams<ListParams>,
+) -> Result<Json<impl Serialize>, ApiError> {
+    let limit = p.limit.unwrap_or(100);
+    if limit == 0 || limit > MAX_SCHEDULE_LIMIT {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            format!("limit: must be 1 to {MAX_SCHEDULE_LIMIT}"),
+        ));
+    }
+    let schedules: Vec<Schedule> = state
+        .engine
+        .store()
+        .list_schedules(p.after_id.unwrap_or(0), limit)
+        .await?
+        .into_iter()
+        .map(Schedule::with_next_fires)
+        .collect();
+    let next_after_id = if schedules.len() == limit as usize {
+        schedules.last().map(|s| s.id)
+    } else {
+        None
+    };
+    Ok(Json(ScheduleList {
+        schedules,
+        next_after_id,
+    }))
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    JsonBody(new): JsonBody<NewSchedule>,
+) -> Result<Response, ApiError> {
+    let schedule = state.engine.create_schedule(new).await?;
+    audit("schedule.created", &schedule);
+    Ok((StatusCode::CREATED, Json(schedule)).into_response())
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    ScheduleIdPath(id): ScheduleIdPath,
+) -> Result<Json<Schedule>, ApiError> {
+    Ok(Json(state.engine.get_schedule(id).await?))
+}
+
+/// Changes the fields the body names (any of `POST`'s); the rest stay.
+pub async fn update(
+    State(state): State<AppState>,
+    ScheduleIdPath(id): ScheduleIdPath,
+    JsonBody(patch): JsonBody<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Json<Schedule>, ApiError> {
+    let fields: Vec<String> = patch.keys().cloned().collect();
+    let schedule = state.engine.update_schedule(id, patch).await?;
+    tracing::Span::current().record("schedule_id", id);
+    tracing::info!(
+        audit = "schedule.updated",
+        schedule_id = id,
+        name = schedule.name.as_str(),
+        fields = fields.join(","),
+        "schedule {id} updated"
+    );
+    Ok(Json(schedule))
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    ScheduleIdPath(id): ScheduleIdPath,
+) -> Result<StatusCode, ApiError> {
+    state.engine.delete_schedule(id).await?;
+    tracing::info!(
+        audit = "schedule.deleted",
+        schedule_id = id,
+        "schedule {id} deleted"
+    );
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Queues a run of the schedule now (`fire_time` `null`).
+pub async fn run_now(
+    State(state): State<AppState>,
+    ScheduleIdPath(id): ScheduleIdPath,
+) -> Result<Response, ApiError> {
+    let job = state.engine.run_schedule_now(id).await?;
+    tracing::Span::current().record("job_id", job.id);
+    tracing::info!(
+        audit = "schedule.run",
+        schedule_id = id,
+        job_id = job.id,
+        "schedule {id} run now as job {}",
+        job.id
+    );
+    Ok((StatusCode::CREATED, Json(job)).into_response())
+}
+
+fn audit(action: &'static str, s: &Schedule) {
+    tracing::info!(
+        audit = action,
+        schedule_id = s.id,
+        name = s.name.as_str(),
+        cron = s.cron.as_str(),
+        "schedule {} ({}) {}",
+        s.id,
+        s.name,
+        action.trim_start_matches("schedule.")
+    );
+}

@@ -1,0 +1,193 @@
+//! The scheduler: a task of its own (never in a request's path) that
+//! sleeps until the earliest next fire of any schedule (one index entry,
+//! never a scan of the schedules), has the store turn the due fires into
+//! jobs (`FireDue`: each fire once, whichever node gets there), and sleeps
+//! again. Schedules are created, changed and run now through the engine.
+//!
+//! Time comes from a [`Clock`], so tests can move it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use joblog_core::schedule::{fire_job, NewSchedule, Schedule, ScheduleId};
+use joblog_core::{Job, Timestamp};
+use joblog_store::ScheduleSaved;
+
+use crate::{Engine, EngineError};
+
+/// The time the scheduler goes by.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+    /// Resolves once [`Clock::now`] has reached `at`.
+    fn sleep_until(&self, at: Timestamp) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
+/// The system's clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+
+    fn sleep_until(&self, at: Timestamp) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let wait = at.0.saturating_sub(Timestamp::now().0).max(0) as u64;
+        Box::pin(tokio::time::sleep(Duration::from_micros(wait)))
+    }
+}
+
+/// The longest the scheduler sleeps without looking: schedules saved on
+/// another node are seen within it (each node's own wake it at once).
+const MAX_SLEEP: Duration = Duration::from_secs(10);
+
+impl Engine {
+    pub(crate) async fn schedule_loop(self) {
+        let mut shutdown = self.inner.shutdown.subscribe();
+        let clock = self.inner.clock.clone();
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let woken = self.inner.schedules_changed.notified();
+            let now = clock.now();
+            match self.inner.pipeline.fire_due(now).await {
+                Ok(fired) => {
+                    for (id, why) in &fired.broken {
+                        tracing::error!(schedule = id, error = %why, "a stored schedule cannot be read; it is disabled until it is saved again");
+                    }
+                    for job in &fired.jobs {
+                        if let Some(fire) = job.spec.schedule.and_then(|r| r.fire_time()) {
+                            let late = job.created_at.0.saturating_sub(fire.0).max(0);
+                            self.inner.metrics.fire_lateness.observe(late as f64 / 1e6);
+                        }
+                    }
+                    self.inner.metrics.fires.inc_by(fired.jobs.len() as u64);
+                    self.inner.metrics.fires_skipped.inc_by(fired.skipped);
+                    if !fired.jobs.is_empty() {
+                        self.inner.wake.notify_one();
+                    }
+                    if fired.more {
+                        continue;
+                    }
+                }
+                Err(joblog_pipeline::PipelineError::Closed) => return,
+                Err(e) => {
+                    tracing::error!(error = %e, "firing due schedules failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        _ = shutdown.wait_for(|s| *s) => return,
+                    }
+                    continue;
+                }
+            }
+            let next = match self.inner.store.next_fire().await {
+                Ok(next) => next,
+                Err(e) => {
+                    tracing::error!(error = %e, "reading the next fire failed");
+                    None
+                }
+            };
+            let latest = Timestamp(now.0 + MAX_SLEEP.as_micros() as i64);
+            let until = next.map_or(latest, |n| n.min(latest));
+            tokio::select! {
+                _ = clock.sleep_until(until) => {}
+                _ = woken => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+        }
+    }
+
+    /// Creates a schedule; its first fire is the first after now.
+    pub async fn create_schedule(&self, new: NewSchedule) -> Result<Schedule, EngineError> {
+        self.check_writable()?;
+        let now = self.inner.clock.now();
+        let name = new.name.clone();
+        let valid = new.validate(now)?;
+        let next = valid
+            .enabled
+            .then(|| valid.timing.next_after(now))
+            .flatten();
+        let saved = self.inner.pipeline.save_schedule(None, valid, next).await?;
+        self.saved(saved, None, name)
+    }
+
+    /// Changes the fields of a schedule that `patch` names (any of a new
+    /// schedule's). Its next fire stays unless its timing changed or it
+    /// was enabled again: then it is the first after now.
+    pub async fn update_schedule(
+        &self,
+        id: ScheduleId,
+        patch: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Schedule, EngineError> {
+        self.check_writable()?;
+        let old = self.get_schedule(id).await?;
+        let now = self.inner.clock.now();
+        let valid = old.patched(patch, now)?;
+        let same_timing = valid.timing.cron.as_str() == old.cron
+            && valid.timing.zone.name() == old.timezone
+            && old.enabled;
+        let next = match (valid.enabled, same_timing, old.next_fire) {
+            (false, _, _) => None,
+            (true, true, Some(kept)) => Some(kept),
+            (true, _, _) => valid.timing.next_after(now),
+        };
+        let name = valid.name.clone();
+        let saved = self
+            .inner
+            .pipeline
+            .save_schedule(Some(id), valid, next)
+            .await?;
+        self.saved(saved, Some(id), name)
+    }
+
+    fn saved(
+        &self,
+        saved: ScheduleSaved,
+        id: Option<ScheduleId>,
+        name: String,
+    ) -> Result<Schedule, EngineError> {
+        match saved {
+            ScheduleSaved::Saved(s) => {
+                self.inner.schedules_changed.notify_one();
+                Ok(s.with_next_fires())
+            }
+            ScheduleSaved::NameTaken => Err(EngineError::ScheduleNameTaken(name)),
+            ScheduleSaved::NotFound => Err(EngineError::ScheduleNotFound(id.unwrap_or(0))),
+        }
+    }
+
+    /// A schedule with its next fires.
+    pub async fn get_schedule(&self, id: ScheduleId) -> Result<Schedule, EngineError> {
+        match self.inner.store.get_schedule(id).await? {
+            Some(s) => Ok(s.with_next_fires()),
+            None => Err(EngineError::ScheduleNotFound(id)),
+        }
+    }
+
+    /// Deletes a schedule; its jobs stay (and still name it).
+    pub async fn delete_schedule(&self, id: ScheduleId) -> Result<(), EngineError> {
+        self.check_writable()?;
+        if self.inner.pipeline.delete_schedule(id).await? {
+            Ok(())
+        } else {
+            Err(EngineError::ScheduleNotFound(id))
+        }
+    }
+
+    /// Queues a run of the schedule now, outside its fires (its
+    /// `fire_time` is `null`): whatever the overlap policy, except that
+    /// with `queue` it waits for the running one like any run.
+    pub async fn run_schedule_now(&self, id: ScheduleId) -> Result<Job, EngineError> {
+        if !self.is_accepting() {
+            return Err(EngineError::ShuttingDown);
+        }
+        self.check_writable()?;
+        let s = self.get_schedule(id).await?;
+        let spec = fire_job(id, &s.spec, s.overlap, s.retries, None);
+        self.check_queue().await?;
+        let job = self.inner.pipeline.insert_job(Some(s.name), spec).await?;
+        self.inner.wake.notify_one();
+        Ok(job)
+    }
+}
