@@ -27,17 +27,33 @@ fn routes() -> BTreeSet<(String, String)> {
     let body = &body[..body.find("\n}\n").expect("end of app()")];
     let nest = body.find(".nest(\"/api/v1\"").expect("the /api/v1 nest");
     let mut out = BTreeSet::new();
-    for (at, _) in body.match_indices(".route(\"") {
-        let call = &body[at + ".route(\"".len()..];
+    for (at, _) in body.match_indices(".route(") {
+        let call = body[at + ".route(".len()..].trim_start();
+        let call = call.strip_prefix('"').expect("a quoted path");
         let (path, rest) = call.split_once('"').expect("a quoted path");
-        let handlers = &rest[..rest.find(")\n").unwrap_or(rest.len())];
+        // The call ends at the parenthesis that closes `.route(`, however
+        // rustfmt wraps it.
+        let mut depth = 1;
+        let end = rest
+            .char_indices()
+            .find(|(_, c)| {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            })
+            .map_or(rest.len(), |(i, _)| i);
+        let handlers = &rest[..end];
         let path = if at < nest {
             format!("/api/v1{path}")
         } else {
             path.to_string()
         };
         for method in ["get", "post", "put", "patch", "delete"] {
-            if handlers.contains(&format!("{method}(")) {
+            let called = |prefix: &str| handlers.contains(&format!("{prefix}{method}("));
+            if handlers.starts_with(&format!("{method}(")) || called(" ") || called(".") {
                 out.insert((path.clone(), method.to_string()));
             }
         }

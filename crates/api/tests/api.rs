@@ -24,6 +24,8 @@ mod navigation;
 mod responses;
 #[path = "api/results.rs"]
 mod results;
+#[path = "api/schedules.rs"]
+mod schedules;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -49,15 +49,15 @@ pub struct NewSchedule {
     pub cwd: Option<String>,
     /// Names of secrets each run is given, never their values: the node
     /// that runs it takes each from its environment (`JOBLOG_SECRET_<NAME>`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "secret_names")]
     pub secrets: Vec<String>,
     #[serde(default)]
     pub concurrency_key: Option<String>,
     #[serde(default)]
     pub max_concurrent: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "overlap")]
     pub overlap: Overlap,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "missed")]
     pub missed: Missed,
     #[serde(default)]
     pub retries: Option<Retries>,
@@ -67,6 +67,32 @@ pub struct NewSchedule {
 
 fn enabled_by_default() -> bool {
     true
+}
+
+// A wrong value names its field: serde's own message for an enum or a
+// list does not.
+fn overlap<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Overlap, D::Error> {
+    let text = String::deserialize(d)?;
+    Overlap::parse(&text).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "overlap: {text:?} is not one of skip, queue, allow"
+        ))
+    })
+}
+
+fn missed<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Missed, D::Error> {
+    let text = String::deserialize(d)?;
+    Missed::parse(&text).ok_or_else(|| {
+        serde::de::Error::custom(format!("missed: {text:?} is not one of skip, one, all"))
+    })
+}
+
+fn secret_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Vec::<String>::deserialize(d).map_err(|_| {
+        serde::de::Error::custom(
+            "secrets: a schedule takes a list of secret names (never their values), such as [\"DB_PASSWORD\"]",
+        )
+    })
 }
 
 /// A schedule that passed its checks.

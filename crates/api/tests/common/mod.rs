@@ -1,7 +1,10 @@
 //! The harness of the API tests: a whole node (store on a [`TestDatabase`],
 //! pipeline, engine, router) driven through `tower::ServiceExt::oneshot`.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -9,7 +12,8 @@ use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use joblog_api::{app, ApiOptions, AppState};
-use joblog_engine::{Engine, EngineConfig};
+use joblog_core::Timestamp;
+use joblog_engine::{Clock, Engine, EngineConfig, SystemClock};
 use joblog_pipeline::{Pipeline, PipelineConfig, WriterThread};
 use joblog_store::testing::TestDatabase;
 use joblog_store::StoreOptions;
@@ -55,6 +59,25 @@ pub async fn start_app_with(
     options: ApiOptions,
     engine: impl FnOnce(&mut EngineConfig),
 ) -> TestApp {
+    start_app_full(db, max_concurrency, options, engine, Arc::new(SystemClock)).await
+}
+
+/// [`start_app`] whose schedules fire by `clock`.
+pub async fn start_app_with_clock(
+    db: TestDatabase,
+    max_concurrency: usize,
+    clock: Arc<ManualClock>,
+) -> TestApp {
+    start_app_full(db, max_concurrency, ApiOptions::default(), |_| {}, clock).await
+}
+
+async fn start_app_full(
+    db: TestDatabase,
+    max_concurrency: usize,
+    options: ApiOptions,
+    engine: impl FnOnce(&mut EngineConfig),
+    clock: Arc<dyn Clock>,
+) -> TestApp {
     let store_options = StoreOptions {
         node: "test-node".into(),
         ..Default::default()
@@ -69,7 +92,7 @@ pub async fn start_app_with(
     let mut config = EngineConfig::new("test-node".into(), db.dir().to_path_buf());
     config.max_concurrency = max_concurrency;
     engine(&mut config);
-    let engine = Engine::start(store, pipeline.clone(), config, &mut registry)
+    let engine = Engine::start_with_clock(store, pipeline.clone(), config, &mut registry, clock)
         .await
         .unwrap();
     let router = app(AppState::new(engine.clone(), registry, &options));
@@ -79,6 +102,37 @@ pub async fn start_app_with(
         pipeline,
         writer: Some(writer),
         db,
+    }
+}
+
+/// A clock a test moves by hand: the scheduler sleeps until the test
+/// sets it at or past the time it waits for.
+pub struct ManualClock {
+    now: tokio::sync::watch::Sender<Timestamp>,
+}
+
+impl ManualClock {
+    pub fn at(t: Timestamp) -> Arc<ManualClock> {
+        Arc::new(ManualClock {
+            now: tokio::sync::watch::channel(t).0,
+        })
+    }
+
+    pub fn set(&self, t: Timestamp) {
+        self.now.send_replace(t);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        *self.now.borrow()
+    }
+
+    fn sleep_until(&self, at: Timestamp) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let mut now = self.now.subscribe();
+        Box::pin(async move {
+            let _ = now.wait_for(|t| *t >= at).await;
+        })
     }
 }
 

@@ -315,11 +315,11 @@ fn a_bad_schedule_is_refused_naming_its_field() {
         ),
         (
             with("overlap", "sometimes".into()),
-            "unknown variant `sometimes`",
+            "overlap: \"sometimes\" is not one of skip, queue, allow",
         ),
         (
             with("secrets", serde_json::json!({"K": "v"})),
-            "expected a sequence",
+            "secrets: a schedule takes a list of secret names",
         ),
         (
             with("secrets", serde_json::json!(["K=v"])),

@@ -284,7 +284,7 @@ impl Store for PgStore {
             .read(move |c| {
                 Box::pin(async move {
                     let rows = c.query(schedules::NEXT_FIRE, &[]).await?;
-                    Ok(first_micros(&rows)?)
+                    first_micros(&rows)
                 })
             })
             .await
@@ -295,7 +295,7 @@ impl Store for PgStore {
             .read(move |c| {
                 Box::pin(async move {
                     let rows = c.query(schedules::NEXT_RUN_AFTER, &[]).await?;
-                    Ok(first_micros(&rows)?)
+                    first_micros(&rows)
                 })
             })
             .await

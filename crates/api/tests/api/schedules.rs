@@ -1,0 +1,446 @@
+//! Schedules through the API, on a real engine whose scheduler fires by a
+//! clock the test moves: created, shown with their next fires, changed,
+//! run now and deleted; bad input refused naming the field; the overlap,
+//! missed and retries policies with real `sh` jobs; and a burst of
+//! submissions held to their concurrency key's limit.
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use joblog_core::Timestamp;
+use joblog_store::testing::TestDatabase;
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+joblog_store::backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    schedules_are_created_shown_changed_run_and_deleted,
+    bad_schedules_are_refused_naming_the_field,
+    fires_run_by_the_clock_and_overlap_skip_skips_while_a_run_runs,
+    overlap_queue_waits_for_the_running_one,
+    missed_fires_after_downtime_run_as_the_policy_says,
+    a_failing_run_is_retried_to_its_attempts_each_a_job_of_its_own,
+    a_burst_of_submissions_is_held_to_its_concurrency_limit,
+}
+
+const MIN: i64 = 60_000_000;
+/// 2026-11-24T00:00:00Z: the manual clock's start.
+const T0: i64 = 1_795_478_400_000_000;
+
+fn at(minutes: i64) -> Timestamp {
+    Timestamp(T0 + minutes * MIN)
+}
+
+pub async fn patch(router: &axum::Router, uri: &str, json: &Value) -> Reply {
+    let req = Request::builder()
+        .method(Method::PATCH)
+        .uri(uri)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json.to_string()))
+        .unwrap();
+    send(router, req).await
+}
+
+async fn delete(router: &axum::Router, uri: &str) -> Reply {
+    let req = Request::delete(uri).body(Body::empty()).unwrap();
+    send(router, req).await
+}
+
+async fn create(router: &axum::Router, body: Value) -> Value {
+    let reply = post(router, "/api/v1/schedules", &body).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    reply.json()
+}
+
+/// The schedule's runs, oldest first.
+async fn runs(router: &axum::Router, id: i64) -> Vec<Value> {
+    let page = get_json(router, &format!("/api/v1/jobs?schedule_id={id}&limit=1000")).await;
+    let mut jobs = page["jobs"].as_array().unwrap().clone();
+    jobs.reverse();
+    jobs
+}
+
+/// Polls until the schedule has `n` runs, up to [`PATIENCE`].
+async fn wait_runs(router: &axum::Router, id: i64, n: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let jobs = runs(router, id).await;
+        if jobs.len() >= n {
+            return jobs;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "schedule {id} never had {n} runs: {jobs:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+async fn schedules_are_created_shown_changed_run_and_deleted(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock(db, 2, clock.clone()).await;
+    let r = &t.router;
+    let s = create(
+        r,
+        json!({"name": "nightly", "cron": "30 2 * * *", "timezone": "Europe/Berlin",
+               "script": "echo backup", "env": {"A": "1"}, "retries": {"attempts": 2, "backoff_s": 60},
+               "missed": "one"}),
+    )
+    .await;
+    let id = s["id"].as_i64().unwrap();
+    assert_eq!(s["timezone"], "Europe/Berlin");
+    assert_eq!(s["script"], "echo backup");
+    assert_eq!(s["retries"], json!({"attempts": 2, "backoff_s": 60.0}));
+    assert_eq!(s["enabled"], true);
+    // 02:30 in Berlin is 01:30 UTC in winter: the next five nights.
+    let fires: Vec<&str> = s["next_fires"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert_eq!(fires.len(), 5);
+    assert_eq!(fires[0], "2026-11-24T01:30:00.000000Z");
+    assert_eq!(fires[4], "2026-11-28T01:30:00.000000Z");
+    assert_eq!(s["next_fire"], fires[0]);
+    assert_eq!(get_json(r, &format!("/api/v1/schedules/{id}")).await, s);
+    let listed = get_json(r, "/api/v1/schedules").await;
+    assert_eq!(listed["schedules"][0]["id"], id);
+    assert!(listed["next_after_id"].is_null());
+    // Changed: only what the body names.
+    let changed = patch(
+        r,
+        &format!("/api/v1/schedules/{id}"),
+        &json!({"cron": "@hourly"}),
+    )
+    .await;
+    assert_eq!(changed.status, StatusCode::OK, "{}", changed.text());
+    let changed = changed.json();
+    assert_eq!(changed["cron"], "@hourly");
+    assert_eq!(changed["script"], "echo backup", "the rest stays");
+    assert_eq!(changed["next_fire"], "2026-11-24T01:00:00.000000Z");
+    let off = patch(
+        r,
+        &format!("/api/v1/schedules/{id}"),
+        &json!({"enabled": false}),
+    )
+    .await;
+    assert!(off.json()["next_fire"].is_null() && off.json()["next_fires"] == json!([]));
+    // Run now: a job of the schedule without a fire time.
+    let job = post(r, &format!("/api/v1/schedules/{id}/run"), &json!({})).await;
+    assert_eq!(job.status, StatusCode::CREATED, "{}", job.text());
+    let job = job.json();
+    assert_eq!(job["schedule_id"], id);
+    assert!(job["fire_time"].is_null());
+    assert_eq!(job["attempt"], 1);
+    assert_eq!(job["name"], "nightly");
+    let done = wait_finished(r, id_of(&job)).await;
+    assert_eq!(done["state"], "succeeded");
+    assert_eq!(runs(r, id).await.len(), 1);
+    let shown = get_json(r, &format!("/api/v1/schedules/{id}")).await;
+    assert_eq!(shown["last_run"]["job_id"], job["id"]);
+    assert_eq!(shown["last_run"]["state"], "succeeded");
+    // Names are unique.
+    let twin = post(
+        r,
+        "/api/v1/schedules",
+        &json!({"name": "nightly", "cron": "@daily", "command": ["true"]}),
+    )
+    .await;
+    let message = assert_error(&twin, StatusCode::CONFLICT, "schedule_exists");
+    assert!(message.contains("nightly"), "{message}");
+    // Deleted: gone, its jobs kept.
+    assert_eq!(
+        delete(r, &format!("/api/v1/schedules/{id}")).await.status,
+        StatusCode::NO_CONTENT
+    );
+    let gone = get(r, &format!("/api/v1/schedules/{id}")).await;
+    assert_error(&gone, StatusCode::NOT_FOUND, "schedule_not_found");
+    assert_error(
+        &delete(r, &format!("/api/v1/schedules/{id}")).await,
+        StatusCode::NOT_FOUND,
+        "schedule_not_found",
+    );
+    assert_eq!(runs(r, id).await.len(), 1);
+    t.shutdown().await;
+}
+
+async fn bad_schedules_are_refused_naming_the_field(db: TestDatabase) {
+    let t = start_app_with_clock(db, 1, ManualClock::at(at(0))).await;
+    let r = &t.router;
+    let base = json!({"name": "n", "cron": "0 * * * *", "command": ["true"]});
+    for (key, value, says) in [
+        (
+            "cron",
+            json!("0 25 * * *"),
+            "cron: \"0 25 * * *\" is not a cron expression",
+        ),
+        ("cron", json!("* * * * * *"), "cron: "),
+        ("cron", json!("0 0 30 2 *"), "never fires again"),
+        (
+            "timezone",
+            json!("Mars/Olympus"),
+            "timezone: \"Mars/Olympus\" is not an IANA time zone",
+        ),
+        ("overlap", json!("sometimes"), "overlap"),
+        ("retries", json!({"attempts": 0}), "retries.attempts"),
+        ("secrets", json!({"K": "v"}), "secrets"),
+        ("concurrency_key", json!("schedule:1"), "concurrency_key"),
+    ] {
+        let mut body = base.clone();
+        body[key] = value;
+        let reply = post(r, "/api/v1/schedules", &body).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{key}: {}",
+            reply.text()
+        );
+        let message = reply.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            message.contains(says),
+            "{key}: {message:?} should say {says:?}"
+        );
+    }
+    // Every second, said plainly, is taken.
+    let every = create(
+        r,
+        json!({"name": "s", "cron": "*/1 * * * * *", "command": ["true"]}),
+    )
+    .await;
+    assert_eq!(every["next_fire"], "2026-11-24T00:00:01.000000Z");
+    let id = every["id"].as_i64().unwrap();
+    let bad = patch(
+        r,
+        &format!("/api/v1/schedules/{id}"),
+        &json!({"timezone": "Nowhere"}),
+    )
+    .await;
+    let message = assert_error(&bad, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(message.starts_with("timezone:"), "{message}");
+    let bad = patch(
+        r,
+        &format!("/api/v1/schedules/{id}"),
+        &json!({"colour": "red"}),
+    )
+    .await;
+    let message = assert_error(&bad, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(message.contains("colour"), "{message}");
+    assert_error(
+        &get(r, "/api/v1/schedules/x").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_path",
+    );
+    assert_error(
+        &get(r, "/api/v1/schedules/99").await,
+        StatusCode::NOT_FOUND,
+        "schedule_not_found",
+    );
+    let unchanged = get_json(r, &format!("/api/v1/schedules/{id}")).await;
+    assert_eq!(unchanged["timezone"], "UTC");
+    t.shutdown().await;
+}
+
+async fn fires_run_by_the_clock_and_overlap_skip_skips_while_a_run_runs(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock(db, 4, clock.clone()).await;
+    let r = &t.router;
+    let s = create(
+        r,
+        json!({"name": "long", "cron": "* * * * *", "script": "sleep 60"}),
+    )
+    .await;
+    let id = s["id"].as_i64().unwrap();
+    assert!(
+        runs(r, id).await.is_empty(),
+        "nothing before its first fire"
+    );
+    clock.set(at(1));
+    let first = wait_runs(r, id, 1).await.remove(0);
+    assert_eq!(first["fire_time"], "2026-11-24T00:01:00.000000Z");
+    assert_eq!(first["attempt"], 1);
+    wait_running(r, id_of(&first)).await;
+    // The next fire finds it running: skipped, counted.
+    clock.set(at(2));
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let shown = get_json(r, &format!("/api/v1/schedules/{id}")).await;
+        if shown["skipped_fires"] == 1 {
+            assert_eq!(shown["next_fire"], "2026-11-24T00:03:00.000000Z");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never skipped: {shown}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(runs(r, id).await.len(), 1);
+    post(
+        r,
+        &format!("/api/v1/jobs/{}/cancel", id_of(&first)),
+        &json!({}),
+    )
+    .await;
+    wait_finished(r, id_of(&first)).await;
+    clock.set(at(3));
+    let jobs = wait_runs(r, id, 2).await;
+    assert_eq!(jobs[1]["fire_time"], "2026-11-24T00:03:00.000000Z");
+    post(
+        r,
+        &format!("/api/v1/jobs/{}/cancel", id_of(&jobs[1])),
+        &json!({}),
+    )
+    .await;
+    t.shutdown().await;
+}
+
+async fn overlap_queue_waits_for_the_running_one(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock(db, 4, clock.clone()).await;
+    let r = &t.router;
+    let s = create(
+        r,
+        json!({"name": "q", "cron": "* * * * *", "overlap": "queue", "script": "sleep 60"}),
+    )
+    .await;
+    let id = s["id"].as_i64().unwrap();
+    clock.set(at(1));
+    let first = wait_runs(r, id, 1).await.remove(0);
+    wait_running(r, id_of(&first)).await;
+    clock.set(at(2));
+    let second = wait_runs(r, id, 2).await.remove(1);
+    // Free slots remain, and a job behind it runs: the second is held by
+    // its schedule's key, not by the pool.
+    let other = run_sh(r, "true").await;
+    assert!(id_of(&other) > id_of(&second));
+    assert_eq!(other["state"], "succeeded");
+    assert_eq!(show(r, id_of(&second)).await["state"], "queued");
+    post(
+        r,
+        &format!("/api/v1/jobs/{}/cancel", id_of(&first)),
+        &json!({}),
+    )
+    .await;
+    wait_running(r, id_of(&second)).await;
+    post(
+        r,
+        &format!("/api/v1/jobs/{}/cancel", id_of(&second)),
+        &json!({}),
+    )
+    .await;
+    t.shutdown().await;
+}
+
+async fn missed_fires_after_downtime_run_as_the_policy_says(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock(db, 4, clock.clone()).await;
+    let r = &t.router;
+    let mut ids = Vec::new();
+    for missed in ["skip", "one", "all"] {
+        let s = create(
+            r,
+            json!({"name": format!("every-5-{missed}"), "cron": "*/5 * * * *", "overlap": "allow",
+                   "missed": missed, "command": ["true"]}),
+        )
+        .await;
+        ids.push(s["id"].as_i64().unwrap());
+    }
+    // The clock jumps an hour and a half minute: the fires 00:05 to 00:55
+    // were missed (11), 01:00 is due.
+    clock.set(Timestamp(at(60).0 + 30_000_000));
+    for (id, (expect, skipped)) in ids.iter().zip([(1, 11), (2, 10), (12, 0)]) {
+        let jobs = wait_runs(r, *id, expect).await;
+        assert_eq!(jobs.len(), expect, "{jobs:?}");
+        assert_eq!(
+            jobs.last().unwrap()["fire_time"],
+            "2026-11-24T01:00:00.000000Z"
+        );
+        let shown = get_json(r, &format!("/api/v1/schedules/{id}")).await;
+        assert_eq!(shown["skipped_fires"], skipped, "{shown}");
+        assert_eq!(shown["next_fire"], "2026-11-24T01:05:00.000000Z");
+    }
+    t.shutdown().await;
+}
+
+async fn a_failing_run_is_retried_to_its_attempts_each_a_job_of_its_own(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock(db, 2, clock.clone()).await;
+    let r = &t.router;
+    let s = create(
+        r,
+        json!({"name": "flaky", "cron": "@hourly", "script": "echo try; exit 3",
+               "retries": {"attempts": 3, "backoff_s": 0}}),
+    )
+    .await;
+    let id = s["id"].as_i64().unwrap();
+    clock.set(at(60));
+    let jobs = wait_runs(r, id, 3).await;
+    for job in &jobs {
+        wait_finished(r, id_of(job)).await;
+    }
+    let jobs = runs(r, id).await;
+    assert_eq!(jobs.len(), 3, "three attempts and no fourth: {jobs:?}");
+    for (i, job) in jobs.iter().enumerate() {
+        assert_eq!(job["attempt"], i + 1);
+        assert_eq!(job["fire_time"], "2026-11-24T01:00:00.000000Z");
+        assert_eq!(job["state"], "failed");
+        assert_eq!(job["exit_code"], 3);
+    }
+    t.shutdown().await;
+}
+
+/// 200 jobs of one key submitted at once on a pool of 8: never more than
+/// 2 of them run at a time (as committed: a job's run is from its claim
+/// to its finish), the jobs without a key run beside them, and all end.
+async fn a_burst_of_submissions_is_held_to_its_concurrency_limit(db: TestDatabase) {
+    let t = start_app(db, 8).await;
+    let r = &t.router;
+    let mut keyed = Vec::new();
+    let mut free = Vec::new();
+    let submissions = (0..200).map(|i| {
+        let body = if i % 10 == 9 {
+            json!({"command": ["true"]})
+        } else {
+            json!({"command": ["sh", "-c", "sleep 0.02"], "concurrency_key": "db", "max_concurrent": 2})
+        };
+        async move { (i, submit(r, body).await) }
+    });
+    for (i, job) in futures_util::future::join_all(submissions).await {
+        if i % 10 == 9 {
+            free.push(id_of(&job));
+        } else {
+            assert_eq!(job["concurrency_key"], "db");
+            keyed.push(id_of(&job));
+        }
+    }
+    let mut spans = Vec::new();
+    for id in keyed {
+        let job = wait_finished(r, id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        let started = humantime::parse_rfc3339(job["started_at"].as_str().unwrap()).unwrap();
+        let finished = humantime::parse_rfc3339(job["finished_at"].as_str().unwrap()).unwrap();
+        spans.push((started, finished));
+    }
+    for id in free {
+        assert_eq!(wait_finished(r, id).await["state"], "succeeded");
+    }
+    // The most runs at once: a sweep over starts and ends (an end at the
+    // same instant as a start comes first: the claim followed the finish).
+    let mut events: Vec<(std::time::SystemTime, i32)> = spans
+        .iter()
+        .flat_map(|(s, f)| [(*s, 1), (*f, -1)])
+        .collect();
+    events.sort();
+    let (mut running, mut most) = (0, 0);
+    for (_, delta) in events {
+        running += delta;
+        most = most.max(running);
+    }
+    assert!(most <= 2, "{most} jobs of the key ran at once");
+    assert_eq!(most, 2, "the limit is 2, not 1");
+    t.shutdown().await;
+}
