@@ -16,6 +16,8 @@ mod logs;
 mod nodes;
 #[path = "e2e/rerun.rs"]
 mod rerun;
+#[path = "e2e/schedules.rs"]
+mod schedules;
 #[path = "e2e/security.rs"]
 mod security;
 #[path = "e2e/service.rs"]

@@ -274,6 +274,13 @@ impl Api {
         self.read_body(resp).await
     }
 
+    pub(crate) async fn patch_raw(&self, url: Url, body: &Value) -> anyhow::Result<Vec<u8>> {
+        let resp = self
+            .send(self.http.patch(url).json(body), Some(REQUEST_TIMEOUT))
+            .await?;
+        self.read_body(resp).await
+    }
+
     pub(crate) async fn delete_raw(&self, url: Url) -> anyhow::Result<Vec<u8>> {
         let resp = self
             .send(self.http.delete(url), Some(REQUEST_TIMEOUT))

@@ -14,7 +14,9 @@ use serde_json::{json, Map, Value};
 use super::api::{Api, TransportError, REQUEST_TIMEOUT};
 use super::args::{GroomArgs, IdArgs, JobsArgs, JsonArgs, KeyValue, LogsArgs, RerunArgs, RunArgs};
 use super::render::Pretty;
-use super::wire::{GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, TokenView};
+use super::wire::{
+    GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, ScheduleView, TokenView,
+};
 use super::UsageError;
 
 /// How long a follow request asks the server to hold it (the API allows 30 s).
@@ -41,6 +43,10 @@ pub(super) enum Answer {
     /// The name of a revoked token.
     Revoked(String),
     Nodes(NodeList),
+    Schedules(Vec<ScheduleView>),
+    Schedule(ScheduleView),
+    /// The id of a deleted schedule.
+    ScheduleDeleted(i64),
     /// Where a backup was written, and its size.
     BackedUp {
         path: std::path::PathBuf,
@@ -91,6 +97,12 @@ pub(super) async fn run(api: &Api, a: RunArgs, sink: &mut impl Sink) -> anyhow::
     if let Some(c) = &a.cwd {
         body.insert("cwd".into(), json!(c));
     }
+    if let Some(k) = &a.concurrency_key {
+        body.insert("concurrency_key".into(), json!(k));
+    }
+    if let Some(m) = a.max_concurrent {
+        body.insert("max_concurrent".into(), json!(m));
+    }
     let url = api.url("/api/v1/jobs", &[])?;
     submit_and_follow(api, url, Value::Object(body), a.detach, a.json, sink).await
 }
@@ -103,7 +115,7 @@ pub(super) async fn rerun(api: &Api, a: RerunArgs, sink: &mut impl Sink) -> anyh
 }
 
 /// The script of `run --script FILE` (`-`: standard input).
-fn read_script(file: &str) -> anyhow::Result<String> {
+pub(super) fn read_script(file: &str) -> anyhow::Result<String> {
     let bytes = if file == "-" {
         let mut buf = Vec::new();
         io::Read::read_to_end(&mut io::stdin(), &mut buf)
@@ -119,7 +131,7 @@ fn read_script(file: &str) -> anyhow::Result<String> {
 /// A command given as one argument with spaces (`joblog run -- "echo hi;
 /// ls"`) runs a program of that whole name, which is never what was
 /// meant: refused with the way to say it.
-fn check_command(command: &[String]) -> anyhow::Result<()> {
+pub(super) fn check_command(command: &[String]) -> anyhow::Result<()> {
     if let [only] = command {
         if only.contains(char::is_whitespace) && !only.starts_with('/') {
             let quoted = only.replace('\'', r"'\''");
@@ -198,7 +210,10 @@ fn run_exit_code(state: &str, exit_code: Option<i64>) -> i32 {
     }
 }
 
-fn resolve_kvs(flag: &str, kvs: Vec<KeyValue>) -> anyhow::Result<BTreeMap<String, String>> {
+pub(super) fn resolve_kvs(
+    flag: &str,
+    kvs: Vec<KeyValue>,
+) -> anyhow::Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for kv in kvs {
         let value = match kv.value {
@@ -244,6 +259,9 @@ pub(super) async fn jobs(api: &Api, a: JobsArgs) -> anyhow::Result<Answer> {
         }
         if let Some(b) = before {
             q.push(("before_id", b.to_string()));
+        }
+        if let Some(s) = a.schedule {
+            q.push(("schedule_id", s.to_string()));
         }
         let raw = api
             .get_raw(api.url("/api/v1/jobs", &q)?, REQUEST_TIMEOUT)

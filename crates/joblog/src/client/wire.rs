@@ -163,3 +163,66 @@ pub(crate) struct NodeView {
     pub heartbeat_at: String,
     pub running_jobs: u64,
 }
+
+/// A schedule as `GET /api/v1/schedules/{id}` gives it (the fields the
+/// text shows; `--json` passes on the rest).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ScheduleView {
+    pub id: i64,
+    pub name: String,
+    pub cron: String,
+    pub timezone: String,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub script: Option<String>,
+    #[serde(default)]
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    #[serde(default)]
+    pub concurrency_key: Option<String>,
+    #[serde(default)]
+    pub max_concurrent: Option<u32>,
+    pub overlap: String,
+    pub missed: String,
+    pub retries: RetriesView,
+    pub enabled: bool,
+    #[serde(default)]
+    pub next_fires: Vec<String>,
+    #[serde(default)]
+    pub skipped_fires: u64,
+    #[serde(default)]
+    pub last_run: Option<LastRunView>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RetriesView {
+    pub attempts: u32,
+    #[serde(default)]
+    pub backoff_s: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct LastRunView {
+    pub job_id: i64,
+    pub state: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub attempt: u32,
+}
+
+/// A page of `GET /api/v1/schedules`.
+#[derive(Debug, Deserialize)]
+pub(super) struct SchedulePage {
+    pub schedules: Vec<Value>,
+    #[serde(default)]
+    pub next_after_id: Option<i64>,
+}

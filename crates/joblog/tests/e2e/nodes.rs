@@ -14,7 +14,7 @@ use super::Server;
 impl Server {
     /// A node named `name` on the PostgreSQL database `url`, with its own
     /// data directory under `dir`.
-    async fn node(dir: &Path, url: &str, name: &str, extra: &[&str]) -> Server {
+    pub(super) async fn node(dir: &Path, url: &str, name: &str, extra: &[&str]) -> Server {
         let data = dir.join(name);
         std::fs::create_dir_all(&data).unwrap();
         let mut args = vec!["--database", url, "--node", name];

@@ -126,7 +126,7 @@ pub(super) fn table<const N: usize>(
 }
 
 /// Quotes an argument the way a POSIX shell would need it.
-fn shell_quote(a: &str) -> String {
+pub(super) fn shell_quote(a: &str) -> String {
     let plain = !a.is_empty()
         && a.chars()
             .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));

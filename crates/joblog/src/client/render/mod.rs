@@ -5,6 +5,7 @@ mod job;
 mod log;
 mod node;
 mod pretty;
+mod schedule;
 mod service;
 mod token;
 
@@ -77,6 +78,9 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
         Answer::Tokens(tokens) => out.write_all(token::tokens_table(tokens).as_bytes())?,
         Answer::Revoked(name) => writeln!(out, "revoked token {}", escape_display(name, false))?,
         Answer::Nodes(list) => out.write_all(node::nodes_table(list).as_bytes())?,
+        Answer::Schedules(list) => out.write_all(schedule::schedules_table(list).as_bytes())?,
+        Answer::Schedule(s) => out.write_all(schedule::show_text(s).as_bytes())?,
+        Answer::ScheduleDeleted(id) => writeln!(out, "deleted schedule {id}")?,
         Answer::BackedUp { path, bytes } => {
             out.write_all(service::backed_up(path, *bytes).as_bytes())?
         }

@@ -1,0 +1,195 @@
+//! `joblog schedule add|list|show|edit|enable|disable|delete|run-now`:
+//! schedules over `/api/v1/schedules`. Like every command, these produce
+//! an [`Answer`] and print nothing.
+
+use anyhow::Context;
+use serde_json::{json, Map, Value};
+
+use super::api::{Api, REQUEST_TIMEOUT};
+use super::args::{ScheduleCommand, ScheduleFields};
+use super::commands::{check_command, read_script, resolve_kvs, Answer};
+use super::wire::{JobView, SchedulePage, ScheduleView};
+
+pub(super) async fn run(api: &Api, cmd: ScheduleCommand) -> anyhow::Result<Answer> {
+    match cmd {
+        ScheduleCommand::Add {
+            name,
+            cron,
+            disabled,
+            fields,
+            json,
+        } => {
+            if fields.script.is_none() && fields.command.is_empty() {
+                return Err(super::UsageError(
+                    "schedule add needs the command its jobs run (after --) or --script FILE"
+                        .into(),
+                )
+                .into());
+            }
+            let mut body = body_of(fields)?;
+            body.insert("name".into(), json!(name));
+            body.insert("cron".into(), json!(cron));
+            if disabled {
+                body.insert("enabled".into(), json!(false));
+            }
+            let raw = api
+                .post_raw(api.url("/api/v1/schedules", &[])?, &Value::Object(body))
+                .await?;
+            schedule_answer(api, raw, json)
+        }
+        ScheduleCommand::List { json } => list(api, json).await,
+        ScheduleCommand::Show(a) => {
+            let raw = api.get_raw(one(api, a.id, "")?, REQUEST_TIMEOUT).await?;
+            schedule_answer(api, raw, a.json)
+        }
+        ScheduleCommand::Edit {
+            id,
+            name,
+            cron,
+            fields,
+            json,
+        } => {
+            let mut body = body_of(fields)?;
+            if let Some(name) = name {
+                body.insert("name".into(), json!(name));
+            }
+            if let Some(cron) = cron {
+                body.insert("cron".into(), json!(cron));
+            }
+            if body.is_empty() {
+                return Err(super::UsageError(
+                    "schedule edit: nothing to change (give the options to change)".into(),
+                )
+                .into());
+            }
+            let raw = api
+                .patch_raw(one(api, id, "")?, &Value::Object(body))
+                .await?;
+            schedule_answer(api, raw, json)
+        }
+        ScheduleCommand::Enable(a) => set_enabled(api, a.id, true, a.json).await,
+        ScheduleCommand::Disable(a) => set_enabled(api, a.id, false, a.json).await,
+        ScheduleCommand::Delete(a) => {
+            api.delete_raw(one(api, a.id, "")?).await?;
+            if a.json {
+                return Ok(Answer::Json(json!({"deleted": a.id})));
+            }
+            Ok(Answer::ScheduleDeleted(a.id))
+        }
+        ScheduleCommand::RunNow(a) => {
+            let raw = api.post_raw(one(api, a.id, "/run")?, &json!({})).await?;
+            if a.json {
+                return Ok(Answer::Raw(raw));
+            }
+            let job: JobView = api.decode(&raw)?;
+            Ok(Answer::Submitted(job.id))
+        }
+    }
+}
+
+/// `/api/v1/schedules/{id}{tail}`.
+fn one(api: &Api, id: i64, tail: &str) -> anyhow::Result<reqwest::Url> {
+    api.url(&format!("/api/v1/schedules/{id}{tail}"), &[])
+}
+
+fn schedule_answer(api: &Api, raw: Vec<u8>, json: bool) -> anyhow::Result<Answer> {
+    if json {
+        return Ok(Answer::Raw(raw));
+    }
+    Ok(Answer::Schedule(api.decode(&raw)?))
+}
+
+async fn set_enabled(api: &Api, id: i64, enabled: bool, json: bool) -> anyhow::Result<Answer> {
+    let raw = api
+        .patch_raw(one(api, id, "")?, &json!({ "enabled": enabled }))
+        .await?;
+    schedule_answer(api, raw, json)
+}
+
+/// Every schedule, page by page.
+async fn list(api: &Api, json: bool) -> anyhow::Result<Answer> {
+    let mut all: Vec<Value> = Vec::new();
+    let mut after = 0;
+    loop {
+        let q = [
+            ("limit", "1000".to_string()),
+            ("after_id", after.to_string()),
+        ];
+        let raw = api
+            .get_raw(api.url("/api/v1/schedules", &q)?, REQUEST_TIMEOUT)
+            .await?;
+        let page: SchedulePage = api.decode(&raw)?;
+        all.extend(page.schedules);
+        match page.next_after_id {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    if json {
+        return Ok(Answer::Json(
+            json!({"schedules": all, "next_after_id": null}),
+        ));
+    }
+    let views: Vec<ScheduleView> = all
+        .into_iter()
+        .map(serde_json::from_value)
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("unexpected schedule list from {}", api.shown()))?;
+    Ok(Answer::Schedules(views))
+}
+
+/// The request body the options given make: only what they name.
+fn body_of(f: ScheduleFields) -> anyhow::Result<Map<String, Value>> {
+    let mut body = Map::new();
+    match &f.script {
+        Some(file) => {
+            body.insert("script".into(), json!(read_script(file)?));
+            if let Some(shell) = &f.shell {
+                body.insert("shell".into(), json!(shell));
+            }
+        }
+        None if !f.command.is_empty() => {
+            check_command(&f.command)?;
+            body.insert("command".into(), json!(f.command));
+        }
+        None => {}
+    }
+    let env = resolve_kvs("--env", f.env)?;
+    if !env.is_empty() {
+        body.insert("env".into(), json!(env));
+    }
+    if !f.secret.is_empty() {
+        body.insert("secrets".into(), json!(f.secret));
+    }
+    if let Some(tz) = f.tz {
+        body.insert("timezone".into(), json!(tz));
+    }
+    if let Some(t) = f.timeout {
+        body.insert("timeout_s".into(), json!(t.as_secs_f64()));
+    }
+    if let Some(c) = f.cwd {
+        body.insert("cwd".into(), json!(c));
+    }
+    if let Some(o) = f.overlap {
+        body.insert("overlap".into(), json!(o));
+    }
+    if let Some(m) = f.missed {
+        body.insert("missed".into(), json!(m));
+    }
+    if f.attempts.is_some() || f.backoff.is_some() {
+        body.insert(
+            "retries".into(),
+            json!({
+                "attempts": f.attempts.unwrap_or(1),
+                "backoff_s": f.backoff.map_or(0.0, |d| d.as_secs_f64()),
+            }),
+        );
+    }
+    if let Some(k) = f.concurrency_key {
+        body.insert("concurrency_key".into(), json!(k));
+    }
+    if let Some(m) = f.max_concurrent {
+        body.insert("max_concurrent".into(), json!(m));
+    }
+    Ok(body)
+}

@@ -1,0 +1,308 @@
+//! Schedules on the real binary: the `joblog schedule` commands, a
+//! schedule's secrets taken from the node's `JOBLOG_SECRET_*` variables,
+//! kill -9 after a fire was claimed and before its job started (each fire
+//! still one job), and three nodes on PostgreSQL firing a per-second
+//! schedule (each fire exactly once; skipped with a note without
+//! JOBLOG_TEST_POSTGRES_URL).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use joblog_store::testing::TestDatabase;
+use serde_json::{json, Value};
+
+use super::{cli, Server};
+
+impl Server {
+    async fn create_schedule(&self, body: Value) -> i64 {
+        let r = self
+            .http
+            .post(format!("{}/api/v1/schedules", self.url))
+            .json(&body)
+            .send()
+            .await
+            .expect("create schedule");
+        assert_eq!(r.status(), 201, "create {body}");
+        r.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+    }
+
+    async fn set_enabled(&self, id: i64, enabled: bool) {
+        let r = self
+            .http
+            .patch(format!("{}/api/v1/schedules/{id}", self.url))
+            .json(&json!({ "enabled": enabled }))
+            .send()
+            .await
+            .expect("patch schedule");
+        assert_eq!(r.status(), 200);
+    }
+
+    /// The schedule's runs, oldest first.
+    async fn runs(&self, id: i64) -> Vec<Value> {
+        let page: Value = self
+            .http
+            .get(format!(
+                "{}/api/v1/jobs?schedule_id={id}&limit=1000",
+                self.url
+            ))
+            .send()
+            .await
+            .expect("list runs")
+            .json()
+            .await
+            .unwrap();
+        let mut jobs = page["jobs"].as_array().cloned().unwrap_or_default();
+        jobs.reverse();
+        jobs
+    }
+
+    /// Polls until `pred` holds of the schedule's runs.
+    async fn wait_runs(&self, id: i64, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let runs = self.runs(id).await;
+            if pred(&runs) {
+                return runs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "schedule {id}: never {what}: {runs:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn unfinished(runs: &[Value]) -> usize {
+    runs.iter()
+        .filter(|j| matches!(j["state"].as_str(), Some("queued" | "running")))
+        .count()
+}
+
+/// Each fire time once, and every second from the first to the last.
+fn assert_each_second_once(runs: &[Value]) {
+    let mut fires: BTreeMap<String, usize> = BTreeMap::new();
+    for job in runs {
+        let fire = job["fire_time"].as_str().expect("a fire time").to_owned();
+        assert_eq!(job["attempt"], 1);
+        *fires.entry(fire).or_default() += 1;
+    }
+    let doubled: Vec<_> = fires.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "fires made twice: {doubled:?}");
+    let seconds: Vec<i64> = fires
+        .keys()
+        .map(|f| {
+            let t = humantime::parse_rfc3339(f).unwrap();
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+        })
+        .collect();
+    for pair in seconds.windows(2) {
+        assert_eq!(pair[1] - pair[0], 1, "a fire missing between {pair:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_through_the_cli_with_secrets_from_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(dir.path(), &[], |c| {
+        c.env("JOBLOG_SECRET_API_KEY", "node-held-s3cr3t");
+    })
+    .await;
+    let (code, out, err) = cli(
+        &server,
+        &[
+            "schedule",
+            "add",
+            "--name",
+            "tick",
+            "--cron",
+            "*/1 * * * * *",
+            "--secret",
+            "API_KEY",
+            "--",
+            "sh",
+            "-c",
+            "echo \"key=$API_KEY inherited=${JOBLOG_SECRET_API_KEY:-none}\"",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    for line in [
+        "name:          tick",
+        "secrets:       API_KEY",
+        "next fires:",
+    ] {
+        assert!(out.contains(line), "{line:?} not in:\n{out}");
+    }
+    let (code, listed, _) = cli(&server, &["schedule", "list", "--json"]);
+    assert_eq!(code, 0);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let id = listed["schedules"][0]["id"].as_i64().unwrap();
+    let runs = server
+        .wait_runs(id, "ran", |r| r.iter().any(|j| j["state"] == "succeeded"))
+        .await;
+    let done = runs.iter().find(|j| j["state"] == "succeeded").unwrap();
+    let log = server.log_page(done["id"].as_i64().unwrap(), 0, 10).await;
+    assert_eq!(
+        log[0]["message"], "key=*** inherited=none",
+        "the secret reaches the job masked, and no job inherits the node's variable"
+    );
+    let (code, out, _) = cli(&server, &["schedule", "disable", &id.to_string()]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("enabled:       no") && out.contains("- (disabled)"),
+        "{out}"
+    );
+    let (code, table, _) = cli(&server, &["schedule", "list"]);
+    assert_eq!(code, 0);
+    assert!(
+        table.contains("tick") && table.contains("disabled"),
+        "{table}"
+    );
+    let (code, out, err) = cli(
+        &server,
+        &[
+            "schedule",
+            "edit",
+            &id.to_string(),
+            "--cron",
+            "0 3 * * *",
+            "--tz",
+            "Europe/Berlin",
+            "--attempts",
+            "2",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("0 3 * * * (Europe/Berlin)") && out.contains("2 attempts"),
+        "{out}"
+    );
+    let (code, job, err) = cli(&server, &["schedule", "run-now", &id.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let job_id: i64 = job.trim().parse().unwrap();
+    let ran = server.wait_finished(job_id).await;
+    assert_eq!(ran["schedule_id"], id);
+    assert!(ran["fire_time"].is_null());
+    let (code, jobs, _) = cli(&server, &["jobs", "--schedule", &id.to_string(), "--json"]);
+    assert_eq!(code, 0);
+    let jobs: Value = serde_json::from_str(&jobs).unwrap();
+    assert_eq!(jobs["jobs"][0]["id"], job_id, "run-now is the newest run");
+    // Bad input: refused naming the field, nothing saved.
+    let (code, _, err) = cli(
+        &server,
+        &[
+            "schedule",
+            "add",
+            "--name",
+            "bad",
+            "--cron",
+            "0 25 * * *",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("cron: \"0 25 * * *\""), "{err}");
+    let (code, _, err) = cli(
+        &server,
+        &[
+            "schedule",
+            "add",
+            "--name",
+            "bad",
+            "--cron",
+            "@daily",
+            "--tz",
+            "Mars/Base",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("timezone: \"Mars/Base\""), "{err}");
+    let (code, out, _) = cli(&server, &["schedule", "delete", &id.to_string()]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, format!("deleted schedule {id}\n").as_str())
+    );
+    let (code, _, err) = cli(&server, &["schedule", "show", &id.to_string()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no schedule with id"), "{err}");
+}
+
+/// The server is killed while fires it claimed wait in the queue behind a
+/// job that holds the only slot; restarted, every second's fire is still
+/// one job, none lost and none doubled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_after_fires_were_claimed_leaves_each_fire_one_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--max-concurrency", "1"];
+    let server = Server::start(dir.path(), &args).await;
+    let blocker = server.submit(json!({"command": ["sleep", "600"]})).await;
+    server
+        .wait_until(blocker, "running", |j| j["state"] == "running")
+        .await;
+    let id = server
+        .create_schedule(json!({"name": "every-second", "cron": "*/1 * * * * *",
+                                "overlap": "allow", "command": ["true"]}))
+        .await;
+    server
+        .wait_runs(id, "queued behind the blocker", |r| r.len() >= 2)
+        .await;
+    let mut server = server;
+    server.signal("KILL");
+    server.wait_exit();
+    drop(server);
+    let server = Server::start(dir.path(), &args).await;
+    // Fires go on after the restart (those of the seconds it was down are
+    // late, not missed), and the claimed ones run.
+    let before = server.runs(id).await.len();
+    server
+        .wait_runs(id, "firing again", |r| r.len() >= before + 3)
+        .await;
+    server.set_enabled(id, false).await;
+    let runs = server
+        .wait_runs(id, "all run", |r| unfinished(r) == 0)
+        .await;
+    assert!(runs.iter().all(|j| j["state"] == "succeeded"), "{runs:?}");
+    assert_each_second_once(&runs);
+    let blocker = server.job(blocker).await;
+    assert_eq!(blocker["state"], "interrupted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_fire_a_per_second_schedule_each_second_exactly_once() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let node = |name: &'static str| {
+        let dir: &Path = dir.path();
+        let url = db.url().to_owned();
+        async move { Server::node(dir, &url, name, &["--max-concurrency", "4"]).await }
+    };
+    let a = node("a").await;
+    let b = node("b").await;
+    let c = node("c").await;
+    let id = a
+        .create_schedule(json!({"name": "per-second", "cron": "*/1 * * * * *",
+                                "overlap": "allow", "command": ["true"]}))
+        .await;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    b.set_enabled(id, false).await;
+    let runs = c.wait_runs(id, "all run", |r| unfinished(r) == 0).await;
+    assert!(
+        runs.len() >= 18,
+        "20 s of a per-second schedule: {} runs",
+        runs.len()
+    );
+    assert!(runs.iter().all(|j| j["state"] == "succeeded"), "{runs:?}");
+    assert_each_second_once(&runs);
+    let nodes: std::collections::BTreeSet<&str> =
+        runs.iter().filter_map(|j| j["node"].as_str()).collect();
+    assert!(
+        nodes.len() >= 2,
+        "the runs spread over the nodes: {nodes:?}"
+    );
+}
