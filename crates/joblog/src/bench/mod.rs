@@ -1,12 +1,14 @@
 //! `joblog bench`: the benchmark scenarios of docs/benchmarks.md, printing Markdown
 //! tables. This module holds the arguments every scenario shares and picks
 //! the scenario; `server` runs the server under test, `stats` the figures;
-//! `psu`, `ingest`, `tail`, `oplog` and `result` are one scenario each.
+//! `psu`, `ingest`, `tail`, `oplog`, `result` and `schedule` are one
+//! scenario each.
 
 mod ingest;
 mod oplog;
 mod psu;
 mod result;
+mod schedule;
 pub mod server;
 mod stats;
 mod tail;
@@ -36,6 +38,9 @@ pub enum Scenario {
     /// A job writing a 4 MB JSON result: from its exit to the result
     /// stored, and the result read back over HTTP; the storage ratio.
     Result,
+    /// Many schedules (10,000) on one node: the server's CPU while none
+    /// is due, then each firing once a minute: fire → job queued lateness.
+    Schedule,
     /// The job `tail` follows (it runs it itself): numbered lines stamped
     /// with the time they are written, at --rate for --duration.
     #[value(hide = true)]
@@ -96,7 +101,8 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub rate: u32,
     /// tail: how long the followed job writes; oplog: how long each round
-    /// of HTTP load lasts.
+    /// of HTTP load lasts; schedule: how long the idle server and then the
+    /// fires are measured, each.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = joblog_core::parse_positive_duration)]
     pub duration: Duration,
     /// tail-writer: start writing once this file exists (`tail` makes it
@@ -121,6 +127,9 @@ pub struct BenchArgs {
     /// KiB, MiB).
     #[arg(long, value_name = "SIZE", default_value = "4MB", value_parser = joblog_core::parse_byte_size)]
     pub result_size: u64,
+    /// schedule: schedules made (suffixes K and M).
+    #[arg(long, value_name = "N", default_value = "10K", value_parser = parse_count)]
+    pub schedules: u64,
     /// With --external: the server, given after the command name.
     #[command(flatten)]
     pub connection: Connection,
@@ -230,6 +239,7 @@ pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
         Scenario::Tail => tail::run(args, global).await,
         Scenario::Oplog => oplog::run(args).await,
         Scenario::Result => result::run(args).await,
+        Scenario::Schedule => schedule::run(args).await,
         Scenario::TailWriter => tail::run_writer(args).await,
     }
 }

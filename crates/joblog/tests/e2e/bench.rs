@@ -188,3 +188,49 @@ async fn bench_result_times_storing_and_reading_back_a_result() {
         "stored {stored} bytes for 300 KB:\n{report}"
     );
 }
+
+/// `joblog bench schedule` for real, briefly: its rows, fires measured
+/// (each schedule fires once a minute, so 120 schedules over 3 s make
+/// about 6), and none made twice.
+#[tokio::test]
+async fn bench_schedule_measures_idle_cpu_and_fire_lateness() {
+    let out = tokio::process::Command::new(BIN)
+        .args([
+            "bench",
+            "schedule",
+            "--schedules",
+            "120",
+            "--duration",
+            "3s",
+        ])
+        .env("JOBLOG_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("running joblog bench schedule");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench schedule failed ({}):\n{report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for row in [
+        "\n| fire → job queued, p50 (ms) | ",
+        "\n| fire → job queued, p99 (ms) | ",
+        "\n| server CPU, scheduler idle (120 schedules, none due for 3 s) | ",
+    ] {
+        assert!(report.contains(row), "no {row:?} row in\n{report}");
+    }
+    let measured: u64 = report
+        .split("for 3 s: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of fires in\n{report}"));
+    assert!(
+        (4..=8).contains(&measured),
+        "{measured} fires in 3 s:\n{report}"
+    );
+    assert!(report.contains(", 0 made twice."), "{report}");
+}
