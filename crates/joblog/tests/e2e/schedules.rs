@@ -229,6 +229,44 @@ async fn schedules_through_the_cli_with_secrets_from_the_node() {
     let (code, _, err) = cli(&server, &["schedule", "show", &id.to_string()]);
     assert_eq!(code, 1);
     assert!(err.contains("no schedule with id"), "{err}");
+    // Each change is in the audit trail, naming the schedule.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let wanted = [
+        "schedule.created",
+        "schedule.updated",
+        "schedule.run",
+        "schedule.deleted",
+    ];
+    loop {
+        let audit: Value = server
+            .http
+            .get(format!("{}/api/v1/audit?limit=100", server.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let entries = audit["entries"].as_array().cloned().unwrap_or_default();
+        let found: Vec<&Value> = entries
+            .iter()
+            .filter(|e| wanted.contains(&e["action"].as_str().unwrap_or_default()))
+            .collect();
+        if wanted
+            .iter()
+            .all(|w| found.iter().any(|e| e["action"] == *w))
+        {
+            for e in found {
+                assert_eq!(e["detail"]["schedule_id"], id, "{e}");
+            }
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "audit entries missing: {entries:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The server is killed while fires it claimed wait in the queue behind a
