@@ -25,6 +25,18 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("jobs.js", JS, include_str!("../ui/jobs.js")),
     ("job.js", JS, include_str!("../ui/job.js")),
     ("result.js", JS, include_str!("../ui/result.js")),
+    ("schedules.js", JS, include_str!("../ui/schedules.js")),
+    ("schedule.js", JS, include_str!("../ui/schedule.js")),
+    (
+        "schedule-form.js",
+        JS,
+        include_str!("../ui/schedule-form.js"),
+    ),
+    (
+        "schedule-runs.js",
+        JS,
+        include_str!("../ui/schedule-runs.js"),
+    ),
     (
         "result-worker.js",
         JS,
@@ -52,11 +64,13 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> axum::Router<S> {
         .route("/jobs/{id}", get(page))
         .route("/submit", get(page))
         .route("/audit", get(page))
+        .route("/schedules", get(page))
+        .route("/schedules/{id}", get(page))
         .route("/ui/{file}", get(asset))
 }
 
-/// `/`, `/jobs/{id}`, `/submit` and `/audit`: the page, which routes
-/// itself.
+/// `/`, `/jobs/{id}`, `/submit`, `/audit`, `/schedules`,
+/// `/schedules/{id}` and `/schedules/new`: the page, which routes itself.
 async fn page(req: Request) -> Response {
     file(&req, "text/html; charset=utf-8", INDEX)
 }

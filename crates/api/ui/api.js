@@ -58,12 +58,23 @@ export async function get(path, params, signal) {
   return res.json();
 }
 
-export async function post(path, body) {
-  const res = await fetch(path, {
-    method: "POST",
-    headers: headers({ "Content-Type": "application/json" }),
-    body: JSON.stringify(body ?? {}),
-  });
+export function post(path, body) {
+  return send("POST", path, body ?? {});
+}
+
+export function patch(path, body) {
+  return send("PATCH", path, body);
+}
+
+export function del(path) {
+  return send("DELETE", path);
+}
+
+// A state change: a JSON body (if any), the answer's JSON or null (204).
+async function send(method, path, body) {
+  const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const res = await fetch(path, init);
   if (!res.ok) throw await failure(res);
   const text = await res.text();
   return text ? JSON.parse(text) : null;

@@ -7,6 +7,9 @@ import { jobsPage } from "./jobs.js";
 import { jobPage, prefetchJob } from "./job.js";
 import { submitPage } from "./submit.js";
 import { auditPage } from "./audit.js";
+import { schedulesPage } from "./schedules.js";
+import { schedulePage } from "./schedule.js";
+import { newSchedulePage } from "./schedule-form.js";
 
 const main = document.getElementById("app");
 let page = null;
@@ -44,6 +47,10 @@ function route(me, early) {
   if (job) return jobPage(main, Number(job[1]), me, early);
   if (path === "/submit") return submitPage(main, me);
   if (path === "/audit") return auditPage(main, me);
+  if (path === "/schedules") return schedulesPage(main, me);
+  if (path === "/schedules/new") return newSchedulePage(main, me);
+  const schedule = /^\/schedules\/(\d+)$/.exec(path);
+  if (schedule) return schedulePage(main, Number(schedule[1]), me);
   return jobsPage(main, me);
 }
 

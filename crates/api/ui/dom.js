@@ -74,3 +74,51 @@ export function fail(where, err) {
   where.textContent = err && err.status === 403 ? `Not allowed: ${msg}` : `Error: ${msg}`;
   where.classList.add("error-text");
 }
+
+// A button that does `onClick`.
+export function button(label, cls, onClick, title) {
+  const b = el("button", cls ? `button ${cls}` : "button");
+  b.type = "button";
+  b.textContent = label;
+  if (title) b.title = title;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+export function link(href, label, cls) {
+  const a = text(label, cls, "a");
+  a.href = href;
+  return a;
+}
+
+// How far `ts` is from now, as people say it: "in 3 min", "12 s ago".
+export function relative(ts, now = Date.now()) {
+  const t = new Date(ts).getTime();
+  if (Number.isNaN(t)) return "";
+  const ms = t - now;
+  const s = Math.abs(ms) / 1000;
+  if (s < 1) return "now";
+  let span;
+  if (s < 60) span = `${Math.floor(s)} s`;
+  else if (s < 3600) span = `${Math.floor(s / 60)} min`;
+  else if (s < 172800) span = `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  else span = `${Math.floor(s / 86400)} d`;
+  return ms > 0 ? `in ${span}` : `${span} ago`;
+}
+
+// A time shown as local time with how far it is ("in 3 min"); the
+// relative part is kept current by `tickRelative`.
+export function timeCell(ts, tag = "td") {
+  const cell = el(tag, "time");
+  if (!ts) return cell;
+  cell.title = ts;
+  const rel = text(relative(ts), "rel muted");
+  rel.dataset.ts = ts;
+  cell.append(text(when(ts)), text(" "), rel);
+  return cell;
+}
+
+export function tickRelative(root) {
+  const now = Date.now();
+  for (const r of root.querySelectorAll(".rel[data-ts]")) r.textContent = relative(r.dataset.ts, now);
+}

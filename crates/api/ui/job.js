@@ -227,6 +227,15 @@ class JobPage {
     if ((j.secret_names ?? []).length) {
       row("secrets", `${j.secret_names.join(", ")} (values are never shown)`);
     }
+    if (j.schedule_id) {
+      const a = el("a");
+      a.href = `/schedules/${j.schedule_id}`;
+      a.textContent = `#${j.schedule_id}`;
+      const fire = j.fire_time ? `fire of ${when(j.fire_time)}` : "run now";
+      const what = wrap("span", a);
+      what.append(text(` · ${fire} · attempt ${j.attempt}`));
+      row("schedule", what);
+    }
     if (j.rerun_of) {
       const a = el("a");
       a.href = `/jobs/${j.rerun_of}`;

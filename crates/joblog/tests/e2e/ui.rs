@@ -121,6 +121,11 @@ async fn the_submit_page_makes_a_job_and_never_shows_its_secret() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_schedules_pages_make_list_run_disable_edit_and_delete_a_schedule() {
+    run("schedules").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
     let _one = BROWSER.lock().await;
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,187 @@
+// The schedules list: one dense row per schedule (when it fires next, how
+// its last run went, its policies), by id, "More" reading the next page by
+// `after_id`. Kept current by the job feed (a fire makes a job) and by its
+// next fires passing; it never polls.
+
+import { get, stream } from "./api.js";
+import { el, text, clear, stateBadge, can, fail, link, when, relative, timeCell, tickRelative } from "./dom.js";
+
+const LIMIT = 50;
+// The list is re-read at most this often, however busy the server.
+const MIN_REFRESH_MS = 1000;
+
+export function schedulesPage(main, me) {
+  const page = new SchedulesPage(main, me);
+  page.start();
+  return page;
+}
+
+class SchedulesPage {
+  constructor(main, me) {
+    this.me = me;
+    this.schedules = [];
+    this.want = LIMIT;
+    this.lastRead = 0;
+    this.timer = null;
+    document.title = "Schedules · joblog";
+    clear(main);
+    main.classList.add("schedules-page");
+    const head = el("div", "page-head");
+    head.append(text("Schedules", null, "h1"));
+    if (can(me, "operator")) {
+      const add = link("/schedules/new", "New schedule", "button primary");
+      add.id = "new-schedule";
+      head.append(add);
+    }
+    this.table = el("table", "jobs schedules");
+    this.table.id = "schedules";
+    this.footer = el("div", "pager");
+    this.status = el("div", "log-status");
+    main.append(head, this.table, this.footer, this.status);
+  }
+
+  start() {
+    this.load();
+    this.feed = stream("/api/v1/events", {
+      onEvent: (type, data) => {
+        if (type !== "jobs") return;
+        const change = JSON.parse(data);
+        const shown = new Set(this.schedules.map((s) => s.last_run?.job_id));
+        if (change.reset || change.new > 0 || change.changed.some((id) => shown.has(id))) this.refreshSoon();
+      },
+      onState: (s) => {
+        this.live = s;
+        this.renderStatus();
+        if (s === "open") this.refreshSoon();
+      },
+    });
+    // Relative times tick; a next fire that has passed is read again (a
+    // skipped fire makes no job, so the feed would not say).
+    this.ticker = setInterval(() => {
+      tickRelative(this.table);
+      const now = Date.now();
+      if (this.schedules.some((s) => s.next_fire && new Date(s.next_fire).getTime() < now - 1000)) this.refreshSoon();
+    }, 1000);
+  }
+
+  refreshSoon() {
+    if (this.timer) return;
+    const wait = Math.max(0, this.lastRead + MIN_REFRESH_MS - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.load();
+    }, wait);
+  }
+
+  // Reads the first `want` schedules again: the pages "More" has shown.
+  async load() {
+    this.lastRead = Date.now();
+    try {
+      const all = [];
+      let after = 0;
+      let next = null;
+      do {
+        const res = await get("/api/v1/schedules", { after_id: after, limit: Math.min(1000, this.want - all.length) });
+        all.push(...res.schedules);
+        next = res.next_after_id;
+        after = next;
+      } while (next !== null && all.length < this.want);
+      this.schedules = all;
+      this.next = next;
+      this.render();
+      this.status.classList.remove("error-text");
+      this.renderStatus();
+    } catch (err) {
+      fail(this.status, err);
+    }
+  }
+
+  renderStatus() {
+    if (this.status.classList.contains("error-text")) return;
+    const live = this.live === "open" ? "live" : this.live ?? "connecting";
+    this.status.textContent = `${this.schedules.length} schedules shown · ${live}`;
+  }
+
+  render() {
+    const t = this.table;
+    clear(t);
+    const head = el("thead");
+    const hr = el("tr");
+    for (const h of ["name", "cron · time zone", "", "next fire", "last run", "policies"]) {
+      hr.append(text(h, null, "th"));
+    }
+    head.append(hr);
+    const body = el("tbody");
+    for (const s of this.schedules) body.append(row(s));
+    if (!this.schedules.length) {
+      const tr = el("tr");
+      const td = text("no schedules yet", "muted", "td");
+      td.colSpan = 6;
+      tr.append(td);
+      body.append(tr);
+    }
+    t.append(head, body);
+    clear(this.footer);
+    if (this.next !== null && this.next !== undefined) {
+      const more = el("button", "button");
+      more.id = "more";
+      more.textContent = "More »";
+      more.addEventListener("click", () => {
+        this.want += LIMIT;
+        this.load();
+      });
+      this.footer.append(more);
+    }
+  }
+
+  destroy() {
+    this.feed?.close();
+    clearInterval(this.ticker);
+    clearTimeout(this.timer);
+  }
+}
+
+function row(s) {
+  const tr = el("tr", s.enabled ? "" : "disabled");
+  tr.dataset.id = s.id;
+  const name = el("td", "name");
+  name.append(link(`/schedules/${s.id}`, s.name));
+  name.title = s.name;
+  const cron = el("td", "cron");
+  cron.append(text(s.cron, null, "code"), text(` ${s.timezone}`, "muted"));
+  const next = s.next_fire ? timeCell(s.next_fire) : text("—", "muted", "td");
+  next.classList.add("next-fire");
+  const last = el("td", "last-run");
+  const r = s.last_run;
+  if (r) {
+    // When it ended (or was queued, if still waiting): relative here, the
+    // time on hover.
+    const at = r.finished_at ?? r.created_at;
+    const ago = text(relative(at), "rel muted");
+    ago.dataset.ts = at;
+    ago.title = `${when(at)} (${at})`;
+    last.append(stateBadge(r.state), text(" "), link(`/jobs/${r.job_id}`, `#${r.job_id}`), text(` ${r.state} `, `run-state st-${r.state}`), ago);
+  } else last.append(text("never", "muted"));
+  tr.append(
+    name,
+    cron,
+    text(s.enabled ? "enabled" : "disabled", s.enabled ? "enabled" : "muted", "td"),
+    next,
+    last,
+    text(policies(s), "policies", "td"),
+  );
+  tr.addEventListener("click", (e) => {
+    if (e.target.closest("a, button")) return;
+    location.assign(`/schedules/${s.id}`);
+  });
+  return tr;
+}
+
+// "overlap skip · missed one · 3 attempts, 30 s backoff · 2 skipped".
+export function policies(s) {
+  const parts = [`overlap ${s.overlap}`, `missed ${s.missed}`];
+  const a = s.retries?.attempts ?? 1;
+  parts.push(a > 1 ? `${a} attempts, backoff ${s.retries.backoff_s} s` : "no retry");
+  if (s.skipped_fires) parts.push(`${s.skipped_fires} skipped`);
+  return parts.join(" · ");
+}
