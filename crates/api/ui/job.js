@@ -6,7 +6,7 @@ import { get, post, stream, token, withQuery, blob } from "./api.js";
 import { SeqSource, FilterSource } from "./sources.js";
 import { Viewer } from "./viewer.js";
 import { ResultView } from "./result.js";
-import { el, text, stateBadge, duration, when, can, fail, clear } from "./dom.js";
+import { el, text, stateBadge, duration, when, can, fail, clear, button } from "./dom.js";
 
 const STREAMS = ["output", "error", "warning", "information", "verbose", "debug", "progress"];
 
@@ -530,15 +530,6 @@ async function save(path, name) {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
-}
-
-function button(label, cls, onClick, title) {
-  const b = el("button", cls ? `button ${cls}` : "button");
-  b.type = "button";
-  b.textContent = label;
-  if (title) b.title = title;
-  b.addEventListener("click", onClick);
-  return b;
 }
 
 function wrap(tag, child) {
