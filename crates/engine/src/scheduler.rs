@@ -56,9 +56,12 @@ impl Engine {
                     for (id, why) in &fired.broken {
                         tracing::error!(schedule = id, error = %why, "a stored schedule cannot be read; it is disabled until it is saved again");
                     }
+                    // From the fire to its job committed (queued and
+                    // visible to every dispatcher): now.
+                    let committed = clock.now();
                     for job in &fired.jobs {
                         if let Some(fire) = job.spec.schedule.and_then(|r| r.fire_time()) {
-                            let late = job.created_at.0.saturating_sub(fire.0).max(0);
+                            let late = committed.0.saturating_sub(fire.0).max(0);
                             self.inner.metrics.fire_lateness.observe(late as f64 / 1e6);
                         }
                     }

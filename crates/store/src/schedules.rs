@@ -213,6 +213,22 @@ pub(crate) struct FirePlan {
     pub next: Option<Timestamp>,
 }
 
+impl FirePlan {
+    /// The jobs to make, given whether a run of the schedule is queued or
+    /// running (`active`), and the fires skipped in all: with overlap
+    /// `skip`, none while one is active, else the first fire only (its
+    /// job is then the active one); the missed ones the policy skipped.
+    pub fn to_make(&self, active: bool) -> (&[JobSpec], u64) {
+        let n = self.jobs.len();
+        let making = match (self.skip_if_active, active) {
+            (false, _) => n,
+            (true, true) => 0,
+            (true, false) => n.min(1),
+        };
+        (&self.jobs[..making], self.skipped + (n - making) as u64)
+    }
+}
+
 impl DueRow {
     /// Its fires due at `now`; an error when the row cannot be read (the
     /// caller disables the schedule rather than fail the batch, which

@@ -216,8 +216,9 @@ async fn bench_schedule_measures_idle_cpu_and_fire_lateness() {
         String::from_utf8_lossy(&out.stderr)
     );
     for row in [
-        "\n| fire → job queued, p50 (ms) | ",
-        "\n| fire → job queued, p99 (ms) | ",
+        "\n| fire → its `FireDue` (the job's `created_at`), p50 (ms) | ",
+        "\n| fire → its `FireDue`, p99 (ms) | ",
+        "\n| fire → job queued and committed, p50 / p99, the server's histogram (",
         "\n| server CPU, scheduler idle (120 schedules, none due for 3 s) | ",
     ] {
         assert!(report.contains(row), "no {row:?} row in\n{report}");

@@ -254,22 +254,17 @@ pub(super) fn fire_due(tx: &Transaction, now: Timestamp, written_at: i64) -> Res
                 continue;
             }
         };
-        let mut active = plan.skip_if_active
+        let active = plan.skip_if_active
             && tx
                 .prepare_cached(ACTIVE)?
                 .query_row([id], |_| Ok(()))
                 .optional()?
                 .is_some();
-        let mut skipped = plan.skipped;
-        for spec in &plan.jobs {
-            if active {
-                skipped += 1;
-                continue;
-            }
+        let (making, skipped) = plan.to_make(active);
+        for spec in making {
             if let Some(job) = insert_job(tx, Some(&plan.name), spec, None, written_at)? {
                 fired.jobs.push(job);
             }
-            active = plan.skip_if_active;
         }
         tx.prepare_cached(
             "UPDATE schedules SET next_fire = ?2, skipped_fires = skipped_fires + ?3 WHERE id = ?1",

@@ -8,7 +8,7 @@ mod caller;
 mod http;
 mod load;
 mod report;
-mod scrape;
+pub(super) mod scrape;
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -4,7 +4,7 @@
 
 /// The value of each series of metric `name`, with its label text
 /// (`sink="access"`, empty without labels).
-fn series<'a>(text: &'a str, name: &str) -> Vec<(&'a str, f64)> {
+pub(in crate::bench) fn series<'a>(text: &'a str, name: &str) -> Vec<(&'a str, f64)> {
     let mut out = Vec::new();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix(name) else {
