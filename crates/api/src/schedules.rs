@@ -103,7 +103,6 @@ pub async fn update(
 ) -> Result<Json<Schedule>, ApiError> {
     let fields: Vec<String> = patch.keys().cloned().collect();
     let schedule = state.engine.update_schedule(id, patch).await?;
-    tracing::Span::current().record("schedule_id", id);
     tracing::info!(
         audit = "schedule.updated",
         schedule_id = id,

@@ -33,25 +33,28 @@ impl Engine {
                 .queue_wait
                 .observe(created.millis_until(s).max(0.0) / 1000.0);
         }
-        let mut secrets = self.lock_secrets().remove(&id);
-        if secrets.is_none() && !job.spec.secret_names.is_empty() {
-            // Claimed before its submission here stored the secrets:
-            // wait for submissions in flight, then look again.
-            drop(self.inner.submitting.write().await);
-            secrets = self.lock_secrets().remove(&id);
-        }
         // A schedule's runs take their secrets from this node's
-        // environment (the schedule keeps names only).
+        // environment (the schedule keeps names only); a submission's are
+        // in this node's memory.
         let from_node = job.spec.schedule.is_some();
-        if from_node {
-            secrets = Some(
+        let secrets = if from_node {
+            Some(
                 job.spec
                     .secret_names
                     .iter()
                     .filter_map(|n| cfg.node_secrets.get(n).map(|v| (n.clone(), v.clone())))
                     .collect(),
-            );
-        }
+            )
+        } else {
+            let mut secrets = self.lock_secrets().remove(&id);
+            if secrets.is_none() && !job.spec.secret_names.is_empty() {
+                // Claimed before its submission here stored the secrets:
+                // wait for submissions in flight, then look again.
+                drop(self.inner.submitting.write().await);
+                secrets = self.lock_secrets().remove(&id);
+            }
+            secrets
+        };
         let secrets = secrets.unwrap_or_default();
         let masks = secrets.values().chain(&cfg.server_secrets).cloned();
         let mut log = OutputParser::new(cfg.log_limits.clone(), masks);

@@ -21,6 +21,7 @@ joblog_store::backend_tests! {
     missed_fires_after_downtime_run_as_the_policy_says,
     a_failing_run_is_retried_to_its_attempts_each_a_job_of_its_own,
     a_burst_of_submissions_is_held_to_its_concurrency_limit,
+    a_run_whose_node_lacks_a_secret_fails_naming_the_variable,
 }
 
 const MIN: i64 = 60_000_000;
@@ -442,5 +443,30 @@ async fn a_burst_of_submissions_is_held_to_its_concurrency_limit(db: TestDatabas
     }
     assert!(most <= 2, "{most} jobs of the key ran at once");
     assert_eq!(most, 2, "the limit is 2, not 1");
+    t.shutdown().await;
+}
+
+/// A schedule keeps secret names only: a node without the variable for
+/// one does not start the run, and its log says which variable to set.
+async fn a_run_whose_node_lacks_a_secret_fails_naming_the_variable(db: TestDatabase) {
+    let t = start_app_with_clock(db, 1, ManualClock::at(at(0))).await;
+    let r = &t.router;
+    let s = create(
+        r,
+        json!({"name": "needs-key", "cron": "@daily", "secrets": ["API_KEY"], "command": ["true"]}),
+    )
+    .await;
+    assert_eq!(s["secrets"], json!(["API_KEY"]));
+    let job = post(r, &format!("/api/v1/schedules/{}/run", s["id"]), &json!({})).await;
+    assert_eq!(job.status, StatusCode::CREATED, "{}", job.text());
+    let done = wait_finished(r, id_of(&job.json())).await;
+    assert_eq!(done["state"], "failed", "{done}");
+    assert_eq!(done["secret_names"], json!(["API_KEY"]));
+    let log = whole_log(r, id_of(&done)).await;
+    let said = log[0]["message"].as_str().unwrap();
+    assert!(
+        said.contains("set JOBLOG_SECRET_API_KEY") && said.contains("test-node"),
+        "{said}"
+    );
     t.shutdown().await;
 }
