@@ -90,17 +90,29 @@ impl<S: Send + Sync> FromRequestParts<S> for JobIdPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let axum::extract::Path(raw) =
-            axum::extract::Path::<String>::from_request_parts(parts, state)
-                .await
-                .map_err(|e| ApiError::new(ErrorCode::InvalidPath, e.body_text()))?;
-        match raw.parse::<i64>() {
-            Ok(id) if id > 0 => Ok(JobIdPath(id)),
-            _ => Err(ApiError::new(
-                ErrorCode::InvalidJobId,
-                format!("job id must be a positive integer, not {raw:?}"),
-            )),
-        }
+        positive_id(parts, state, "job", ErrorCode::InvalidJobId)
+            .await
+            .map(JobIdPath)
+    }
+}
+
+/// The path's one parameter as a positive integer: the id of a `what`;
+/// anything else → 400 with `code`.
+pub(crate) async fn positive_id<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    what: &str,
+    code: ErrorCode,
+) -> Result<i64, ApiError> {
+    let axum::extract::Path(raw) = axum::extract::Path::<String>::from_request_parts(parts, state)
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::InvalidPath, e.body_text()))?;
+    match raw.parse::<i64>() {
+        Ok(id) if id > 0 => Ok(id),
+        _ => Err(ApiError::new(
+            code,
+            format!("{what} id must be a positive integer, not {raw:?}"),
+        )),
     }
 }
 

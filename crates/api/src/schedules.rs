@@ -10,7 +10,7 @@ use joblog_core::schedule::{NewSchedule, Schedule, ScheduleId, MAX_SCHEDULE_LIMI
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{positive_id, JsonBody, QueryParams};
 use crate::AppState;
 
 /// A schedule id from the path; anything but a positive integer → 400.
@@ -20,17 +20,9 @@ impl<S: Send + Sync> FromRequestParts<S> for ScheduleIdPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let axum::extract::Path(raw) =
-            axum::extract::Path::<String>::from_request_parts(parts, state)
-                .await
-                .map_err(|e| ApiError::new(ErrorCode::InvalidPath, e.body_text()))?;
-        match raw.parse::<i64>() {
-            Ok(id) if id > 0 => Ok(ScheduleIdPath(id)),
-            _ => Err(ApiError::new(
-                ErrorCode::InvalidPath,
-                format!("schedule id must be a positive integer, not {raw:?}"),
-            )),
-        }
+        positive_id(parts, state, "schedule", ErrorCode::InvalidPath)
+            .await
+            .map(ScheduleIdPath)
     }
 }
 
