@@ -1,9 +1,10 @@
 //! `joblog bench`: the benchmark scenarios of docs/benchmarks.md, printing Markdown
 //! tables. This module holds the arguments every scenario shares and picks
 //! the scenario; `server` runs the server under test, `stats` the figures;
-//! `psu`, `ingest`, `tail`, `oplog`, `result` and `schedule` are one
-//! scenario each.
+//! `psu`, `ingest`, `tail`, `oplog`, `result`, `schedule` and `dispatch`
+//! are one scenario each.
 
+mod dispatch;
 mod ingest;
 mod oplog;
 mod psu;
@@ -38,6 +39,9 @@ pub enum Scenario {
     /// A job writing a 4 MB JSON result: from its exit to the result
     /// stored, and the result read back over HTTP; the storage ratio.
     Result,
+    /// Trivial jobs per second through the engine, beside the machine's
+    /// own fork/exec rate at the same concurrency; queue wait.
+    Dispatch,
     /// Many schedules (10,000) on one node: the server's CPU while none
     /// is due, then each firing once a minute: fire → job queued lateness.
     Schedule,
@@ -56,7 +60,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", default_value = "0.5M,1M,1.5M,2M,2.5M",
           value_parser = parse_checkpoints)]
     pub checkpoints: Checkpoints,
-    /// Jobs per batch, run concurrently.
+    /// Jobs per batch, run concurrently (dispatch: jobs run at once).
     #[arg(long, value_name = "N", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub batch_jobs: u32,
@@ -89,7 +93,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value = "500K", value_parser = parse_count)]
     pub records: u64,
     /// ingest, tail: runs; oplog: rounds of each configuration; result:
-    /// timed jobs. The table shows medians.
+    /// timed jobs; dispatch: rounds. The table shows medians.
     #[arg(long, value_name = "N", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
@@ -127,6 +131,9 @@ pub struct BenchArgs {
     /// KiB, MiB).
     #[arg(long, value_name = "SIZE", default_value = "4MB", value_parser = joblog_core::parse_byte_size)]
     pub result_size: u64,
+    /// dispatch: jobs per round (suffixes K and M).
+    #[arg(long, value_name = "N", default_value = "2000", value_parser = parse_count)]
+    pub jobs: u64,
     /// schedule: schedules made (suffixes K and M).
     #[arg(long, value_name = "N", default_value = "10K", value_parser = parse_count)]
     pub schedules: u64,
@@ -240,6 +247,7 @@ pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
         Scenario::Oplog => oplog::run(args).await,
         Scenario::Result => result::run(args).await,
         Scenario::Schedule => schedule::run(args).await,
+        Scenario::Dispatch => dispatch::run(args).await,
         Scenario::TailWriter => tail::run_writer(args).await,
     }
 }

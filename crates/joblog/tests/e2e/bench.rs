@@ -235,3 +235,38 @@ async fn bench_schedule_measures_idle_cpu_and_fire_lateness() {
     );
     assert!(report.contains(", 0 made twice."), "{report}");
 }
+
+/// `joblog bench dispatch` for real, briefly: its rows, and a ratio of
+/// joblog's jobs to the machine's fork/exec rate measured in the run.
+#[tokio::test]
+async fn bench_dispatch_compares_jobs_with_fork_exec() {
+    let out = tokio::process::Command::new(BIN)
+        .args(["bench", "dispatch", "--jobs", "40", "--runs", "1"])
+        .env("JOBLOG_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("running joblog bench dispatch");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench dispatch failed ({}):\n{report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for row in [
+        "\n| fork/exec of `true`, by the bench (per s) | ",
+        "\n| joblog jobs (per s) | ",
+        "\n| joblog / fork/exec | ",
+        "\n| queue wait (submission → start), p50 / p99 (ms) | ",
+    ] {
+        assert!(report.contains(row), "no {row:?} row in\n{report}");
+    }
+    let ratio: f64 = report
+        .split("\n| joblog / fork/exec | ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no ratio in\n{report}"));
+    assert!(ratio > 0.0, "{report}");
+}
