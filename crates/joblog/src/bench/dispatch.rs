@@ -11,9 +11,8 @@ use anyhow::{bail, Context};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use joblog_core::{parse_time_bound, Timestamp};
 use serde_json::{json, Value};
-use tokio::signal::unix::{signal, SignalKind};
 
-use super::server::start_server;
+use super::server::on_own_server;
 use super::stats::{fmt_ms, median, percentile};
 use super::{redact_args, BenchArgs};
 use crate::client::Api;
@@ -36,36 +35,18 @@ struct Run {
 }
 
 pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
-    if args.external {
-        bail!(crate::client::UsageError(
-            "bench dispatch starts its own server: --external does not apply".into()
-        ));
-    }
-    let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
     let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let concurrency = args.batch_jobs;
     let flags = [
         "--max-concurrency".to_string(),
-        concurrency.to_string(),
+        args.batch_jobs.to_string(),
         // The burst is queued whole.
         "--max-queued".to_string(),
         (args.jobs + 1000).to_string(),
     ];
-    let server = start_server(
-        &args,
-        args.database.as_deref(),
-        &flags,
-        &[],
-        None,
-        &mut sigint,
-    )
+    let runs = on_own_server(&args, "dispatch", &flags, async |server| {
+        measure(&args, &server.url).await
+    })
     .await?;
-    let outcome = tokio::select! {
-        r = measure(&args, &server.url) => r,
-        _ = sigint.recv() => Err(anyhow::anyhow!("interrupted")),
-    };
-    server.stop().await;
-    let runs = outcome?;
     let argv: Vec<String> = std::env::args().collect();
     print!(
         "{}",

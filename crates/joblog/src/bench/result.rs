@@ -10,10 +10,9 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context};
 use joblog_core::{parse_time_bound, Timestamp};
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING};
-use tokio::signal::unix::{signal, SignalKind};
 
 use super::psu::run_job;
-use super::server::start_server;
+use super::server::on_own_server;
 use super::stats::{fmt_ms, median, percentile};
 use super::{redact_args, scratch_dir, BenchArgs};
 use crate::client::Api;
@@ -33,12 +32,6 @@ struct Run {
 }
 
 pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
-    if args.external {
-        bail!(crate::client::UsageError(
-            "bench result starts its own server: --external does not apply".into()
-        ));
-    }
-    let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
     let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let dir = scratch_dir("result")?;
     let document = document(args.result_size);
@@ -50,12 +43,10 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
         "cat '{}' > \"$JOBLOG_RESULT\"; echo written",
         doc_path.display()
     );
-    let server = start_server(&args, args.database.as_deref(), &[], &[], None, &mut sigint).await?;
-    let outcome = tokio::select! {
-        r = measure(&args, &server.url, &script, document.len() as u64) => r,
-        _ = sigint.recv() => Err(anyhow::anyhow!("interrupted")),
-    };
-    server.stop().await;
+    let outcome = on_own_server(&args, "result", &[], async |server| {
+        measure(&args, &server.url, &script, document.len() as u64).await
+    })
+    .await;
     let _ = std::fs::remove_dir_all(&dir);
     let (runs, stored_bytes) = outcome?;
     let argv: Vec<String> = std::env::args().collect();

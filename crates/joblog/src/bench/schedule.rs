@@ -10,13 +10,12 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use joblog_core::{parse_time_bound, Timestamp};
 use serde_json::{json, Value};
-use tokio::signal::unix::{signal, SignalKind};
 
-use super::server::start_server;
+use super::server::on_own_server;
 use super::stats::{fmt_ms, median, percentile};
 use super::{redact_args, BenchArgs};
 use crate::client::Api;
@@ -46,32 +45,15 @@ struct Figures {
 }
 
 pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
-    if args.external {
-        bail!(crate::client::UsageError(
-            "bench schedule starts its own server: --external does not apply".into()
-        ));
-    }
-    let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
     let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     // Jobs are `true`: enough slots that the pool never holds a fire's
     // job back from being queued (it never does: fires are queued by the
     // scheduler whatever the pool).
     let flags = ["--max-concurrency".to_string(), "32".to_string()];
-    let server = start_server(
-        &args,
-        args.database.as_deref(),
-        &flags,
-        &[],
-        None,
-        &mut sigint,
-    )
+    let figures = on_own_server(&args, "schedule", &flags, async |server| {
+        measure(&args, server).await
+    })
     .await?;
-    let outcome = tokio::select! {
-        r = measure(&args, &server) => r,
-        _ = sigint.recv() => Err(anyhow::anyhow!("interrupted")),
-    };
-    server.stop().await;
-    let figures = outcome?;
     let argv: Vec<String> = std::env::args().collect();
     print!(
         "{}",

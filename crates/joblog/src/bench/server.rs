@@ -21,6 +21,41 @@ pub(super) struct SpawnedServer {
     keep: bool,
 }
 
+/// Runs `measure` against a `joblog serve` of the bench's own (the
+/// `--database` given, or SQLite in a temporary directory; `flags` added
+/// to its command line) and stops the server whatever happened; Ctrl-C
+/// ends the measurement as an error. `scenario` names the bench that
+/// refuses `--external`.
+pub(super) async fn on_own_server<T>(
+    args: &BenchArgs,
+    scenario: &str,
+    flags: &[String],
+    measure: impl AsyncFnOnce(&SpawnedServer) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    if args.external {
+        bail!(crate::client::UsageError(format!(
+            "bench {scenario} starts its own server: --external does not apply"
+        )));
+    }
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot listen for Ctrl-C")?;
+    let server = start_server(
+        args,
+        args.database.as_deref(),
+        flags,
+        &[],
+        None,
+        &mut sigint,
+    )
+    .await?;
+    let outcome = tokio::select! {
+        r = measure(&server) => r,
+        _ = sigint.recv() => Err(anyhow::anyhow!("interrupted")),
+    };
+    server.stop().await;
+    outcome
+}
+
 /// A loopback port nothing listens on right now, for a server to be started
 /// on. Also used by the end-to-end tests, hence public.
 pub fn free_port() -> anyhow::Result<u16> {
