@@ -5,16 +5,19 @@
 //! (submission → start).
 
 use std::fmt::Write as _;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use joblog_core::{parse_time_bound, Timestamp};
 use serde_json::{json, Value};
 
+use super::chart::{Bar, Chart};
+use super::output::Report;
+use super::progress::Progress;
 use super::server::on_own_server;
 use super::stats::{fmt_ms, median, percentile};
-use super::{redact_args, BenchArgs};
+use super::BenchArgs;
 use crate::client::Api;
 
 /// Budget and goal of docs/benchmarks.md: joblog's jobs/s as a share of
@@ -34,8 +37,8 @@ struct Run {
     queue_wait: Vec<f64>,
 }
 
-pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
-    let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+pub(super) async fn run(args: BenchArgs) -> anyhow::Result<Report> {
+    let date = super::now_rfc3339();
     let flags = [
         "--max-concurrency".to_string(),
         args.batch_jobs.to_string(),
@@ -47,12 +50,7 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
         measure(&args, &server.url).await
     })
     .await?;
-    let argv: Vec<String> = std::env::args().collect();
-    print!(
-        "{}",
-        report(&args, &date, &redact_args(&argv).join(" "), &runs)
-    );
-    Ok(0)
+    Ok(report(&args, &date, &super::command_line(), &runs))
 }
 
 /// `--runs` rounds, each the reference then joblog, after a warm-up.
@@ -62,8 +60,9 @@ async fn measure(args: &BenchArgs, url: &str) -> anyhow::Result<Vec<Run>> {
     let concurrency = args.batch_jobs as usize;
     burst(&api, n.min(100)).await?;
     let mut runs = Vec::new();
+    let progress = Progress::new(u64::from(args.runs), "rounds");
     for round in 1..=args.runs {
-        eprintln!("bench dispatch: round {round} of {}", args.runs);
+        progress.note(format!("bench dispatch: round {round} of {}", args.runs));
         let fork_exec = fork_exec_rate(n, concurrency).await?;
         let (jobs, queue_wait) = burst(&api, n).await?;
         runs.push(Run {
@@ -71,6 +70,7 @@ async fn measure(args: &BenchArgs, url: &str) -> anyhow::Result<Vec<Run>> {
             jobs,
             queue_wait,
         });
+        progress.inc();
     }
     Ok(runs)
 }
@@ -180,7 +180,7 @@ async fn jobs_between(api: &Api, first: i64, last: i64) -> anyhow::Result<Vec<Va
     }
 }
 
-fn report(args: &BenchArgs, date: &str, command: &str, runs: &[Run]) -> String {
+fn report(args: &BenchArgs, date: &str, command: &str, runs: &[Run]) -> Report {
     let store = match &args.database {
         Some(url) if url.starts_with("postgres") => "PostgreSQL",
         _ => "SQLite",
@@ -228,5 +228,50 @@ fn report(args: &BenchArgs, date: &str, command: &str, runs: &[Run]) -> String {
         fmt_ms(median(&waits)),
         fmt_ms(percentile(&waits, 99.0))
     );
-    out
+    let figures = json!({
+        "store": store,
+        "jobs_per_round": args.jobs,
+        "concurrency": args.batch_jobs,
+        "rounds": runs.iter().map(|r| json!({
+            "fork_exec_per_s": r.fork_exec,
+            "jobs_per_s": r.jobs,
+            "ratio": r.jobs / r.fork_exec,
+            "queue_wait_p50_ms": median(&r.queue_wait),
+            "queue_wait_p99_ms": percentile(&r.queue_wait, 99.0),
+        })).collect::<Vec<_>>(),
+        "median": {
+            "fork_exec_per_s": fork_exec,
+            "jobs_per_s": jobs,
+            "ratio": ratio,
+            "queue_wait_p50_ms": median(&waits),
+            "queue_wait_p99_ms": percentile(&waits, 99.0),
+        },
+        "budget_ratio": BUDGET,
+        "goal_ratio": GOAL,
+    });
+    let chart = Chart::Bars {
+        title: format!(
+            "dispatch: trivial jobs per second, {} at a time ({store})",
+            args.batch_jobs
+        ),
+        unit: "processes or jobs per second, median of the rounds".into(),
+        bars: vec![
+            Bar {
+                label: "fork/exec of true (reference)".into(),
+                value: fork_exec,
+                reference: true,
+            },
+            Bar {
+                label: "joblog jobs".into(),
+                value: jobs,
+                reference: false,
+            },
+            Bar {
+                label: "budget: 50 % of fork/exec".into(),
+                value: fork_exec * BUDGET,
+                reference: true,
+            },
+        ],
+    };
+    Report::new(out, figures).chart("", chart)
 }

@@ -3,7 +3,7 @@
 //! measured in the same run by plain client code (docs/benchmarks.md: ≥ 70 %).
 
 use std::fmt::Write as _;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use joblog_core::{JobId, JobSpec, LogSummary, Record, Stream, Timestamp};
@@ -11,15 +11,20 @@ use joblog_pipeline::{Pipeline, PipelineConfig};
 use joblog_store::baseline::{self, Batch, Method};
 use joblog_store::StoreOptions;
 
+use serde_json::json;
+
+use super::chart::{Bar, Chart};
+use super::output::Report;
+use super::progress::Progress;
 use super::stats::{format_count, median};
-use super::{redact_args, BenchArgs};
+use super::BenchArgs;
 
 /// Records a job hands over at a time (a pipe read of short lines).
 const APPEND_RECORDS: usize = 100;
 
-pub async fn run(args: BenchArgs) -> anyhow::Result<i32> {
-    let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let tmp = std::env::temp_dir().join(format!("joblog-bench-ingest-{}", std::process::id()));
+pub async fn run(args: BenchArgs) -> anyhow::Result<Report> {
+    let date = super::now_rfc3339();
+    let tmp = super::scratch_dir("ingest")?;
     let url = match &args.database {
         Some(url) => url.clone(),
         None => format!("sqlite://{}", tmp.join("joblog.db").display()),
@@ -29,7 +34,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<i32> {
     outcome
 }
 
-async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<i32> {
+async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Report> {
     let url = url.to_string();
     let options = StoreOptions {
         node: "bench-ingest".into(),
@@ -53,6 +58,7 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<i32>
 
     let mut piped = Vec::new();
     let mut raw: Vec<Vec<f64>> = vec![Vec::new(); methods.len()];
+    let progress = Progress::new(u64::from(args.runs), "runs");
     for run in 1..=args.runs {
         let ids = new_jobs(&pipeline, jobs).await?;
         let work: Vec<(JobId, Vec<Vec<Record>>)> = ids
@@ -69,7 +75,7 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<i32>
             .collect();
         let took = through_pipeline(&pipeline, work, ids[0]).await?;
         let rate = (per_job * jobs) as f64 / took.as_secs_f64();
-        eprintln!("bench: run {run}: pipeline {rate:.0} records/s");
+        progress.keep(format!("bench: run {run}: pipeline {rate:.0} records/s"));
         piped.push(rate);
 
         for (m, method) in methods.iter().enumerate() {
@@ -88,9 +94,13 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<i32>
                 .await
                 .context("baseline task")??;
             let rate = (n * jobs) as f64 / took.as_secs_f64();
-            eprintln!("bench: run {run}: {} {rate:.0} records/s", method.name());
+            progress.keep(format!(
+                "bench: run {run}: {} {rate:.0} records/s",
+                method.name()
+            ));
             raw[m].push(rate);
         }
+        progress.inc();
     }
     pipeline.close();
     tokio::task::spawn_blocking(move || writer.join()).await?;
@@ -105,9 +115,9 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<i32>
             |acc, x| if x.1 > acc.1 { x } else { acc },
         );
     let mut out = String::new();
-    let cmd: Vec<String> = std::env::args().collect();
-    let _ = writeln!(out, "### `joblog bench ingest` — {date}\n");
-    let _ = writeln!(out, "Command: `{}`  ", redact_args(&cmd).join(" "));
+    let _ = writeln!(out, "## joblog bench ingest\n");
+    let _ = writeln!(out, "Date: {date}  ");
+    let _ = writeln!(out, "Command: `{}`  ", super::command_line());
     let _ = writeln!(
         out,
         "Store: {} · {} records per run from {jobs} concurrent jobs ({APPEND_RECORDS} records per hand-over) · {} runs · medians\n",
@@ -147,8 +157,37 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<i32>
         "\nPipeline / raw limit ({}): **{share:.0} %** (budget ≥ 70 %).",
         best_method.name()
     );
-    println!("{out}");
-    Ok(0)
+    let figures = json!({
+        "store": store.describe(),
+        "records_per_run": per_job * jobs,
+        "jobs": jobs,
+        "pipeline_records_per_s": piped,
+        "raw": methods.iter().zip(&raw).map(|(m, r)| json!({
+            "method": m.name(),
+            "records_per_s": r,
+            "median": median(r),
+        })).collect::<Vec<_>>(),
+        "pipeline_median": pipeline_median,
+        "share_of_raw": share / 100.0,
+        "budget_share": 0.7,
+    });
+    let mut bars = vec![Bar {
+        label: "joblog pipeline".into(),
+        value: pipeline_median,
+        reference: false,
+    }];
+    bars.extend(methods.iter().zip(&raw).map(|(m, r)| Bar {
+        label: format!("raw: {}", m.name()),
+        value: median(r).unwrap_or(f64::NAN),
+        reference: true,
+    }));
+    let chart = Chart::Bars {
+        title: format!("ingest: records per second into {}", store.describe()),
+        unit: "records per second, median of the runs (grey: the raw limit, plain client code)"
+            .into(),
+        bars,
+    };
+    Ok(Report::new(out, figures).chart("", chart))
 }
 
 async fn new_jobs(pipeline: &Pipeline, n: usize) -> anyhow::Result<Vec<JobId>> {

@@ -1,12 +1,17 @@
 //! `joblog bench`: the benchmark scenarios of docs/benchmarks.md, printing Markdown
-//! tables. This module holds the arguments every scenario shares and picks
-//! the scenario; `server` runs the server under test, `stats` the figures;
-//! `psu`, `ingest`, `tail`, `oplog`, `result`, `schedule` and `dispatch`
+//! tables. This module holds the arguments every scenario shares and runs
+//! the scenario (or all of them); `server` runs the server under test,
+//! `stats` the figures, `output` and `chart` what `--out` keeps; `psu`,
+//! `ingest`, `dispatch`, `flood`, `tail`, `oplog`, `result` and `schedule`
 //! are one scenario each.
 
+mod chart;
 mod dispatch;
+mod flood;
 mod ingest;
 mod oplog;
+mod output;
+mod progress;
 mod psu;
 mod result;
 mod schedule;
@@ -14,16 +19,22 @@ pub mod server;
 mod stats;
 mod tail;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::bail;
 use clap::{Args, ValueEnum};
 
 use crate::client::{Connection, Global};
+use output::{Meta, Report};
 use stats::parse_count;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Scenario {
+    /// Every scenario below, one after the other, each on its own server
+    /// (with --quick: small, in a few minutes).
+    All,
     /// PowerShell Universal's job-log test: batches of concurrent jobs
     /// writing 1000 lines each; execution and retrieval as the log grows.
     Psu,
@@ -42,6 +53,9 @@ pub enum Scenario {
     /// Trivial jobs per second through the engine, beside the machine's
     /// own fork/exec rate at the same concurrency; queue wait.
     Dispatch,
+    /// One job writing --flood-size of output (1 GiB): records/s, the
+    /// server's peak memory, and another job's log latency meanwhile.
+    Flood,
     /// Many schedules (10,000) on one node: the server's CPU while none
     /// is due, then each firing once a minute: fire → job queued lateness.
     Schedule,
@@ -51,13 +65,16 @@ pub enum Scenario {
     TailWriter,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Scenario to run.
     #[arg(value_enum)]
     pub scenario: Scenario,
-    /// Message counts at which to measure (suffixes K and M).
-    #[arg(long, value_name = "LIST", default_value = "0.5M,1M,1.5M,2M,2.5M",
+    /// psu: message counts at which to measure, the last one where the
+    /// run stops (suffixes K and M; --quick: 50K,100K).
+    #[arg(long = "messages", visible_alias = "checkpoints", value_name = "LIST",
+          default_value = "0.5M,1M,1.5M,2M,2.5M",
+          default_value_if("quick", "true", "50K,100K"),
           value_parser = parse_checkpoints)]
     pub checkpoints: Checkpoints,
     /// Jobs per batch, run concurrently (dispatch: jobs run at once).
@@ -68,12 +85,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 1000,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub lines: u32,
-    /// Batches whose jobs make up the execution figures at a checkpoint.
+    /// Batches whose jobs make up the execution figures at a checkpoint
+    /// (--quick: 3).
     #[arg(long, value_name = "N", default_value_t = 10,
+          default_value_if("quick", "true", "3"),
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub window_batches: u32,
-    /// Whole-log retrievals timed at each checkpoint.
+    /// Whole-log retrievals timed at each checkpoint (--quick: 10).
     #[arg(long, value_name = "N", default_value_t = 30,
+          default_value_if("quick", "true", "10"),
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub retrievals: u32,
     /// Use the server given by --server instead of starting one.
@@ -89,16 +109,20 @@ pub struct BenchArgs {
     /// Stop after this long even if checkpoints remain (table so far is printed).
     #[arg(long, value_name = "DUR", default_value = "2h", value_parser = joblog_core::parse_positive_duration)]
     pub time_limit: Duration,
-    /// ingest: records written per run (suffixes K and M).
-    #[arg(long, value_name = "N", default_value = "500K", value_parser = parse_count)]
+    /// ingest: records written per run (suffixes K and M; --quick: 50K).
+    #[arg(long, value_name = "N", default_value = "500K",
+          default_value_if("quick", "true", "50K"), value_parser = parse_count)]
     pub records: u64,
     /// ingest, tail: runs; oplog: rounds of each configuration; result:
-    /// timed jobs; dispatch: rounds. The table shows medians.
+    /// timed jobs; dispatch: rounds. The table shows medians (--quick: 1).
     #[arg(long, value_name = "N", default_value_t = 5,
+          default_value_if("quick", "true", "1"),
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
-    /// tail: viewers of the followed job, one measurement per count and run.
-    #[arg(long, value_name = "LIST", default_value = "1,100", value_parser = parse_viewers)]
+    /// tail: viewers of the followed job, one measurement per count and
+    /// run (--quick: 1,10).
+    #[arg(long, value_name = "LIST", default_value = "1,100",
+          default_value_if("quick", "true", "1,10"), value_parser = parse_viewers)]
     pub viewers: Viewers,
     /// tail: lines per second the followed job writes.
     #[arg(long, value_name = "N", default_value_t = 200,
@@ -106,8 +130,10 @@ pub struct BenchArgs {
     pub rate: u32,
     /// tail: how long the followed job writes; oplog: how long each round
     /// of HTTP load lasts; schedule: how long the idle server and then the
-    /// fires are measured, each.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = joblog_core::parse_positive_duration)]
+    /// fires are measured, each (--quick: 3s).
+    #[arg(long, value_name = "DUR", default_value = "10s",
+          default_value_if("quick", "true", "3s"),
+          value_parser = joblog_core::parse_positive_duration)]
     pub duration: Duration,
     /// tail-writer: start writing once this file exists (`tail` makes it
     /// when every viewer is connected).
@@ -124,19 +150,39 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub client_threads: u32,
-    /// oplog: events each producing thread logs per round (suffixes K and M).
-    #[arg(long, value_name = "N", default_value = "100K", value_parser = parse_count)]
+    /// oplog: events each producing thread logs per round (suffixes K and
+    /// M; --quick: 10K).
+    #[arg(long, value_name = "N", default_value = "100K",
+          default_value_if("quick", "true", "10K"), value_parser = parse_count)]
     pub events: u64,
     /// result: size of the JSON result the job writes (suffixes KB, MB,
-    /// KiB, MiB).
-    #[arg(long, value_name = "SIZE", default_value = "4MB", value_parser = joblog_core::parse_byte_size)]
+    /// KiB, MiB; --quick: 1MB).
+    #[arg(long, value_name = "SIZE", default_value = "4MB",
+          default_value_if("quick", "true", "1MB"),
+          value_parser = joblog_core::parse_byte_size)]
     pub result_size: u64,
-    /// dispatch: jobs per round (suffixes K and M).
-    #[arg(long, value_name = "N", default_value = "2000", value_parser = parse_count)]
+    /// dispatch: jobs per round (suffixes K and M; --quick: 200).
+    #[arg(long, value_name = "N", default_value = "2000",
+          default_value_if("quick", "true", "200"), value_parser = parse_count)]
     pub jobs: u64,
-    /// schedule: schedules made (suffixes K and M).
-    #[arg(long, value_name = "N", default_value = "10K", value_parser = parse_count)]
+    /// schedule: schedules made (suffixes K and M; --quick: 1K).
+    #[arg(long, value_name = "N", default_value = "10K",
+          default_value_if("quick", "true", "1K"), value_parser = parse_count)]
     pub schedules: u64,
+    /// flood: output the flooding job writes (suffixes KB, MB, GB, KiB,
+    /// MiB, GiB; --quick: 32MiB).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB",
+          default_value_if("quick", "true", "32MiB"),
+          value_parser = joblog_core::parse_byte_size)]
+    pub flood_size: u64,
+    /// Small sizes everywhere (the defaults named "--quick" above): a
+    /// smoke run in seconds per scenario, not figures to quote.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also write each scenario's table (`<scenario>.md`), raw figures
+    /// (`.json`) and charts (`.svg`) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// With --external: the server, given after the command name.
     #[command(flatten)]
     pub connection: Connection,
@@ -239,7 +285,131 @@ fn redact_args(args: &[String]) -> Vec<String> {
     out
 }
 
+/// What `bench all` runs, in this order: the log first, then the engine,
+/// then the scenarios of the features built on them.
+const ALL: [Scenario; 8] = [
+    Scenario::Psu,
+    Scenario::Ingest,
+    Scenario::Dispatch,
+    Scenario::Flood,
+    Scenario::Tail,
+    Scenario::Oplog,
+    Scenario::Result,
+    Scenario::Schedule,
+];
+
+impl Scenario {
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::All => "all",
+            Scenario::Psu => "psu",
+            Scenario::Ingest => "ingest",
+            Scenario::Tail => "tail",
+            Scenario::Oplog => "oplog",
+            Scenario::Result => "result",
+            Scenario::Dispatch => "dispatch",
+            Scenario::Flood => "flood",
+            Scenario::Schedule => "schedule",
+            Scenario::TailWriter => "tail-writer",
+        }
+    }
+}
+
+/// The command line, secrets hidden, for the reports.
+fn command_line() -> String {
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    redact_args(&argv).join(" ")
+}
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
 pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
+    let scenarios = match args.scenario {
+        Scenario::TailWriter => return tail::run_writer(args).await,
+        Scenario::All if args.external => {
+            bail!("`bench all` starts a server of its own for each scenario; --external is for one scenario")
+        }
+        Scenario::All => ALL.to_vec(),
+        one => vec![one],
+    };
+    let mut code = 0;
+    let mut index = String::new();
+    let wall = std::time::Instant::now();
+    for scenario in scenarios.iter().copied() {
+        let mut one = args.clone();
+        one.scenario = scenario;
+        let meta = Meta {
+            date: now_rfc3339(),
+            command: command_line(),
+        };
+        if scenarios.len() > 1 {
+            eprintln!(
+                "bench all: {} ({:.0} s so far)",
+                scenario.name(),
+                wall.elapsed().as_secs_f64()
+            );
+        }
+        let report = match run_one(one, global.clone()).await {
+            Ok(r) => r,
+            // With `all`, one scenario's failure does not hide the others'
+            // figures; the command still exits non-zero.
+            Err(e) if scenarios.len() > 1 => {
+                eprintln!("bench all: {} failed: {e:#}", scenario.name());
+                let _ = writeln!(index, "- `{}`: **failed**: {e:#}", scenario.name());
+                code = 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        println!("{}", report.markdown);
+        if report.failed {
+            code = 1;
+        }
+        if let Some(dir) = &args.out {
+            let files = output::write(dir, scenario.name(), &meta, &report)?;
+            let names: Vec<String> = files
+                .iter()
+                .filter_map(|f| Some(f.file_name()?.to_string_lossy().into_owned()))
+                .collect();
+            eprintln!("bench: wrote {} into {}", names.join(", "), dir.display());
+            let _ = writeln!(
+                index,
+                "- [`{0}`]({0}.md){1}: {2}",
+                scenario.name(),
+                if report.failed {
+                    " (stopped by an error)"
+                } else {
+                    ""
+                },
+                names.join(", ")
+            );
+        }
+    }
+    if let (Some(dir), true) = (&args.out, scenarios.len() > 1) {
+        let body = format!(
+            "# joblog bench all\n\nDate: {}  \nCommand: `{}`  \nBuild: {}  \nWall time: {:.0} s\n\n{index}",
+            now_rfc3339(),
+            command_line(),
+            output::build(),
+            wall.elapsed().as_secs_f64()
+        );
+        let path = dir.join("index.md");
+        std::fs::write(&path, body)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        eprintln!(
+            "bench all: done in {:.0} s; {}",
+            wall.elapsed().as_secs_f64(),
+            path.display()
+        );
+    }
+    Ok(code)
+}
+
+async fn run_one(args: BenchArgs, global: Global) -> anyhow::Result<Report> {
     match args.scenario {
         Scenario::Psu => psu::run(args, global).await,
         Scenario::Ingest => ingest::run(args).await,
@@ -248,7 +418,10 @@ pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
         Scenario::Result => result::run(args).await,
         Scenario::Schedule => schedule::run(args).await,
         Scenario::Dispatch => dispatch::run(args).await,
-        Scenario::TailWriter => tail::run_writer(args).await,
+        Scenario::Flood => flood::run(args, global).await,
+        Scenario::All | Scenario::TailWriter => {
+            bail!("{} is not a scenario of its own", args.scenario.name())
+        }
     }
 }
 
@@ -263,6 +436,46 @@ mod tests {
             Checkpoints(vec![40_000, 500_000, 1_000_000])
         );
         assert!(parse_checkpoints(" , ").is_err());
+    }
+
+    #[test]
+    fn scenario_names_are_the_command_line_names() {
+        for s in Scenario::value_variants() {
+            let name = s.to_possible_value().unwrap();
+            assert_eq!(s.name(), name.get_name());
+        }
+    }
+
+    #[test]
+    fn quick_changes_only_the_sizes_not_given() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let parse = |line: &[&str]| {
+            let mut argv = vec!["bench"];
+            argv.extend_from_slice(line);
+            Cmd::try_parse_from(argv).unwrap().bench
+        };
+        let full = parse(&["psu"]);
+        assert_eq!(full.checkpoints.0.last(), Some(&2_500_000));
+        assert_eq!((full.records, full.runs, full.jobs), (500_000, 5, 2000));
+        assert_eq!(full.flood_size, 1 << 30);
+        let quick = parse(&["all", "--quick"]);
+        assert_eq!(quick.checkpoints.0, [50_000, 100_000]);
+        assert_eq!((quick.records, quick.runs, quick.jobs), (50_000, 1, 200));
+        assert_eq!(quick.flood_size, 32 << 20);
+        assert_eq!(quick.duration, Duration::from_secs(3));
+        let given = parse(&["psu", "--quick", "--messages", "5M,10M", "--runs", "3"]);
+        assert_eq!(given.checkpoints.0, [5_000_000, 10_000_000]);
+        assert_eq!((given.runs, given.records), (3, 50_000));
+        // The old name still works.
+        assert_eq!(
+            parse(&["psu", "--checkpoints", "1M"]).checkpoints.0,
+            [1_000_000]
+        );
     }
 
     #[test]

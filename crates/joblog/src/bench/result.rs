@@ -5,16 +5,18 @@
 //! with the storage ratio.
 
 use std::fmt::Write as _;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use joblog_core::{parse_time_bound, Timestamp};
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING};
 
+use super::chart::{Bar, Chart};
+use super::output::Report;
 use super::psu::run_job;
 use super::server::on_own_server;
 use super::stats::{fmt_ms, median, percentile};
-use super::{redact_args, scratch_dir, BenchArgs};
+use super::{scratch_dir, BenchArgs};
 use crate::client::Api;
 
 /// The blob's header: stored bytes = the zstd answer's length + this.
@@ -25,14 +27,15 @@ const BUDGET: (f64, f64) = (20.0, 10.0);
 const GOAL: (f64, f64) = (10.0, 5.0);
 
 /// One job's figures, ms.
+#[derive(serde::Serialize)]
 struct Run {
     stored: f64,
     read: f64,
     read_zstd: f64,
 }
 
-pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
-    let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+pub(super) async fn run(args: BenchArgs) -> anyhow::Result<Report> {
+    let date = super::now_rfc3339();
     let dir = scratch_dir("result")?;
     let document = document(args.result_size);
     let doc_path = dir.join("result.json");
@@ -49,19 +52,14 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
     .await;
     let _ = std::fs::remove_dir_all(&dir);
     let (runs, stored_bytes) = outcome?;
-    let argv: Vec<String> = std::env::args().collect();
-    print!(
-        "{}",
-        report(
-            &args,
-            &date,
-            &redact_args(&argv).join(" "),
-            &runs,
-            document.len() as u64,
-            stored_bytes
-        )
-    );
-    Ok(0)
+    Ok(report(
+        &args,
+        &date,
+        &super::command_line(),
+        &runs,
+        document.len() as u64,
+        stored_bytes,
+    ))
 }
 
 /// A warm-up job, then `--runs` timed ones; the stored size of the last.
@@ -186,7 +184,7 @@ fn report(
     runs: &[Run],
     raw: u64,
     stored: u64,
-) -> String {
+) -> Report {
     let col = |f: fn(&Run) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
     let stored_ms = col(|r| r.stored);
     let read = col(|r| r.read);
@@ -246,5 +244,36 @@ fn report(
         "\nStored: {stored} bytes for {raw} bytes of JSON ({:.1}× smaller).",
         raw as f64 / stored.max(1) as f64
     );
-    out
+    let figures = serde_json::json!({
+        "store": store,
+        "result_bytes": raw,
+        "stored_bytes": stored,
+        "runs_ms": runs,
+        "median_ms": {
+            "stored": median(&stored_ms),
+            "read": median(&read),
+            "read_zstd": median(&read_zstd),
+        },
+        "budget_ms": { "stored": BUDGET.0, "read": BUDGET.1 },
+    });
+    let bar = |label: &str, value: Option<f64>, reference: bool| Bar {
+        label: label.into(),
+        value: value.unwrap_or(f64::NAN),
+        reference,
+    };
+    let chart = Chart::Bars {
+        title: format!(
+            "result: a {:.1} MB result, medians ({store})",
+            raw as f64 / 1e6
+        ),
+        unit: "milliseconds (grey: budgets)".into(),
+        bars: vec![
+            bar("exit → result stored", median(&stored_ms), false),
+            bar("budget: stored", Some(BUDGET.0), true),
+            bar("read back, decoded", median(&read), false),
+            bar("read back, stored zstd", median(&read_zstd), false),
+            bar("budget: read back", Some(BUDGET.1), true),
+        ],
+    };
+    Report::new(out, figures).chart("", chart)
 }

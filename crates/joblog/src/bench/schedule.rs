@@ -8,16 +8,18 @@
 //! `joblog_schedule_fire_lateness_seconds`), and to the job's start.
 
 use std::fmt::Write as _;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use joblog_core::{parse_time_bound, Timestamp};
 use serde_json::{json, Value};
 
+use super::chart::{Bar, Chart};
+use super::output::Report;
 use super::server::on_own_server;
 use super::stats::{fmt_ms, median, percentile};
-use super::{redact_args, BenchArgs};
+use super::BenchArgs;
 use crate::client::Api;
 
 /// Budget of docs/benchmarks.md: p99 lateness, ms.
@@ -44,8 +46,8 @@ struct Figures {
     doubled: usize,
 }
 
-pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
-    let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+pub(super) async fn run(args: BenchArgs) -> anyhow::Result<Report> {
+    let date = super::now_rfc3339();
     // Jobs are `true`: enough slots that the pool never holds a fire's
     // job back from being queued (it never does: fires are queued by the
     // scheduler whatever the pool).
@@ -54,12 +56,7 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
         measure(&args, server).await
     })
     .await?;
-    let argv: Vec<String> = std::env::args().collect();
-    print!(
-        "{}",
-        report(&args, &date, &redact_args(&argv).join(" "), &figures)
-    );
-    Ok(0)
+    Ok(report(&args, &date, &super::command_line(), &figures))
 }
 
 async fn measure(
@@ -234,7 +231,7 @@ async fn lateness(
     Ok((out, started, doubled))
 }
 
-fn report(args: &BenchArgs, date: &str, command: &str, f: &Figures) -> String {
+fn report(args: &BenchArgs, date: &str, command: &str, f: &Figures) -> Report {
     let store = match &args.database {
         Some(url) if url.starts_with("postgres") => "PostgreSQL",
         _ => "SQLite",
@@ -298,5 +295,40 @@ fn report(args: &BenchArgs, date: &str, command: &str, f: &Figures) -> String {
         "| server CPU while firing (jobs run too) | {:.1} % of a core | |",
         f.busy_cpu
     );
-    out
+    let figures = json!({
+        "store": store,
+        "schedules": f.schedules,
+        "idle_cpu_percent": f.idle_cpu,
+        "busy_cpu_percent": f.busy_cpu,
+        "window_s": f.window_s,
+        "fires_measured": f.lateness.len(),
+        "made_twice": f.doubled,
+        "fire_to_queued_ms": { "p50": median(&f.lateness), "p99": p99, "max": percentile(&f.lateness, 100.0) },
+        "fire_to_started_ms": { "p50": median(&f.started), "p99": percentile(&f.started, 99.0) },
+        "fire_to_committed_bucket_ms": f.committed_p99.map(|(p50, p99, n)| json!({ "p50_at_most": p50, "p99_at_most": p99, "fires": n })),
+        "budget_p99_ms": BUDGET_P99_MS,
+    });
+    let bar = |label: &str, value: Option<f64>, reference: bool| Bar {
+        label: label.into(),
+        value: value.unwrap_or(f64::NAN),
+        reference,
+    };
+    let chart = Chart::Bars {
+        title: format!(
+            "schedule: {} schedules, fire lateness ({store})",
+            f.schedules
+        ),
+        unit: "milliseconds (grey: the budget)".into(),
+        bars: vec![
+            bar("fire → FireDue, p50", median(&f.lateness), false),
+            bar("fire → FireDue, p99", p99, false),
+            bar(
+                "fire → committed, p99 (bucket)",
+                f.committed_p99.map(|c| c.1),
+                false,
+            ),
+            bar("budget: p99", Some(BUDGET_P99_MS), true),
+        ],
+    };
+    Report::new(out, figures).chart("", chart)
 }

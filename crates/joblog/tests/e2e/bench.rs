@@ -270,3 +270,115 @@ async fn bench_dispatch_compares_jobs_with_fork_exec() {
         .unwrap_or_else(|| panic!("no ratio in\n{report}"));
     assert!(ratio > 0.0, "{report}");
 }
+
+/// Runs `joblog bench ARGS --out DIR` to success; its report and DIR.
+async fn bench_out(args: &[&str]) -> (String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg(dir.path())
+        .env("JOBLOG_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("running joblog bench");
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "bench {args:?} failed ({}):\n{report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (report, dir)
+}
+
+fn json_file(dir: &std::path::Path, name: &str) -> serde_json::Value {
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
+}
+
+/// `joblog bench flood` for real, small: every line of the flooding job
+/// stored (the cap raised), the other job's every line delivered, and the
+/// files `--out` promises.
+#[tokio::test]
+async fn bench_flood_stores_every_line_and_writes_its_files() {
+    let (report, dir) = bench_out(&[
+        "flood",
+        "--flood-size",
+        "4MiB",
+        "--duration",
+        "1s",
+        "--rate",
+        "100",
+    ])
+    .await;
+    let doc = json_file(dir.path(), "flood.json");
+    assert_eq!(doc["scenario"], "flood", "{doc}");
+    assert_eq!(doc["failed"], false, "{doc}");
+    let f = &doc["figures"];
+    // 80-byte lines; `head -c` cuts the last one short.
+    assert_eq!(f["job"]["records"], (4u64 << 20).div_ceil(80), "{f}");
+    assert_eq!(
+        f["job"]["bytes"].as_u64().unwrap() + (4 << 20) / 80,
+        4 << 20,
+        "{f}"
+    );
+    assert_eq!(f["job"]["truncated"], false, "{f}");
+    assert_eq!(f["other_job"]["lines_delivered"], 100, "{f}");
+    assert!(f["records_per_s"].as_f64().unwrap() > 0.0, "{f}");
+    assert!(f["peak_rss_mib"].as_f64().unwrap() > 0.0, "{f}");
+    let md = std::fs::read_to_string(dir.path().join("flood.md")).unwrap();
+    assert!(md.starts_with(report.trim_end()), "{md}\n---\n{report}");
+    assert!(md.contains("![flood.svg](flood.svg)"), "{md}");
+    let svg = std::fs::read_to_string(dir.path().join("flood.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg ") && svg.contains("budget: p99"),
+        "{svg}"
+    );
+}
+
+/// `joblog bench psu --out`: a JSON object per checkpoint, and the two
+/// line charts with a line for joblog and one for the published figures.
+#[tokio::test]
+async fn bench_psu_writes_its_figures_and_charts() {
+    let (_, dir) = bench_out(&[
+        "psu",
+        "--messages",
+        "400,800",
+        "--lines",
+        "100",
+        "--batch-jobs",
+        "2",
+        "--window-batches",
+        "1",
+        "--retrievals",
+        "2",
+    ])
+    .await;
+    let doc = json_file(dir.path(), "psu.json");
+    let rows = doc["figures"]["checkpoints"].as_array().unwrap();
+    let at: Vec<u64> = rows
+        .iter()
+        .map(|r| r["checkpoint"].as_u64().unwrap())
+        .collect();
+    assert_eq!(at, [400, 800], "{doc}");
+    for r in rows {
+        assert!(r["exec_median_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["retrieval_median_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["failed_jobs"], 0, "{r}");
+    }
+    assert_eq!(
+        doc["charts"],
+        serde_json::json!(["psu-execution.svg", "psu-retrieval.svg"])
+    );
+    for name in ["psu-execution.svg", "psu-retrieval.svg"] {
+        let svg = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(
+            svg.contains(">joblog<") && svg.contains("<polyline"),
+            "{name}: {svg}"
+        );
+    }
+}

@@ -10,12 +10,13 @@ mod load;
 mod report;
 pub(super) mod scrape;
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use tokio::signal::unix::{signal, SignalKind};
 
-use super::{redact_args, scratch_dir, BenchArgs};
+use super::output::Report;
+use super::{scratch_dir, BenchArgs};
 use caller::{CallerRound, Pace, Writer};
 use load::LoadGen;
 use report::OplogReport;
@@ -49,7 +50,7 @@ fn paces(events: u64) -> Vec<Pace> {
 /// Timer samples for the overhead figure.
 const TIMER_SAMPLES: usize = 200_000;
 
-pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
+pub(super) async fn run(args: BenchArgs) -> anyhow::Result<Report> {
     if args.external || args.database.is_some() {
         bail!(crate::client::UsageError(
             "bench oplog starts its own servers, on SQLite: --external and --database do not apply"
@@ -60,7 +61,7 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
     // Before any server starts, so Ctrl-C always goes through the path
     // that stops them (each runs in its own process group).
     let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
-    let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let date = super::now_rfc3339();
     let load = LoadGen::new(args.connections, args.client_threads)?;
     let http = http::measure(&args, &load, &mut sigint).await;
     load.stop();
@@ -117,12 +118,10 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
         ));
         code = 1;
     }
-    let argv: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let text = report::render(&OplogReport {
+    let command = super::command_line();
+    let figures = OplogReport {
         date: &date,
-        command: &redact_args(&argv).join(" "),
+        command: &command,
         duration: args.duration,
         runs: args.runs,
         connections: args.connections,
@@ -133,9 +132,11 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<i32> {
         caller: &caller,
         total: wall.elapsed(),
         notes: &notes,
-    });
-    print!("{text}");
-    Ok(code)
+    };
+    let (raw, chart) = report::figures(&figures);
+    let mut out = Report::new(report::render(&figures), raw).chart("", chart);
+    out.failed = code != 0;
+    Ok(out)
 }
 
 type CallerFigures = (Option<(f64, f64)>, Vec<CallerRound>);

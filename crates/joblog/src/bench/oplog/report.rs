@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use super::caller::{CallerRound, Pace, Writer};
 use super::http::{HttpFigures, Round, SETUPS};
+use serde_json::json;
+
+use crate::bench::chart::{Bar, Chart};
 use crate::bench::stats::median;
 
 /// Budget and goal of requests/s with logging on, as a share of off.
@@ -73,6 +76,53 @@ pub(super) fn render(r: &OplogReport<'_>) -> String {
     http_section(&mut s, r);
     caller_section(&mut s, r);
     s
+}
+
+/// The raw figures for `--out`, and the chart: requests/s by setup.
+pub(super) fn figures(r: &OplogReport<'_>) -> (serde_json::Value, Chart) {
+    let mut setups = Vec::new();
+    let mut bars = Vec::new();
+    for (i, setup) in SETUPS.iter().enumerate() {
+        let rounds: Vec<&Round> = r.http.rounds.iter().filter(|x| x.setup == i).collect();
+        let median_rate = rate(&rounds);
+        setups.push(json!({
+            "logging": setup.label,
+            "requests_per_s": median_rate,
+            "rounds_requests_per_s": rounds.iter().map(|x| x.sent.per_second()).collect::<Vec<_>>(),
+            "server_cpu_us_per_request": cpu_per_request(&rounds, true),
+            "failed_requests": rounds.iter().map(|x| x.sent.failed).sum::<u64>(),
+        }));
+        bars.push(Bar {
+            label: format!("logging {}", setup.label),
+            value: median_rate.unwrap_or(f64::NAN),
+            reference: i == 0,
+        });
+    }
+    let caller: Vec<_> = r
+        .caller
+        .iter()
+        .map(|c| {
+            json!({
+                "writer": c.writer.name(),
+                "pace": pace_label(c.pace),
+                "p50_ns": c.p50,
+                "p99_ns": c.p99,
+                "p999_ns": c.p999,
+            })
+        })
+        .collect();
+    let value = json!({
+        "http": setups,
+        "timer_overhead_ns": r.timer.map(|(p50, p99)| json!({"p50": p50, "p99": p99})),
+        "caller": caller,
+        "budget_on_percent_of_off": BUDGET,
+    });
+    let chart = Chart::Bars {
+        title: "oplog: HTTP requests per second, the server's own logging off and on".into(),
+        unit: "requests per second, median of the rounds (grey: logging off, the reference)".into(),
+        bars,
+    };
+    (value, chart)
 }
 
 fn http_section(s: &mut String, r: &OplogReport<'_>) {

@@ -6,16 +6,18 @@ pub(super) mod load;
 mod report;
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 
+use super::output::Report;
+use super::progress::Progress;
 use super::server::{start_server, SpawnedServer};
 use super::stats::{fmt_ms, format_count, median, percentile};
-use super::{redact_args, BenchArgs};
+use super::BenchArgs;
 use crate::client::{Api, ApiError, Global, JobView};
 use report::{psu_report, PsuReport, Row};
 
@@ -163,6 +165,9 @@ struct Psu<'a> {
     /// Recent finished, succeeded jobs: the retrieval sample.
     recent: VecDeque<i64>,
     rows: Vec<Row>,
+    /// Drawn while `bench psu` runs (not when the load serves another
+    /// scenario).
+    progress: Option<Progress>,
 }
 
 impl<'a> Psu<'a> {
@@ -180,6 +185,23 @@ impl<'a> Psu<'a> {
             batch_walls: VecDeque::new(),
             recent: VecDeque::new(),
             rows: Vec::new(),
+            progress: None,
+        }
+    }
+
+    /// A line that stays, above the progress bar if there is one.
+    fn keep(&self, line: String) {
+        match &self.progress {
+            Some(p) => p.keep(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// A passing progress line: beside the bar if there is one.
+    fn note(&self, line: String) {
+        match &self.progress {
+            Some(p) => p.note(line),
+            None => eprintln!("{line}"),
         }
     }
 
@@ -224,7 +246,7 @@ impl<'a> Psu<'a> {
             if first_batch {
                 bail!("the first batch failed: {f}");
             }
-            eprintln!("bench: {f}");
+            self.keep(format!("bench: {f}"));
         }
         Ok(())
     }
@@ -281,7 +303,7 @@ impl<'a> Psu<'a> {
             memory: self.server.and_then(SpawnedServer::memory_mib),
             elapsed: self.started.elapsed(),
         };
-        eprintln!(
+        self.keep(format!(
             "bench: checkpoint {}: {} jobs, execution median {} ms (p90 {}), retrieval median {} ms (p90 {})",
             format_count(checkpoint),
             row.jobs,
@@ -289,7 +311,7 @@ impl<'a> Psu<'a> {
             fmt_ms(row.exec_p90),
             fmt_ms(row.retr_median),
             fmt_ms(row.retr_p90),
-        );
+        ));
         self.rows.push(row);
         Ok(())
     }
@@ -298,6 +320,8 @@ impl<'a> Psu<'a> {
     /// stopped early, if it did.
     async fn run(&mut self) -> anyhow::Result<Option<String>> {
         let checkpoints = self.args.checkpoints.0.clone();
+        let target = checkpoints.last().copied().unwrap_or(0);
+        self.progress = Some(Progress::new(target, "messages"));
         let mut next = 0usize;
         let mut last_progress = Instant::now();
         while next < checkpoints.len() {
@@ -309,21 +333,23 @@ impl<'a> Psu<'a> {
             }
             self.batch().await?;
             let messages = self.jobs * u64::from(self.args.lines);
+            if let Some(p) = &self.progress {
+                p.set(messages);
+            }
             while next < checkpoints.len() && messages >= checkpoints[next] {
                 self.measure(checkpoints[next]).await?;
                 next += 1;
             }
             if last_progress.elapsed() > Duration::from_secs(5) {
                 last_progress = Instant::now();
-                let target = checkpoints.last().copied().unwrap_or(0);
-                eprintln!(
+                self.note(format!(
                     "bench: {} / {} messages, {} jobs, last batch {} ms, {:.0} s",
                     messages,
                     target,
                     self.jobs,
                     fmt_ms(self.batch_walls.back().copied()),
                     self.started.elapsed().as_secs_f64(),
-                );
+                ));
             }
         }
         Ok(None)
@@ -344,13 +370,13 @@ fn push_bounded<T>(q: &mut VecDeque<T>, v: T, cap: usize) {
     }
 }
 
-pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
+pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<Report> {
     let wall = Instant::now();
     // Registered before the server starts, so Ctrl-C at any point stops the
     // bench through the path that also stops its server (which runs in its
     // own process group and would otherwise be left behind).
     let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
-    let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let date = super::now_rfc3339();
     let token = global.token()?;
     let server = if args.external {
         None
@@ -412,28 +438,30 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
         Err(e) if rows.is_empty() => return Err(e),
         other => other,
     };
-    let (note, code) = match stop {
-        Ok(None) => (None, 0),
-        Ok(Some(why)) => (Some(format!("stopped early: {why}")), 0),
-        Err(e) => (Some(format!("stopped by an error: {e:#}")), 1),
+    let (note, failed) = match stop {
+        Ok(None) => (None, false),
+        Ok(Some(why)) => (Some(format!("stopped early: {why}")), false),
+        Err(e) => (Some(format!("stopped by an error: {e:#}")), true),
     };
     if let Some(n) = &note {
         eprintln!("bench: {n}");
     }
-    let argv: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let report = psu_report(&PsuReport {
+    let command = super::command_line();
+    let psu = PsuReport {
         date: &date,
-        command: &redact_args(&argv).join(" "),
+        command: &command,
         database: &database,
         args: &args,
         rows: &rows,
         total: wall.elapsed(),
         note: note.as_deref(),
-    });
-    print!("{report}");
-    Ok(code)
+    };
+    let mut out = Report::new(psu_report(&psu), report::figures(&psu));
+    for (suffix, chart) in report::charts(&psu) {
+        out = out.chart(suffix, chart);
+    }
+    out.failed = failed;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -4,6 +4,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use serde_json::json;
+
+use crate::bench::chart::{Chart, Series};
 use crate::bench::stats::{fmt_ms, format_count};
 use crate::bench::BenchArgs;
 
@@ -42,6 +45,85 @@ pub(super) struct PsuReport<'a> {
     pub(super) rows: &'a [Row],
     pub(super) total: Duration,
     pub(super) note: Option<&'a str>,
+}
+
+/// The raw figures for `--out`: one object per checkpoint.
+pub(super) fn figures(r: &PsuReport<'_>) -> serde_json::Value {
+    let rows: Vec<_> = r
+        .rows
+        .iter()
+        .map(|row| {
+            json!({
+                "checkpoint": row.checkpoint,
+                "messages": row.messages,
+                "jobs": row.jobs,
+                "exec_median_ms": row.exec_median,
+                "exec_p90_ms": row.exec_p90,
+                "retrieval_median_ms": row.retr_median,
+                "retrieval_p90_ms": row.retr_p90,
+                "batch_wall_median_ms": row.batch_median,
+                "failed_jobs": row.failed,
+                "server_rss_mib": row.memory.map(|m| m.0),
+                "server_peak_rss_mib": row.memory.map(|m| m.1),
+                "elapsed_s": row.elapsed.as_secs_f64(),
+                "psu_sqlite_reference_ms": psu_sqlite_reference(row.checkpoint)
+                    .map(|(e, t)| json!({"exec": e, "retrieval": t})),
+            })
+        })
+        .collect();
+    json!({
+        "store": r.database,
+        "batch_jobs": r.args.batch_jobs,
+        "lines_per_job": r.args.lines,
+        "checkpoints": rows,
+        "budget_ms": {"exec": 50, "retrieval": 5},
+    })
+}
+
+/// Execution and retrieval against the database's size: joblog beside
+/// the published reference.
+pub(super) fn charts(r: &PsuReport<'_>) -> Vec<(&'static str, Chart)> {
+    let line = |name: &str, f: &dyn Fn(&Row) -> Option<f64>, dashed: bool| Series {
+        name: name.into(),
+        points: r
+            .rows
+            .iter()
+            .filter_map(|row| Some((row.checkpoint as f64, f(row)?)))
+            .collect(),
+        dashed,
+    };
+    let reference = |pick: fn((u32, u32)) -> u32| {
+        move |row: &Row| psu_sqlite_reference(row.checkpoint).map(|p| f64::from(pick(p)))
+    };
+    let chart = |title: &str, series: Vec<Series>| Chart::Lines {
+        title: title.into(),
+        x_label: "messages in the database".into(),
+        y_label: "milliseconds, median".into(),
+        series,
+        log_y: true,
+    };
+    vec![
+        (
+            "execution",
+            chart(
+                "psu: a job's execution (1000 lines) as the log grows",
+                vec![
+                    line("joblog", &|row| row.exec_median, false),
+                    line("PSU on SQLite (published)", &reference(|p| p.0), true),
+                ],
+            ),
+        ),
+        (
+            "retrieval",
+            chart(
+                "psu: retrieving a job's whole log as the log grows",
+                vec![
+                    line("joblog", &|row| row.retr_median, false),
+                    line("PSU on SQLite (published)", &reference(|p| p.1), true),
+                ],
+            ),
+        ),
+    ]
 }
 
 pub(super) fn psu_report(r: &PsuReport<'_>) -> String {

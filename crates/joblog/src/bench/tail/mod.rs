@@ -7,7 +7,7 @@
 //! and `report` sums them up.
 
 mod lines;
-mod report;
+pub(super) mod report;
 mod sse;
 mod viewer;
 mod writer;
@@ -15,7 +15,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context};
 use joblog_store::scratch::ScratchDatabase;
@@ -25,9 +25,10 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use super::output::Report;
 use super::psu::load::{run_until, LoadFigures};
 use super::server::start_server;
-use super::{redact_args, scratch_dir, BenchArgs};
+use super::{scratch_dir, BenchArgs};
 use crate::client::{Api, Global, JobView};
 use lines::line_count;
 use report::{Figures, Measured, TailReport};
@@ -38,14 +39,14 @@ const DEFAULT_VIEWERS_PER_JOB: u32 = 100;
 const DEFAULT_CONCURRENCY: u32 = 16;
 
 /// What every measurement of one bench shares.
-struct Ctx<'a> {
-    args: &'a BenchArgs,
-    global: &'a Global,
-    token: Option<String>,
+pub(super) struct Ctx<'a> {
+    pub(super) args: &'a BenchArgs,
+    pub(super) global: &'a Global,
+    pub(super) token: Option<String>,
     /// This executable: the followed job runs it as `bench tail-writer`.
-    exe: PathBuf,
+    pub(super) exe: PathBuf,
     /// Where the start files are made (one per measurement).
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
 }
 
 /// `joblog bench tail-writer`: the followed job.
@@ -61,12 +62,12 @@ pub(super) async fn run_writer(args: BenchArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
+pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<Report> {
     let wall = Instant::now();
     // Before any server starts, so Ctrl-C always goes through the path
     // that stops it (it runs in its own process group).
     let mut sigint = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
-    let date = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let date = super::now_rfc3339();
     let dir = scratch_dir("tail")?;
     let ctx = Ctx {
         args: &args,
@@ -107,9 +108,6 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
     if let Some((note, _)) = &stopped {
         eprintln!("bench: {note}");
     }
-    let argv: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
     let database = match (args.external, &args.database) {
         (true, _) => format!(
             "external server at {}",
@@ -122,22 +120,21 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> 
         (false, Some(db)) => crate::client::redact_url(db),
         (false, None) => "SQLite in a fresh temporary data directory for each measurement".into(),
     };
-    let report = report::render(&TailReport {
+    let command = super::command_line();
+    let tail = TailReport {
         date: &date,
-        command: &redact_args(&argv).join(" "),
+        command: &command,
         database: &database,
         args: &args,
         rows: &rows,
         total: wall.elapsed(),
         note: stopped.as_ref().map(|(n, _)| n.as_str()),
-    });
-    print!("{report}");
-    let failed = rows.iter().any(|m| m.figures.problem_count > 0);
-    Ok(match stopped {
-        Some((_, code)) if code != 0 => code,
-        _ if failed => 1,
-        _ => 0,
-    })
+    };
+    let (raw, chart) = report::figures(&tail);
+    let mut out = Report::new(report::render(&tail), raw).chart("", chart);
+    out.failed = stopped.as_ref().is_some_and(|(_, code)| *code != 0)
+        || rows.iter().any(|m| m.figures.problem_count > 0);
+    Ok(out)
 }
 
 fn is_postgres(url: &str) -> bool {
@@ -227,7 +224,7 @@ async fn measure(ctx: &Ctx<'_>, url: &str, run: u32, viewers: u32) -> anyhow::Re
                 .wait_for(|n| *n >= 1)
                 .await
                 .map_err(|_| anyhow!("the psu load stopped before its first batch ended"))?;
-            follow(ctx, url, viewers).await
+            follow(ctx, url, viewers, None).await
         }
         .await;
         stop.send_replace(true);
@@ -240,22 +237,34 @@ async fn measure(ctx: &Ctx<'_>, url: &str, run: u32, viewers: u32) -> anyhow::Re
     Ok(Measured {
         run,
         viewers,
-        figures: Figures::of(&followed.outcomes, followed.expected, followed.job_problem),
+        figures: followed.figures(),
         load,
     })
 }
 
 /// What the viewers of one job saw.
-struct Followed {
+pub(super) struct Followed {
     expected: u64,
     outcomes: Vec<lines::ViewerOutcome>,
     /// The job did not end as it should have (as its `end` event says).
     job_problem: Option<String>,
 }
 
+impl Followed {
+    pub(super) fn figures(self) -> Figures {
+        Figures::of(&self.outcomes, self.expected, self.job_problem)
+    }
+}
+
 /// Submits the followed job, connects `viewers` to its live tail, lets it
-/// write once all are connected, and reads every viewer to its end.
-async fn follow(ctx: &Ctx<'_>, url: &str, viewers: u32) -> anyhow::Result<Followed> {
+/// write once all are connected (and tells `writing`), and reads every
+/// viewer to its end.
+pub(super) async fn follow(
+    ctx: &Ctx<'_>,
+    url: &str,
+    viewers: u32,
+    writing: Option<tokio::sync::oneshot::Sender<()>>,
+) -> anyhow::Result<Followed> {
     static STARTS: AtomicU64 = AtomicU64::new(0);
     let args = ctx.args;
     let api = Arc::new(Api::with_ca(
@@ -301,6 +310,9 @@ async fn follow(ctx: &Ctx<'_>, url: &str, viewers: u32) -> anyhow::Result<Follow
     }
     std::fs::write(&start_file, b"")
         .with_context(|| format!("cannot create {}", start_file.display()))?;
+    if let Some(w) = writing {
+        let _ = w.send(());
+    }
     eprintln!(
         "bench: {viewers} viewer(s) of job {} connected; it writes {expected} lines at {}/s",
         job.id, args.rate

@@ -4,6 +4,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use serde_json::json;
+
+use super::super::chart::{Bar, Chart};
 use super::super::psu::load::LoadFigures;
 use super::super::stats::{fmt_ms, median, percentile};
 use super::super::BenchArgs;
@@ -14,23 +17,23 @@ const KEEP_PROBLEMS: usize = 10;
 
 /// One measurement's latencies, every line of every viewer together.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Figures {
-    pub(super) viewers: usize,
+pub(in crate::bench) struct Figures {
+    pub(in crate::bench) viewers: usize,
     /// Lines delivered, all viewers.
-    pub(super) lines: u64,
+    pub(in crate::bench) lines: u64,
     /// Lines that should have been: written × viewers.
-    pub(super) expected: u64,
-    pub(super) p50: Option<f64>,
-    pub(super) p90: Option<f64>,
-    pub(super) p99: Option<f64>,
-    pub(super) max: Option<f64>,
+    pub(in crate::bench) expected: u64,
+    pub(in crate::bench) p50: Option<f64>,
+    pub(in crate::bench) p90: Option<f64>,
+    pub(in crate::bench) p99: Option<f64>,
+    pub(in crate::bench) max: Option<f64>,
     /// Written → the server's `ts` on the record, p99: the part of the
     /// latency before joblog's pipeline and the SSE path.
-    pub(super) to_server_p99: Option<f64>,
+    pub(in crate::bench) to_server_p99: Option<f64>,
     /// The pace the job wrote at, from its own stamps.
-    pub(super) written_per_s: Option<f64>,
-    pub(super) problems: Vec<String>,
-    pub(super) problem_count: u64,
+    pub(in crate::bench) written_per_s: Option<f64>,
+    pub(in crate::bench) problems: Vec<String>,
+    pub(in crate::bench) problem_count: u64,
 }
 
 impl Figures {
@@ -118,6 +121,61 @@ pub(super) struct TailReport<'a> {
     pub(super) total: Duration,
     pub(super) note: Option<&'a str>,
 }
+
+/// The raw figures for `--out`, and the chart: p99 by viewer count.
+pub(super) fn figures(r: &TailReport<'_>) -> (serde_json::Value, Chart) {
+    let rows: Vec<_> = r
+        .rows
+        .iter()
+        .map(|m| {
+            let f = &m.figures;
+            json!({
+                "run": m.run,
+                "viewers": m.viewers,
+                "lines_delivered": f.lines,
+                "lines_expected": f.expected,
+                "p50_ms": f.p50, "p90_ms": f.p90, "p99_ms": f.p99, "max_ms": f.max,
+                "to_server_p99_ms": f.to_server_p99,
+                "problems": f.problem_count,
+                "load_jobs": m.load.jobs,
+                "load_exec_median_ms": m.load.exec_median,
+            })
+        })
+        .collect();
+    let mut bars = Vec::new();
+    for &v in &r.args.viewers.0 {
+        let p99: Vec<f64> = r
+            .rows
+            .iter()
+            .filter(|m| m.viewers == v)
+            .filter_map(|m| m.figures.p99)
+            .collect();
+        if let Some(p) = median(&p99) {
+            bars.push(Bar {
+                label: format!("{v} viewer(s), p99"),
+                value: p,
+                reference: false,
+            });
+        }
+    }
+    bars.push(Bar {
+        label: "budget: p99".into(),
+        value: BUDGET_P99_MS,
+        reference: true,
+    });
+    let chart = Chart::Bars {
+        title: "tail: a line written → delivered to live-tail viewers, under the psu load".into(),
+        unit: "milliseconds, median of the runs (grey: the budget)".into(),
+        bars,
+    };
+    (
+        json!({ "measurements": rows, "budget_p99_ms": BUDGET_P99_MS }),
+        chart,
+    )
+}
+
+/// Budget of docs/benchmarks.md: p99, ms.
+const BUDGET_P99_MS: f64 = 100.0;
 
 pub(super) fn render(r: &TailReport<'_>) -> String {
     let a = r.args;
