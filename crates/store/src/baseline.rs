@@ -4,8 +4,16 @@
 //! takes at all. PostgreSQL is measured three ways, to show why the writer
 //! uses binary COPY.
 //!
+//! `designs` holds the two job-log designs `bench psu` sets beside
+//! joblog, and `size` a database's bytes on disk for the storage figure.
+//!
 //! Compiled only with the `bench` feature, which only the `joblog` binary
 //! enables: nothing else links this code.
+
+pub mod designs;
+mod size;
+
+pub use size::database_bytes;
 
 use std::time::{Duration, Instant};
 

@@ -92,7 +92,7 @@ pub fn short(v: f64) -> String {
     } else {
         (v, "")
     };
-    let text = if n == n.trunc() {
+    let text = if n == n.trunc() || n.abs() >= 100.0 {
         format!("{n:.0}")
     } else if (n * 10.0).trunc() == n * 10.0 || n.abs() >= 10.0 {
         format!("{n:.1}")
@@ -311,6 +311,8 @@ mod tests {
         assert_eq!(short(900.0), "900");
         assert_eq!(short(0.25), "0.25");
         assert_eq!(short(12.5), "12.5");
+        assert_eq!(short(379.96), "380");
+        assert_eq!(short(2679.4), "2.68K");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::chart::{Bar, Chart};
 use super::output::Report;
 use super::progress::Progress;
-use super::stats::{format_count, median};
+use super::stats::{database_bytes, format_count, median, TextSize};
 use super::BenchArgs;
 
 /// Records a job hands over at a time (a pipe read of short lines).
@@ -58,9 +58,11 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
 
     let mut piped = Vec::new();
     let mut raw: Vec<Vec<f64>> = vec![Vec::new(); methods.len()];
+    let mut storage = Storage::default();
     let progress = Progress::new(u64::from(args.runs), "runs");
     for run in 1..=args.runs {
         let ids = new_jobs(&pipeline, jobs).await?;
+        let before = database_bytes(&url).await?;
         let work: Vec<(JobId, Vec<Vec<Record>>)> = ids
             .iter()
             .map(|id| {
@@ -73,7 +75,10 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
                 )
             })
             .collect();
+        storage.text(&work)?;
         let took = through_pipeline(&pipeline, work, ids[0]).await?;
+        storage.database += database_bytes(&url).await?.saturating_sub(before);
+        storage.records += (per_job * jobs) as u64;
         let rate = (per_job * jobs) as f64 / took.as_secs_f64();
         progress.keep(format!("bench: run {run}: pipeline {rate:.0} records/s"));
         piped.push(rate);
@@ -157,7 +162,20 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
         "\nPipeline / raw limit ({}): **{share:.0} %** (budget ≥ 70 %).",
         best_method.name()
     );
+    let per = |b: u64| b as f64 / storage.records.max(1) as f64;
+    let _ = writeln!(
+        out,
+        "\nStorage, bytes per record (the database's growth over the pipeline's runs, after a checkpoint): **{:.1}** in the database, beside {:.1} as plain text and {:.1} as `zstd -3` of each job's text.",
+        per(storage.database),
+        per(storage.text.raw),
+        per(storage.text.zstd)
+    );
     let figures = json!({
+        "bytes_per_record": {
+            "database": per(storage.database),
+            "raw_text": per(storage.text.raw),
+            "zstd_3": per(storage.text.zstd),
+        },
         "store": store.describe(),
         "records_per_run": per_job * jobs,
         "jobs": jobs,
@@ -188,6 +206,30 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
         bars,
     };
     Ok(Report::new(out, figures).chart("", chart))
+}
+
+/// The storage figure: what the pipeline's runs added to the database,
+/// beside the same records as text (a line each) and as `zstd -3` of
+/// each job's text.
+#[derive(Default)]
+struct Storage {
+    records: u64,
+    database: u64,
+    text: TextSize,
+}
+
+impl Storage {
+    fn text(&mut self, work: &[(JobId, Vec<Vec<Record>>)]) -> anyhow::Result<()> {
+        for (_, chunks) in work {
+            let mut text = String::new();
+            for r in chunks.iter().flatten() {
+                text.push_str(&r.message);
+                text.push('\n');
+            }
+            self.text.add_job(&text)?;
+        }
+        Ok(())
+    }
 }
 
 async fn new_jobs(pipeline: &Pipeline, n: usize) -> anyhow::Result<Vec<JobId>> {

@@ -91,6 +91,13 @@ pub struct BenchArgs {
           default_value_if("quick", "true", "3"),
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub window_batches: u32,
+    /// psu: batches of jobs each design of the past (a row rewritten per
+    /// message, an autocommit INSERT per message) runs at each checkpoint,
+    /// beside joblog; 0 leaves them out (--quick: 1).
+    #[arg(long, value_name = "N", default_value_t = 3,
+          default_value_if("quick", "true", "1"),
+          value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub baseline_batches: u32,
     /// Whole-log retrievals timed at each checkpoint (--quick: 10).
     #[arg(long, value_name = "N", default_value_t = 30,
           default_value_if("quick", "true", "10"),

@@ -16,6 +16,9 @@ use crate::client::Api;
 pub(super) struct SpawnedServer {
     child: tokio::process::Child,
     pub(super) url: String,
+    /// The URL of its database (the SQLite file in its data directory
+    /// unless `--database` was given).
+    pub(super) database: String,
     root: PathBuf,
     log_path: PathBuf,
     keep: bool,
@@ -124,6 +127,10 @@ pub(super) async fn start_server(
     let mut server = SpawnedServer {
         child,
         url: format!("http://{listen}"),
+        database: database.map_or_else(
+            || format!("sqlite://{}", data.join("joblog.db").display()),
+            str::to_string,
+        ),
         root,
         log_path,
         keep: args.keep,

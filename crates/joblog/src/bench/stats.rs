@@ -60,9 +60,56 @@ pub(super) fn fmt_ms(v: Option<f64>) -> String {
     }
 }
 
+/// The bytes on disk of the database at `url`, after a checkpoint (see
+/// `joblog_store::baseline::database_bytes`).
+pub(super) async fn database_bytes(url: &str) -> anyhow::Result<u64> {
+    use anyhow::Context;
+    let url = url.to_string();
+    tokio::task::spawn_blocking(move || joblog_store::baseline::database_bytes(&url))
+        .await
+        .context("measuring the database")?
+        .context("measuring the database")
+}
+
+/// The storage figure's references: logs as plain text, and as `zstd -3`
+/// of each job's text (what a runner keeping a compressed file per job
+/// would store).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct TextSize {
+    pub(super) raw: u64,
+    pub(super) zstd: u64,
+}
+
+impl TextSize {
+    /// Counts one job's whole log.
+    pub(super) fn add_job(&mut self, text: &str) -> anyhow::Result<()> {
+        self.raw += text.len() as u64;
+        self.zstd += zstd::bulk::compress(text.as_bytes(), 3)
+            .map_err(|e| anyhow::anyhow!("zstd: {e}"))?
+            .len() as u64;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_size_counts_the_text_and_its_zstd() {
+        let mut t = TextSize::default();
+        let text: String = (1..=1000)
+            .map(|i| format!("message {i} of job 7\n"))
+            .collect();
+        t.add_job(&text).unwrap();
+        t.add_job("").unwrap();
+        assert_eq!(t.raw, text.len() as u64);
+        let alone = zstd::bulk::compress(text.as_bytes(), 3).unwrap().len() as u64;
+        assert!(
+            t.zstd > alone && t.zstd < alone + 20 && t.zstd < t.raw / 5,
+            "{t:?}"
+        );
+    }
 
     #[test]
     fn counts() {

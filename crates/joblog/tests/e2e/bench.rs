@@ -340,11 +340,11 @@ async fn bench_flood_stores_every_line_and_writes_its_files() {
     );
 }
 
-/// `joblog bench psu --out`: a JSON object per checkpoint, and the two
-/// line charts with a line for joblog and one for the published figures.
-#[tokio::test]
-async fn bench_psu_writes_its_figures_and_charts() {
-    let (_, dir) = bench_out(&[
+/// `joblog bench psu --out`: a JSON object per checkpoint with joblog's
+/// figures, both designs of the past and the storage figure, and the two
+/// line charts with a line for each and one for the published figures.
+async fn bench_psu_writes_its_figures_and_charts(database: Option<&str>) -> serde_json::Value {
+    let mut args = vec![
         "psu",
         "--messages",
         "400,800",
@@ -356,8 +356,17 @@ async fn bench_psu_writes_its_figures_and_charts() {
         "1",
         "--retrievals",
         "2",
-    ])
-    .await;
+        "--baseline-batches",
+        "1",
+    ];
+    if let Some(db) = database {
+        args.extend(["--database", db]);
+    }
+    let (report, dir) = bench_out(&args).await;
+    assert!(
+        report.contains("| autocommit INSERT per message |"),
+        "{report}"
+    );
     let doc = json_file(dir.path(), "psu.json");
     let rows = doc["figures"]["checkpoints"].as_array().unwrap();
     let at: Vec<u64> = rows
@@ -369,6 +378,29 @@ async fn bench_psu_writes_its_figures_and_charts() {
         assert!(r["exec_median_ms"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["retrieval_median_ms"].as_f64().unwrap() > 0.0, "{r}");
         assert_eq!(r["failed_jobs"], 0, "{r}");
+        let designs = r["designs"].as_array().unwrap();
+        let keys: Vec<&str> = designs
+            .iter()
+            .map(|d| d["design"].as_str().unwrap())
+            .collect();
+        assert_eq!(keys, ["row_rewrite", "insert_per_message"], "{r}");
+        for d in designs {
+            assert!(d["exec_median_ms"].as_f64().unwrap() > 0.0, "{d}");
+            assert!(d["retrieval_median_ms"].as_f64().is_some(), "{d}");
+            assert!(
+                d["database_bytes_per_record"].as_f64().unwrap() > 0.0,
+                "{d}"
+            );
+        }
+        // "message N of job J": about 20 bytes a line; zstd finds the rest.
+        let b = &r["bytes_per_record"];
+        let (db, raw, zstd) = (
+            b["database"].as_f64().unwrap(),
+            b["raw_text"].as_f64().unwrap(),
+            b["zstd_3"].as_f64().unwrap(),
+        );
+        assert!((18.0..24.0).contains(&raw), "{b}");
+        assert!(zstd > 0.0 && zstd < raw && db > 0.0, "{b}");
     }
     assert_eq!(
         doc["charts"],
@@ -376,9 +408,43 @@ async fn bench_psu_writes_its_figures_and_charts() {
     );
     for name in ["psu-execution.svg", "psu-retrieval.svg"] {
         let svg = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(svg.matches("<polyline").count(), 4, "{name}: {svg}");
         assert!(
-            svg.contains(">joblog<") && svg.contains("<polyline"),
-            "{name}: {svg}"
+            svg.contains(">joblog<") && svg.contains(">one row rewritten per message<"),
+            "{name}"
         );
     }
+    doc
+}
+
+#[tokio::test]
+async fn bench_psu_on_sqlite_writes_its_figures_and_charts() {
+    let doc = bench_psu_writes_its_figures_and_charts(None).await;
+    assert_eq!(
+        doc["figures"]["store"],
+        "SQLite in a temporary data directory"
+    );
+}
+
+/// On PostgreSQL the designs of the past get databases of their own on
+/// the same server, dropped at the end.
+#[tokio::test]
+async fn bench_psu_on_postgres_measures_the_designs_on_databases_of_its_own() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    bench_psu_writes_its_figures_and_charts(Some(db.url())).await;
+    let (client, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_database WHERE datname LIKE 'joblog\\_bench\\_psu\\_design\\_%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "the bench left its databases behind");
 }

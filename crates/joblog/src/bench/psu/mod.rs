@@ -2,6 +2,7 @@
 //! concurrent `sh` jobs run back to back; at each checkpoint the recent
 //! jobs' execution times and whole-log retrieval times are measured.
 
+mod designs;
 pub(super) mod load;
 mod report;
 
@@ -16,9 +17,10 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::output::Report;
 use super::progress::Progress;
 use super::server::{start_server, SpawnedServer};
-use super::stats::{fmt_ms, format_count, median, percentile};
+use super::stats::{database_bytes, fmt_ms, format_count, median, percentile, TextSize};
 use super::BenchArgs;
 use crate::client::{Api, ApiError, Global, JobView};
+use designs::Baselines;
 use report::{psu_report, PsuReport, Row};
 
 #[derive(Debug, Deserialize)]
@@ -168,6 +170,50 @@ struct Psu<'a> {
     /// Drawn while `bench psu` runs (not when the load serves another
     /// scenario).
     progress: Option<Progress>,
+    /// The storage figure, on a server of the bench's own.
+    storage: Option<Storage>,
+    /// The designs of the past, measured at each checkpoint.
+    baselines: Option<Baselines>,
+}
+
+/// Where joblog's database is, its size before the first job, and the
+/// jobs' logs as text.
+struct Storage {
+    url: String,
+    base: u64,
+    text: TextSize,
+}
+
+impl Storage {
+    async fn new(url: &str) -> anyhow::Result<Storage> {
+        Ok(Storage {
+            url: url.to_string(),
+            base: database_bytes(url).await?,
+            text: TextSize::default(),
+        })
+    }
+
+    /// Counts a job's log as the text it printed.
+    fn add_job(&mut self, id: i64, lines: u32) -> anyhow::Result<()> {
+        let text: String = (1..=lines).map(|l| designs_text(id, l) + "\n").collect();
+        self.text.add_job(&text)
+    }
+
+    /// Bytes per record: the database's growth, the text's, its zstd's.
+    async fn per_record(&self, records: u64) -> anyhow::Result<(f64, f64, f64)> {
+        let now = database_bytes(&self.url).await?;
+        let n = records.max(1) as f64;
+        Ok((
+            now.saturating_sub(self.base) as f64 / n,
+            self.text.raw as f64 / n,
+            self.text.zstd as f64 / n,
+        ))
+    }
+}
+
+/// The line `line` of job `id` prints (the psu script's `echo`).
+fn designs_text(id: i64, line: u32) -> String {
+    joblog_store::baseline::designs::message(id, line)
 }
 
 impl<'a> Psu<'a> {
@@ -186,6 +232,8 @@ impl<'a> Psu<'a> {
             recent: VecDeque::new(),
             rows: Vec::new(),
             progress: None,
+            storage: None,
+            baselines: None,
         }
     }
 
@@ -218,6 +266,9 @@ impl<'a> Psu<'a> {
         for r in results {
             let job = r?;
             self.jobs += 1;
+            if let Some(s) = &mut self.storage {
+                s.add_job(job.id, self.args.lines)?;
+            }
             let ok = job.state == "succeeded" && job.log.records >= u64::from(self.args.lines);
             if !ok {
                 self.failed += 1;
@@ -290,9 +341,23 @@ impl<'a> Psu<'a> {
                 }
             }
         }
+        let messages = self.jobs * u64::from(self.args.lines);
+        let storage = match &self.storage {
+            Some(s) => Some(s.per_record(messages).await?),
+            None => None,
+        };
+        if self.baselines.is_some() {
+            self.note("bench: measuring the designs of the past at this size".to_string());
+        }
+        let designs = match &mut self.baselines {
+            Some(b) => b.measure(self.args, messages).await?,
+            None => Vec::new(),
+        };
         let row = Row {
             checkpoint,
-            messages: self.jobs * u64::from(self.args.lines),
+            messages,
+            storage,
+            designs,
             jobs: self.jobs,
             exec_median: median(&durations),
             exec_p90: percentile(&durations, 90.0),
@@ -356,6 +421,48 @@ impl<'a> Psu<'a> {
     }
 }
 
+impl Psu<'_> {
+    /// The storage figure's starting size (on a server of the bench's
+    /// own) and the designs of the past (unless `--baseline-batches 0`).
+    async fn set_up(&mut self, server: Option<&SpawnedServer>) -> anyhow::Result<()> {
+        if let Some(s) = server {
+            self.storage = Some(Storage::new(&s.database).await?);
+        }
+        if self.args.baseline_batches > 0 {
+            self.baselines = Some(Baselines::open(self.args).await?);
+        }
+        Ok(())
+    }
+
+    /// Runs to the last checkpoint or Ctrl-C; why it stopped early, if it
+    /// did.
+    async fn run_to_end(
+        &mut self,
+        sigint: &mut tokio::signal::unix::Signal,
+    ) -> anyhow::Result<Option<String>> {
+        let stop = tokio::select! {
+            r = self.run() => r,
+            _ = sigint.recv() => Ok(Some("interrupted (Ctrl-C)".to_string())),
+        };
+        // Stopped early: the jobs run since the last checkpoint still
+        // make a row. A second Ctrl-C skips it.
+        let measured = self.rows.last().map_or(0, |r| r.jobs);
+        if matches!(stop, Ok(Some(_))) && self.jobs > measured {
+            let messages = self.jobs * u64::from(self.args.lines);
+            eprintln!("bench: measuring at {messages} messages before stopping");
+            tokio::select! {
+                r = self.measure(messages) => {
+                    if let Err(e) = r {
+                        eprintln!("bench: final measurement failed: {e:#}");
+                    }
+                }
+                _ = sigint.recv() => {}
+            }
+        }
+        stop
+    }
+}
+
 /// The job of the psu test: `lines` short lines from one `sh` loop.
 fn script(lines: u32) -> String {
     format!(
@@ -401,26 +508,14 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<Repor
     let outcome = match Api::with_ca(&url, token.as_deref(), global.cacert.as_deref()) {
         Ok(api) => {
             let mut psu = Psu::new(&api, &args, server.as_ref());
-            let stop = tokio::select! {
-                r = psu.run() => r,
-                _ = sigint.recv() => Ok(Some("interrupted (Ctrl-C)".to_string())),
+            let outcome = match psu.set_up(server.as_ref()).await {
+                Ok(()) => Ok(psu.run_to_end(&mut sigint).await),
+                Err(e) => Err(e),
             };
-            // Stopped early: the jobs run since the last checkpoint still
-            // make a row. A second Ctrl-C skips it.
-            let measured = psu.rows.last().map_or(0, |r| r.jobs);
-            if matches!(stop, Ok(Some(_))) && psu.jobs > measured {
-                let messages = psu.jobs * u64::from(args.lines);
-                eprintln!("bench: measuring at {messages} messages before stopping");
-                tokio::select! {
-                    r = psu.measure(messages) => {
-                        if let Err(e) = r {
-                            eprintln!("bench: final measurement failed: {e:#}");
-                        }
-                    }
-                    _ = sigint.recv() => {}
-                }
+            if let Some(b) = psu.baselines.take() {
+                b.close().await;
             }
-            Ok((stop, std::mem::take(&mut psu.rows)))
+            outcome.map(|stop| (stop, std::mem::take(&mut psu.rows)))
         }
         Err(e) => Err(e),
     };

@@ -4,7 +4,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use joblog_store::baseline::designs::Design;
 use serde_json::json;
+
+use super::designs::DesignRow;
 
 use crate::bench::chart::{Chart, Series};
 use crate::bench::stats::{fmt_ms, format_count};
@@ -26,6 +29,11 @@ fn psu_sqlite_reference(messages: u64) -> Option<(u32, u32)> {
 pub(super) struct Row {
     pub(super) checkpoint: u64,
     pub(super) messages: u64,
+    /// Bytes per record: the database's growth, the logs as text, and as
+    /// `zstd -3` of each job's text.
+    pub(super) storage: Option<(f64, f64, f64)>,
+    /// The designs of the past at the same size.
+    pub(super) designs: Vec<DesignRow>,
     pub(super) jobs: u64,
     pub(super) exec_median: Option<f64>,
     pub(super) exec_p90: Option<f64>,
@@ -68,6 +76,18 @@ pub(super) fn figures(r: &PsuReport<'_>) -> serde_json::Value {
                 "elapsed_s": row.elapsed.as_secs_f64(),
                 "psu_sqlite_reference_ms": psu_sqlite_reference(row.checkpoint)
                     .map(|(e, t)| json!({"exec": e, "retrieval": t})),
+                "bytes_per_record": row.storage.map(|(db, raw, zstd)| json!({
+                    "database": db, "raw_text": raw, "zstd_3": zstd,
+                })),
+                "designs": row.designs.iter().map(|d| json!({
+                    "design": d.design.key(),
+                    "name": d.design.name(),
+                    "exec_median_ms": d.exec_median,
+                    "exec_p90_ms": d.exec_p90,
+                    "retrieval_median_ms": d.retr_median,
+                    "retrieval_p90_ms": d.retr_p90,
+                    "database_bytes_per_record": d.bytes_per_record,
+                })).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -92,6 +112,21 @@ pub(super) fn charts(r: &PsuReport<'_>) -> Vec<(&'static str, Chart)> {
             .collect(),
         dashed,
     };
+    let design = |d: Design, exec: bool| Series {
+        name: d.name().into(),
+        points: r
+            .rows
+            .iter()
+            .filter_map(|row| {
+                let x = row.designs.iter().find(|x| x.design == d)?;
+                Some((
+                    row.checkpoint as f64,
+                    if exec { x.exec_median } else { x.retr_median }?,
+                ))
+            })
+            .collect(),
+        dashed: false,
+    };
     let reference = |pick: fn((u32, u32)) -> u32| {
         move |row: &Row| psu_sqlite_reference(row.checkpoint).map(|p| f64::from(pick(p)))
     };
@@ -109,6 +144,8 @@ pub(super) fn charts(r: &PsuReport<'_>) -> Vec<(&'static str, Chart)> {
                 "psu: a job's execution (1000 lines) as the log grows",
                 vec![
                     line("joblog", &|row| row.exec_median, false),
+                    design(Design::RowRewrite, true),
+                    design(Design::InsertPerMessage, true),
                     line("PSU on SQLite (published)", &reference(|p| p.0), true),
                 ],
             ),
@@ -119,6 +156,8 @@ pub(super) fn charts(r: &PsuReport<'_>) -> Vec<(&'static str, Chart)> {
                 "psu: retrieving a job's whole log as the log grows",
                 vec![
                     line("joblog", &|row| row.retr_median, false),
+                    design(Design::RowRewrite, false),
+                    design(Design::InsertPerMessage, false),
                     line("PSU on SQLite (published)", &reference(|p| p.1), true),
                 ],
             ),
@@ -194,7 +233,85 @@ pub(super) fn psu_report(r: &PsuReport<'_>) -> String {
             row.elapsed.as_secs_f64()
         );
     }
+    designs_table(&mut s, r);
+    storage_table(&mut s, r);
     s
+}
+
+/// The designs of the past beside joblog, at each checkpoint.
+fn designs_table(s: &mut String, r: &PsuReport<'_>) {
+    if r.rows.iter().all(|row| row.designs.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nThe designs of the past, run by the bench in the same run on the same messages (each in a scratch database of its own, filled to the checkpoint's size, then {} batch(es) of {} concurrent jobs timed, each writing its lines one autocommit statement at a time; retrieval: the newest jobs' whole logs read straight from the database into lines, with no HTTP and no JSON, so the floor of what a server built on the design could answer). Execution / retrieval medians (ms):\n",
+        r.args.baseline_batches, r.args.batch_jobs
+    );
+    let _ = writeln!(
+        s,
+        "| Messages | joblog | {} | {} | PSU SQLite reference |",
+        Design::RowRewrite.name(),
+        Design::InsertPerMessage.name()
+    );
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|");
+    for row in r.rows {
+        let pair = |e: Option<f64>, t: Option<f64>| format!("{} / {}", fmt_ms(e), fmt_ms(t));
+        let design = |d: Design| {
+            row.designs
+                .iter()
+                .find(|x| x.design == d)
+                .map_or("–".to_string(), |x| pair(x.exec_median, x.retr_median))
+        };
+        let reference = psu_sqlite_reference(row.checkpoint)
+            .map_or("–".to_string(), |(e, t)| format!("{e} / {t}"));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {reference} |",
+            format_count(row.checkpoint),
+            pair(row.exec_median, row.retr_median),
+            design(Design::RowRewrite),
+            design(Design::InsertPerMessage),
+        );
+    }
+}
+
+/// Bytes on disk per record, beside the same logs as text and as zstd.
+fn storage_table(s: &mut String, r: &PsuReport<'_>) {
+    if r.rows.iter().all(|row| row.storage.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nStorage, bytes per record: the database's growth since the server started (after a checkpoint), beside the same logs as plain text and as `zstd -3` of each job's text:\n"
+    );
+    let _ = writeln!(
+        s,
+        "| Messages | joblog database | raw text | zstd -3 | {} | {} |",
+        Design::RowRewrite.name(),
+        Design::InsertPerMessage.name()
+    );
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|");
+    let b = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
+    for row in r.rows {
+        let design = |d: Design| {
+            b(row
+                .designs
+                .iter()
+                .find(|x| x.design == d)
+                .and_then(|x| x.bytes_per_record))
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            format_count(row.checkpoint),
+            b(row.storage.map(|x| x.0)),
+            b(row.storage.map(|x| x.1)),
+            b(row.storage.map(|x| x.2)),
+            design(Design::RowRewrite),
+            design(Design::InsertPerMessage),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,80 @@
+//! The size of a database on disk, for the storage figure of `joblog bench
+//! psu` and `ingest`: bytes per record are the growth of this size over
+//! the records written.
+
+use std::time::Duration;
+
+use crate::{Database, Result, StoreError};
+
+/// The database's bytes on disk after a checkpoint. SQLite: the file and
+/// its WAL, after `wal_checkpoint(TRUNCATE)` (retried while a reader
+/// holds the WAL; if it never lets go, the WAL is counted as it is).
+/// PostgreSQL: `pg_database_size` after `CHECKPOINT` (skipped where the
+/// role may not). Blocking; call from a blocking thread.
+pub fn database_bytes(url: &str) -> Result<u64> {
+    match Database::of(url)? {
+        Database::Sqlite(path) => sqlite_bytes(path),
+        Database::Postgres => postgres_bytes(url),
+    }
+}
+
+fn sqlite_bytes(path: &std::path::Path) -> Result<u64> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    for _ in 0..50 {
+        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        if busy == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let len = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    Ok(len(path) + len(std::path::Path::new(&wal)))
+}
+
+fn postgres_bytes(url: &str) -> Result<u64> {
+    let target = crate::postgres::Target::parse(url)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| StoreError::Database(format!("starting a runtime: {e}")))?;
+    rt.block_on(async move {
+        let (client, conn) = target.connect().await?;
+        tokio::spawn(crate::postgres::notices::drive(conn));
+        // Only a superuser or pg_checkpoint may: without it the relation
+        // files are still their size, with some pages not yet written.
+        let _ = client.batch_execute("CHECKPOINT").await;
+        let row = client
+            .query_one("SELECT pg_database_size(current_database())", &[])
+            .await?;
+        Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_sqlite_database_grows_by_what_is_written_into_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("size.db");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        let url = format!("sqlite://{}", path.display());
+        let before = database_bytes(&url).unwrap();
+        conn.execute("INSERT INTO t VALUES (zeroblob(1000000))", [])
+            .unwrap();
+        // The connection stays open, as the server's does.
+        let after = database_bytes(&url).unwrap();
+        assert!(
+            (950_000..1_100_000).contains(&(after - before)),
+            "{before} → {after}"
+        );
+        let wal = dir.path().join("size.db-wal");
+        assert_eq!(std::fs::metadata(wal).map_or(0, |m| m.len()), 0);
+    }
+}
