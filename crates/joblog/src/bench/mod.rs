@@ -27,6 +27,8 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 
 use crate::client::{Connection, Global};
+use joblog_store::scratch::ScratchDatabase;
+use joblog_store::Database;
 use output::{Meta, Report};
 use stats::parse_count;
 
@@ -322,6 +324,10 @@ impl Scenario {
     }
 }
 
+fn is_postgres(url: &str) -> bool {
+    matches!(Database::of(url), Ok(Database::Postgres))
+}
+
 /// The command line, secrets hidden, for the reports.
 fn command_line() -> String {
     let argv: Vec<String> = std::env::args_os()
@@ -360,7 +366,29 @@ pub async fn run(args: BenchArgs, global: Global) -> anyhow::Result<i32> {
                 wall.elapsed().as_secs_f64()
             );
         }
-        let report = match run_one(one, global.clone()).await {
+        // Each scenario of `all` on a PostgreSQL database of its own, so
+        // none measures on what an earlier one left (`tail` makes its own).
+        let scratch = match (&args.database, scenarios.len() > 1, scenario) {
+            (_, _, Scenario::Tail | Scenario::Oplog) | (None, _, _) | (_, false, _) => None,
+            (Some(url), true, _) if is_postgres(url) => {
+                let db = ScratchDatabase::create(url, &format!("joblog_bench_{}", scenario.name()))
+                    .await
+                    .map_err(|e| {
+                        anyhow::anyhow!("cannot make a database for {}: {e}", scenario.name())
+                    })?;
+                one.database = Some(db.url().to_string());
+                Some(db)
+            }
+            _ => None,
+        };
+        let outcome = run_one(one, global.clone()).await;
+        if let Some(db) = scratch {
+            let name = db.name().to_string();
+            if let Err(e) = db.drop_database().await {
+                eprintln!("bench all: could not drop database {name}: {e}");
+            }
+        }
+        let report = match outcome {
             Ok(r) => r,
             // With `all`, one scenario's failure does not hide the others'
             // figures; the command still exits non-zero.

@@ -12,10 +12,9 @@ use anyhow::Context;
 use futures_util::future::join_all;
 use joblog_store::baseline::designs::{Design, Designs};
 use joblog_store::scratch::ScratchDatabase;
-use joblog_store::Database;
 
 use crate::bench::stats::{database_bytes, median, percentile};
-use crate::bench::BenchArgs;
+use crate::bench::{is_postgres, BenchArgs};
 
 /// Whole-log reads timed per design and checkpoint, at most.
 const MAX_READS: usize = 10;
@@ -51,10 +50,7 @@ impl Baselines {
     /// A scratch database per design, on the kind of database joblog is
     /// measured on.
     pub(super) async fn open(args: &BenchArgs) -> anyhow::Result<Baselines> {
-        let postgres = args
-            .database
-            .as_deref()
-            .filter(|u| matches!(Database::of(u), Ok(Database::Postgres)));
+        let postgres = args.database.as_deref().filter(|u| is_postgres(u));
         let dir = match postgres {
             Some(_) => None,
             None => Some(crate::bench::scratch_dir("psu-designs")?),

@@ -19,7 +19,6 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context};
 use joblog_store::scratch::ScratchDatabase;
-use joblog_store::Database;
 use serde_json::json;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::{mpsc, watch};
@@ -28,7 +27,7 @@ use tokio::task::JoinSet;
 use super::output::Report;
 use super::psu::load::{run_until, LoadFigures};
 use super::server::start_server;
-use super::{scratch_dir, BenchArgs};
+use super::{is_postgres, scratch_dir, BenchArgs};
 use crate::client::{Api, Global, JobView};
 use lines::line_count;
 use report::{Figures, Measured, TailReport};
@@ -135,10 +134,6 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<Repor
     out.failed = stopped.as_ref().is_some_and(|(_, code)| *code != 0)
         || rows.iter().any(|m| m.figures.problem_count > 0);
     Ok(out)
-}
-
-fn is_postgres(url: &str) -> bool {
-    matches!(Database::of(url), Ok(Database::Postgres))
 }
 
 /// Flags for the bench's server where the defaults would refuse the
