@@ -517,6 +517,29 @@ pub struct StoreOptions {
     /// The node this store is opened by (PostgreSQL records it with the
     /// jobs it submits and the batches it commits).
     pub node: String,
+    /// Told how long each read waited for a connection of the read pool
+    /// (the server's `joblog_store_read_wait_seconds`).
+    pub read_wait: Option<ReadWait>,
+}
+
+/// Observes the wait of each read for a pooled connection. The store
+/// only measures; what is done with the figure (a metric) is the
+/// caller's.
+#[derive(Clone)]
+pub struct ReadWait(pub std::sync::Arc<dyn Fn(std::time::Duration) + Send + Sync>);
+
+impl ReadWait {
+    pub(crate) fn observe(this: &Option<ReadWait>, since: std::time::Instant) {
+        if let Some(w) = this {
+            (w.0)(since.elapsed());
+        }
+    }
+}
+
+impl std::fmt::Debug for ReadWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadWait(..)")
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use super::chart::{Bar, Chart};
 use super::output::Report;
 use super::progress::Progress;
 use super::server::on_own_server;
-use super::stats::{fmt_ms, median, percentile};
+use super::stats::{bucket_p50_p99, fmt_ms, median, percentile};
 use super::BenchArgs;
 use crate::client::Api;
 
@@ -46,11 +46,29 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<Report> {
         "--max-queued".to_string(),
         (args.jobs + 1000).to_string(),
     ];
-    let runs = on_own_server(&args, "dispatch", &flags, async |server| {
-        measure(&args, &server.url).await
+    let (runs, read_wait) = on_own_server(&args, "dispatch", &flags, async |server| {
+        let runs = measure(&args, &server.url).await?;
+        let api = Api::new(&server.url, None)?;
+        let metrics = api
+            .get_raw(
+                api.url("/metrics", &[])?,
+                std::time::Duration::from_secs(30),
+            )
+            .await?;
+        let read_wait = bucket_p50_p99(
+            &String::from_utf8_lossy(&metrics),
+            "joblog_store_read_wait_seconds_bucket",
+        );
+        Ok((runs, read_wait))
     })
     .await?;
-    Ok(report(&args, &date, &super::command_line(), &runs))
+    Ok(report(
+        &args,
+        &date,
+        &super::command_line(),
+        &runs,
+        read_wait,
+    ))
 }
 
 /// `--runs` rounds, each the reference then joblog, after a warm-up.
@@ -180,7 +198,16 @@ async fn jobs_between(api: &Api, first: i64, last: i64) -> anyhow::Result<Vec<Va
     }
 }
 
-fn report(args: &BenchArgs, date: &str, command: &str, runs: &[Run]) -> Report {
+/// `read_wait`: the server's histogram of reads waiting for a pooled
+/// connection over the whole bench: the bucket bounds (ms) of its p50 and
+/// p99, and the reads counted.
+fn report(
+    args: &BenchArgs,
+    date: &str,
+    command: &str,
+    runs: &[Run],
+    read_wait: Option<(f64, f64, u64)>,
+) -> Report {
     let store = match &args.database {
         Some(url) if url.starts_with("postgres") => "PostgreSQL",
         _ => "SQLite",
@@ -228,6 +255,23 @@ fn report(args: &BenchArgs, date: &str, command: &str, runs: &[Run]) -> Report {
         fmt_ms(median(&waits)),
         fmt_ms(percentile(&waits, 99.0))
     );
+    // The histogram starts at 10 µs.
+    let bound = |ms: f64| {
+        if ms < 1.0 {
+            format!("{ms:.2}")
+        } else {
+            fmt_ms(Some(ms))
+        }
+    };
+    let _ = match read_wait {
+        Some((p50, p99, n)) => writeln!(
+            out,
+            "| store read-pool checkout, p50 / p99, the server's histogram ({n} reads) (ms) | ≤ {} / ≤ {} | |",
+            bound(p50),
+            bound(p99)
+        ),
+        None => writeln!(out, "| store read-pool checkout (server) | – | |"),
+    };
     let figures = json!({
         "store": store,
         "jobs_per_round": args.jobs,
@@ -246,6 +290,9 @@ fn report(args: &BenchArgs, date: &str, command: &str, runs: &[Run]) -> Report {
             "queue_wait_p50_ms": median(&waits),
             "queue_wait_p99_ms": percentile(&waits, 99.0),
         },
+        "read_pool_checkout_ms": read_wait.map(|(p50, p99, n)| json!({
+            "p50_at_most": p50, "p99_at_most": p99, "reads": n,
+        })),
         "budget_ratio": BUDGET,
         "goal_ratio": GOAL,
     });

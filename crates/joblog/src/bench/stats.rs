@@ -91,6 +91,36 @@ impl TextSize {
     }
 }
 
+/// The upper bounds (ms) of the histogram buckets holding the median and
+/// the 99th percentile, and the count: `None` without observations.
+pub(super) fn bucket_p50_p99(metrics: &str, name: &str) -> Option<(f64, f64, u64)> {
+    let mut buckets: Vec<(f64, f64)> = super::oplog::scrape::series(metrics, name)
+        .into_iter()
+        .filter_map(|(labels, count)| {
+            let le = labels.split(',').find_map(|l| l.strip_prefix("le=\""))?;
+            let le = le.trim_end_matches('"');
+            let bound = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((bound, count))
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = buckets.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let at = |share: f64| {
+        buckets
+            .iter()
+            .find(|(_, n)| *n >= total * share)
+            .map(|b| b.0 * 1e3)
+    };
+    Some((at(0.5)?, at(0.99)?, total as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

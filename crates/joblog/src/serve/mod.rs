@@ -17,7 +17,7 @@ use joblog_api::AppState;
 use joblog_core::Backoff;
 use joblog_engine::Engine;
 use joblog_pipeline::{Pipeline, PipelineConfig};
-use joblog_store::{GroomPolicy, StoreOptions};
+use joblog_store::{GroomPolicy, ReadWait, StoreOptions};
 
 use crate::config::{self, ServeArgs};
 use resolve::resolve;
@@ -76,13 +76,14 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
             "http.max_connections is close to the limit on open files; connections may fail before it is reached"
         );
     }
+    let mut registry = prometheus_client::registry::Registry::default();
     let options = StoreOptions {
         sync: cfg.sync,
         readers: 0,
         node: cfg.engine.node.clone(),
+        read_wait: Some(read_wait_metric(&mut registry)),
     };
     let (store, store_writer) = open_store(&cfg.database, &options).await?;
-    let mut registry = prometheus_client::registry::Registry::default();
     let (pipeline, writer) =
         Pipeline::start(store_writer, PipelineConfig::default(), &mut registry);
     logs.store_audit_in(pipeline.clone());
@@ -183,4 +184,21 @@ async fn wait_for_signal() -> anyhow::Result<&'static str> {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
     })
+}
+
+/// `joblog_store_read_wait_seconds`: how long reads wait for a connection
+/// of the store's read pool. Near zero while requests do not fight over
+/// the pool (`joblog bench dispatch` reports it).
+fn read_wait_metric(registry: &mut prometheus_client::registry::Registry) -> ReadWait {
+    use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+    // 10 µs to about 2.6 s.
+    let histogram = Histogram::new(exponential_buckets(0.000_01, 4.0, 10));
+    registry.register(
+        "joblog_store_read_wait_seconds",
+        "Time a read waited for a connection of the store's read pool",
+        histogram.clone(),
+    );
+    ReadWait(std::sync::Arc::new(move |d: std::time::Duration| {
+        histogram.observe(d.as_secs_f64())
+    }))
 }

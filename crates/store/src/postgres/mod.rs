@@ -110,7 +110,11 @@ impl PgStore {
             options.node.clone()
         };
         Ok(PgStore {
-            pool: Arc::new(Pool::new(target.clone(), options.readers)),
+            pool: Arc::new(Pool::new(
+                target.clone(),
+                options.readers,
+                options.read_wait.clone(),
+            )),
             target,
             description,
             node,

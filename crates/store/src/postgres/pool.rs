@@ -17,7 +17,7 @@ use tokio_postgres::{Client, Row, Statement};
 
 use super::Target;
 use crate::error::pg_message;
-use crate::{Result, StoreError};
+use crate::{ReadWait, Result, StoreError};
 
 /// Read connections, each with the statements it has prepared.
 pub(super) struct Pool {
@@ -28,6 +28,7 @@ pub(super) struct Pool {
     in_use: Arc<tokio::sync::Semaphore>,
     /// Connections opened so far.
     opened: AtomicUsize,
+    read_wait: Option<ReadWait>,
 }
 
 /// Reads at once on one node (and connections kept) unless the options
@@ -73,7 +74,7 @@ impl PooledConn {
 impl Pool {
     /// A pool of `readers` connections (0 = [`DEFAULT_READERS`]), opened
     /// as reads first need them.
-    pub(super) fn new(target: Target, readers: usize) -> Pool {
+    pub(super) fn new(target: Target, readers: usize, read_wait: Option<ReadWait>) -> Pool {
         // A connection costs the server a process, and opening one takes
         // milliseconds: enough for a busy node's concurrent requests, kept
         // rather than reconnected per request.
@@ -87,6 +88,7 @@ impl Pool {
             idle: Mutex::new(Vec::with_capacity(size)),
             in_use: Arc::new(tokio::sync::Semaphore::new(size)),
             opened: AtomicUsize::new(0),
+            read_wait,
         }
     }
 
@@ -95,12 +97,14 @@ impl Pool {
         &self,
         f: impl for<'c> FnOnce(&'c mut PooledConn) -> BoxFuture<'c, Result<T>>,
     ) -> Result<T> {
+        let asked = std::time::Instant::now();
         let _permit = self
             .in_use
             .acquire()
             .await
             .map_err(|_| StoreError::Unavailable("read pool closed".into()))?;
         let mut conn = self.get().await?;
+        ReadWait::observe(&self.read_wait, asked);
         let out = f(&mut conn).await;
         self.put(conn);
         out

@@ -111,7 +111,12 @@ impl SqliteStore {
         let mut conn = open_conn(&path, options.sync, false)?;
         migrate(&mut conn)?;
         Ok(SqliteStore {
-            readers: pool::Readers::new(path.clone(), options.sync, options.readers),
+            readers: pool::Readers::new(
+                path.clone(),
+                options.sync,
+                options.readers,
+                options.read_wait.clone(),
+            ),
             path,
             sync: options.sync,
         })

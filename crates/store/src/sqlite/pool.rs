@@ -15,7 +15,7 @@ use rusqlite::Connection;
 use tokio::sync::Semaphore;
 
 use super::open_conn;
-use crate::{Result, StoreError, SyncMode};
+use crate::{ReadWait, Result, StoreError, SyncMode};
 
 /// Reads at once (and connections kept) unless the options say otherwise.
 pub(super) const DEFAULT_READERS: usize = 8;
@@ -29,12 +29,18 @@ pub(super) struct Readers {
     permits: Arc<Semaphore>,
     /// Connections opened so far.
     opened: Arc<AtomicUsize>,
+    read_wait: Option<ReadWait>,
 }
 
 impl Readers {
     /// A pool of `size` connections (0 = [`DEFAULT_READERS`]), opened as
     /// reads first need them.
-    pub(super) fn new(path: PathBuf, sync: SyncMode, size: usize) -> Readers {
+    pub(super) fn new(
+        path: PathBuf,
+        sync: SyncMode,
+        size: usize,
+        read_wait: Option<ReadWait>,
+    ) -> Readers {
         let size = if size == 0 { DEFAULT_READERS } else { size };
         Readers {
             path,
@@ -42,6 +48,7 @@ impl Readers {
             idle: Arc::new(Mutex::new(Vec::with_capacity(size))),
             permits: Arc::new(Semaphore::new(size)),
             opened: Arc::new(AtomicUsize::new(0)),
+            read_wait,
         }
     }
 
@@ -52,6 +59,7 @@ impl Readers {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
+        let asked = std::time::Instant::now();
         let permit = self
             .permits
             .clone()
@@ -61,6 +69,7 @@ impl Readers {
         let idle = self.idle.clone();
         let opened = self.opened.clone();
         let (path, sync) = (self.path.clone(), self.sync);
+        let read_wait = self.read_wait.clone();
         tokio::task::spawn_blocking(move || {
             // Held here, not by the caller: a caller that goes away while
             // the read runs must not let another read in beside it.
@@ -73,6 +82,7 @@ impl Readers {
                     open_conn(&path, sync, true)?
                 }
             };
+            ReadWait::observe(&read_wait, asked);
             let out = f(&conn);
             idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
             out
@@ -103,7 +113,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("joblog.db");
         drop(open_conn(&path, SyncMode::Normal, false).unwrap());
-        let readers = Arc::new(Readers::new(path, SyncMode::Normal, 3));
+        let waits = Arc::new(Mutex::new(Vec::new()));
+        let observed = waits.clone();
+        let read_wait = ReadWait(Arc::new(move |d| observed.lock().unwrap().push(d)));
+        let readers = Arc::new(Readers::new(path, SyncMode::Normal, 3, Some(read_wait)));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -134,6 +147,12 @@ mod tests {
         });
         let peak = peak.load(Ordering::SeqCst);
         assert!(peak <= 3, "{peak} reads at once");
+        // Every read's wait is told; the last ones waited for 12 rounds
+        // of 3 reads of 5 ms.
+        let waits = waits.lock().unwrap();
+        assert_eq!(waits.len(), 40);
+        let longest = waits.iter().max().unwrap();
+        assert!(*longest >= Duration::from_millis(50), "{longest:?}");
         assert!(peak > 1, "reads ran one at a time");
         assert!(
             readers.opened() <= 3,
