@@ -138,8 +138,7 @@ impl Engine {
             engine.lock_running().jobs.remove(&id);
             engine.inner.metrics.in_use.set(engine.in_use() as i64);
             // Anything of the job's that left its process group goes now.
-            let sweeper = engine.clone();
-            let _ = tokio::task::spawn_blocking(move || sweeper.sweep_orphans()).await;
+            engine.sweep_soon().await;
             engine.inner.idle.notify_waiters();
         });
     }

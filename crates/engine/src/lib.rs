@@ -132,6 +132,11 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// A schedule was saved here: the scheduler looks again.
     schedules_changed: Notify,
+    /// Sweeps asked for (a count), and the count the last finished sweep
+    /// started after: a burst of job ends is served by one sweep, not
+    /// one each (a sweep reads `/proc`, on a blocking thread).
+    sweeps_asked: watch::Sender<u64>,
+    sweeps_done: watch::Sender<u64>,
 }
 
 /// The jobs this node runs, and cancels that arrived for a job between its
@@ -303,6 +308,8 @@ impl Engine {
                 metrics,
                 clock,
                 schedules_changed: Notify::new(),
+                sweeps_asked: watch::channel(0).0,
+                sweeps_done: watch::channel(0).0,
             }),
         };
         // Other nodes' commits (a shared store announces them) go into the
@@ -317,6 +324,7 @@ impl Engine {
         tokio::spawn(engine.clone().heartbeats());
         tokio::spawn(engine.clone().dispatch());
         tokio::spawn(engine.clone().schedule_loop());
+        tokio::spawn(engine.clone().sweeper());
         tokio::spawn(engine.clone().sweep_orphans_every(ORPHAN_SWEEP));
         Ok(engine)
     }
@@ -477,6 +485,34 @@ impl Engine {
         });
     }
 
+    /// Returns once a sweep that started after this call has finished:
+    /// what the caller's job left behind is gone. Calls that come while a
+    /// sweep runs share the next one.
+    pub(crate) async fn sweep_soon(&self) {
+        let mut asked = 0;
+        self.inner.sweeps_asked.send_modify(|n| {
+            *n += 1;
+            asked = *n;
+        });
+        let mut done = self.inner.sweeps_done.subscribe();
+        let _ = done.wait_for(|d| *d >= asked).await;
+    }
+
+    /// Runs the sweeps asked for, one at a time: each serves every ask
+    /// made before it started.
+    async fn sweeper(self) {
+        let mut asked = self.inner.sweeps_asked.subscribe();
+        loop {
+            let done = *self.inner.sweeps_done.borrow();
+            let Ok(now) = asked.wait_for(|a| *a > done).await.map(|a| *a) else {
+                return;
+            };
+            let engine = self.clone();
+            let _ = tokio::task::spawn_blocking(move || engine.sweep_orphans()).await;
+            self.inner.sweeps_done.send_replace(now);
+        }
+    }
+
     /// A sweep now and then reaps what the one at each job's end could not
     /// see yet (a daemon whose parent exited after its job).
     async fn sweep_orphans_every(self, period: Duration) {
@@ -484,8 +520,7 @@ impl Engine {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let engine = self.clone();
-            let _ = tokio::task::spawn_blocking(move || engine.sweep_orphans()).await;
+            self.sweep_soon().await;
         }
     }
 

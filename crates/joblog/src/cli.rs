@@ -28,6 +28,13 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// Threads of the runtime's blocking pool, at most (tokio's default is
+/// 512). Every thread is a stack mapping the server's `fork` must copy
+/// when it starts a job: a burst of short reads used to leave hundreds of
+/// them (docs/benchmarks.md, `bench dispatch`). Reads are bounded by the
+/// store's read pool anyway.
+const MAX_BLOCKING_THREADS: usize = 32;
+
 impl Cli {
     /// Runs the command on a fresh runtime; returns the process exit code.
     pub fn run(self) -> anyhow::Result<i32> {
@@ -35,6 +42,7 @@ impl Cli {
         // environment here.
         let env = matches!(self.command, Command::Serve(_)).then(serve::take_environment);
         let rt = tokio::runtime::Builder::new_multi_thread()
+            .max_blocking_threads(MAX_BLOCKING_THREADS)
             .enable_all()
             .build()?;
         rt.block_on(async move {
