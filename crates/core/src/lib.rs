@@ -17,6 +17,7 @@ mod query;
 mod record;
 pub mod result_blob;
 pub mod schedule;
+pub mod segment;
 mod size;
 mod time;
 mod token;
