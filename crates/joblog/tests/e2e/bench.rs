@@ -152,20 +152,7 @@ async fn bench_oplog_measures_every_setup_and_writer() {
 /// decodes to the plain one (it fails otherwise).
 #[tokio::test]
 async fn bench_result_times_storing_and_reading_back_a_result() {
-    let out = tokio::process::Command::new(BIN)
-        .args(["bench", "result", "--runs", "2", "--result-size", "300KB"])
-        .env("JOBLOG_LOG", "warn")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .expect("running joblog bench result");
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bench result failed ({}):\n{report}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = bench(&["result", "--runs", "2", "--result-size", "300KB"]).await;
     for row in [
         "\n| job exit → result stored | ",
         "\n| read back over HTTP, decoded | ",
@@ -194,27 +181,7 @@ async fn bench_result_times_storing_and_reading_back_a_result() {
 /// about 6), and none made twice.
 #[tokio::test]
 async fn bench_schedule_measures_idle_cpu_and_fire_lateness() {
-    let out = tokio::process::Command::new(BIN)
-        .args([
-            "bench",
-            "schedule",
-            "--schedules",
-            "120",
-            "--duration",
-            "3s",
-        ])
-        .env("JOBLOG_LOG", "warn")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .expect("running joblog bench schedule");
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bench schedule failed ({}):\n{report}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = bench(&["schedule", "--schedules", "120", "--duration", "3s"]).await;
     for row in [
         "\n| fire → its `FireDue` (the job's `created_at`), p50 (ms) | ",
         "\n| fire → its `FireDue`, p99 (ms) | ",
@@ -240,20 +207,7 @@ async fn bench_schedule_measures_idle_cpu_and_fire_lateness() {
 /// joblog's jobs to the machine's fork/exec rate measured in the run.
 #[tokio::test]
 async fn bench_dispatch_compares_jobs_with_fork_exec() {
-    let out = tokio::process::Command::new(BIN)
-        .args(["bench", "dispatch", "--jobs", "40", "--runs", "1"])
-        .env("JOBLOG_LOG", "warn")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .expect("running joblog bench dispatch");
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bench dispatch failed ({}):\n{report}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = bench(&["dispatch", "--jobs", "40", "--runs", "1"]).await;
     for row in [
         "\n| fork/exec of `true`, by the bench (per s) | ",
         "\n| joblog jobs (per s) | ",
@@ -273,14 +227,11 @@ async fn bench_dispatch_compares_jobs_with_fork_exec() {
     assert!(ratio > 0.0, "{report}");
 }
 
-/// Runs `joblog bench ARGS --out DIR` to success; its report and DIR.
-async fn bench_out(args: &[&str]) -> (String, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
+/// Runs `joblog bench ARGS` to success; its report (stdout).
+async fn bench(args: &[&str]) -> String {
     let out = tokio::process::Command::new(BIN)
         .arg("bench")
         .args(args)
-        .arg("--out")
-        .arg(dir.path())
         .env("JOBLOG_LOG", "warn")
         .stdin(std::process::Stdio::null())
         .output()
@@ -293,7 +244,16 @@ async fn bench_out(args: &[&str]) -> (String, tempfile::TempDir) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    (report, dir)
+    report
+}
+
+/// Runs `joblog bench ARGS --out DIR` to success; its report and DIR.
+async fn bench_out(args: &[&str]) -> (String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().expect("a UTF-8 temporary directory");
+    let mut all = args.to_vec();
+    all.extend(["--out", path]);
+    (bench(&all).await, dir)
 }
 
 fn json_file(dir: &std::path::Path, name: &str) -> serde_json::Value {
