@@ -258,7 +258,14 @@ fn lines(title: &str, x_label: &str, y_label: &str, series: &[Series], log_y: bo
 
 fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
     let row = 28.0;
-    let (left, right, top) = (250.0, WIDTH - 90.0, 44.0);
+    // Room for the longest label (about 6.6 px a character at 12 px).
+    let longest = bars
+        .iter()
+        .map(|b| b.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let left = (longest as f64 * 6.6 + 16.0).clamp(120.0, 420.0);
+    let (right, top) = (WIDTH - 90.0, 44.0);
     let height = top + row * bars.len().max(1) as f64 + 40.0;
     let max = bars
         .iter()
@@ -389,6 +396,11 @@ mod tests {
         assert_eq!(widths.len(), 2);
         assert!((widths[0] / widths[1] - 2.0).abs() < 1e-6, "{widths:?}");
         assert!(svg.contains(GREY) && svg.contains("2K"));
+        // Labels end left of the bars, with room for the longest.
+        assert!(
+            svg.contains("<text x=\"112\" y=\"61\" text-anchor=\"end\">fork/exec</text>"),
+            "{svg}"
+        );
     }
 
     #[test]

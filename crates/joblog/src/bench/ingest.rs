@@ -200,7 +200,14 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
         reference: true,
     }));
     let chart = Chart::Bars {
-        title: format!("ingest: records per second into {}", store.describe()),
+        title: format!(
+            "ingest: records per second into {}",
+            if super::is_postgres(&url) {
+                "PostgreSQL"
+            } else {
+                "SQLite"
+            }
+        ),
         unit: "records per second, median of the runs (grey: the raw limit, plain client code)"
             .into(),
         bars,
