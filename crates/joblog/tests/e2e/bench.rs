@@ -127,9 +127,7 @@ async fn bench_oplog_measures_every_setup_and_writer() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    for row in ["\n| on | ", "\n| off | "] {
-        assert!(report.contains(row), "no {row:?} row in\n{report}");
-    }
+    assert_rows(&report, &["\n| on | ", "\n| off | "]);
     for writer in ["joblog `OplogLayer`", "tracing-appender `non_blocking`"] {
         for pace in ["back to back", "100 µs apart"] {
             for threads in [1, 2] {
@@ -153,23 +151,19 @@ async fn bench_oplog_measures_every_setup_and_writer() {
 #[tokio::test]
 async fn bench_result_times_storing_and_reading_back_a_result() {
     let report = bench(&["result", "--runs", "2", "--result-size", "300KB"]).await;
-    for row in [
-        "\n| job exit → result stored | ",
-        "\n| read back over HTTP, decoded | ",
-        "\n| read back over HTTP, stored zstd (`Accept-Encoding: zstd`) | ",
-    ] {
-        assert!(report.contains(row), "no {row:?} row in\n{report}");
-    }
+    assert_rows(
+        &report,
+        &[
+            "\n| job exit → result stored | ",
+            "\n| read back over HTTP, decoded | ",
+            "\n| read back over HTTP, stored zstd (`Accept-Encoding: zstd`) | ",
+        ],
+    );
     assert!(
         report.contains("2 timed jobs after one warm-up"),
         "{report}"
     );
-    let stored = report
-        .split("\nStored: ")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("no stored size in\n{report}"));
+    let stored: u64 = number_after(&report, "\nStored: ");
     assert!(
         stored > 20 && stored < 300_000 / 3,
         "stored {stored} bytes for 300 KB:\n{report}"
@@ -182,20 +176,16 @@ async fn bench_result_times_storing_and_reading_back_a_result() {
 #[tokio::test]
 async fn bench_schedule_measures_idle_cpu_and_fire_lateness() {
     let report = bench(&["schedule", "--schedules", "120", "--duration", "3s"]).await;
-    for row in [
-        "\n| fire → its `FireDue` (the job's `created_at`), p50 (ms) | ",
-        "\n| fire → its `FireDue`, p99 (ms) | ",
-        "\n| fire → job queued and committed, p50 / p99, the server's histogram (",
-        "\n| server CPU, scheduler idle (120 schedules, none due for 3 s) | ",
-    ] {
-        assert!(report.contains(row), "no {row:?} row in\n{report}");
-    }
-    let measured: u64 = report
-        .split("for 3 s: ")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no count of fires in\n{report}"));
+    assert_rows(
+        &report,
+        &[
+            "\n| fire → its `FireDue` (the job's `created_at`), p50 (ms) | ",
+            "\n| fire → its `FireDue`, p99 (ms) | ",
+            "\n| fire → job queued and committed, p50 / p99, the server's histogram (",
+            "\n| server CPU, scheduler idle (120 schedules, none due for 3 s) | ",
+        ],
+    );
+    let measured: u64 = number_after(&report, "for 3 s: ");
     assert!(
         (4..=8).contains(&measured),
         "{measured} fires in 3 s:\n{report}"
@@ -208,23 +198,36 @@ async fn bench_schedule_measures_idle_cpu_and_fire_lateness() {
 #[tokio::test]
 async fn bench_dispatch_compares_jobs_with_fork_exec() {
     let report = bench(&["dispatch", "--jobs", "40", "--runs", "1"]).await;
-    for row in [
-        "\n| fork/exec of `true`, by the bench (per s) | ",
-        "\n| joblog jobs (per s) | ",
-        "\n| joblog / fork/exec | ",
-        "\n| queue wait (submission → start), p50 / p99 (ms) | ",
-        // The server's histogram had reads to count (the bench's).
-        "\n| store read-pool checkout, p50 / p99, the server's histogram (",
-    ] {
+    assert_rows(
+        &report,
+        &[
+            "\n| fork/exec of `true`, by the bench (per s) | ",
+            "\n| joblog jobs (per s) | ",
+            "\n| joblog / fork/exec | ",
+            "\n| queue wait (submission → start), p50 / p99 (ms) | ",
+            // The server's histogram had reads to count (the bench's).
+            "\n| store read-pool checkout, p50 / p99, the server's histogram (",
+        ],
+    );
+    let ratio: f64 = number_after(&report, "\n| joblog / fork/exec | ");
+    assert!(ratio > 0.0, "{report}");
+}
+
+/// Every row of `rows` (each a row's start) is in the report.
+fn assert_rows(report: &str, rows: &[&str]) {
+    for row in rows {
         assert!(report.contains(row), "no {row:?} row in\n{report}");
     }
-    let ratio: f64 = report
-        .split("\n| joblog / fork/exec | ")
+}
+
+/// The number that follows `marker` in the report, up to the next space.
+fn number_after<T: std::str::FromStr>(report: &str, marker: &str) -> T {
+    report
+        .split(marker)
         .nth(1)
         .and_then(|s| s.split(' ').next())
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no ratio in\n{report}"));
-    assert!(ratio > 0.0, "{report}");
+        .unwrap_or_else(|| panic!("no number after {marker:?} in\n{report}"))
 }
 
 /// Runs `joblog bench ARGS` to success; its report (stdout).

@@ -21,6 +21,8 @@ use super::stats::{database_bytes, fmt_ms, format_count, median, percentile, Tex
 use super::BenchArgs;
 use crate::client::{Api, ApiError, Global, JobView};
 use designs::Baselines;
+// The line `line` of job `id` prints (the psu script's `echo`).
+use joblog_store::baseline::designs::message;
 use report::{psu_report, PsuReport, Row};
 
 #[derive(Debug, Deserialize)]
@@ -195,7 +197,7 @@ impl Storage {
 
     /// Counts a job's log as the text it printed.
     fn add_job(&mut self, id: i64, lines: u32) -> anyhow::Result<()> {
-        let text: String = (1..=lines).map(|l| designs_text(id, l) + "\n").collect();
+        let text: String = (1..=lines).map(|l| message(id, l) + "\n").collect();
         self.text.add_job(&text)
     }
 
@@ -209,11 +211,6 @@ impl Storage {
             self.text.zstd as f64 / n,
         ))
     }
-}
-
-/// The line `line` of job `id` prints (the psu script's `echo`).
-fn designs_text(id: i64, line: u32) -> String {
-    joblog_store::baseline::designs::message(id, line)
 }
 
 impl<'a> Psu<'a> {
