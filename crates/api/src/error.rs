@@ -63,6 +63,7 @@ error_codes! {
     JobNotFound = "job_not_found", NOT_FOUND, "No job with that id.";
     ResultNotFound = "result_not_found", NOT_FOUND, "The job exists but has no result.";
     ResultDamaged = "result_damaged", INTERNAL_SERVER_ERROR, "The job's stored result failed its checks (checksum, length or format) and cannot be read; the server's error log says which.";
+    LogDamaged = "log_damaged", INTERNAL_SERVER_ERROR, "A sealed segment of the job's log failed its checks and that part of the log cannot be read (other jobs' logs can); the server's error log says which segment.";
     ScheduleNotFound = "schedule_not_found", NOT_FOUND, "No schedule with that id.";
     ScheduleExists = "schedule_exists", CONFLICT, "A schedule with that name exists.";
     TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
@@ -134,6 +135,16 @@ impl IntoResponse for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
+        if let StoreError::DamagedLog { job, .. } = &e {
+            tracing::error!(error = %e, "damaged sealed log");
+            return ApiError::new(
+                ErrorCode::LogDamaged,
+                format!(
+                    "the sealed log of job {job} is damaged and cannot be read here; \
+                     the server's error log says which segment"
+                ),
+            );
+        }
         if e.is_transient() {
             tracing::error!(error = %e, "store unavailable");
             return ApiError::new(

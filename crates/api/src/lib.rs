@@ -30,6 +30,7 @@ mod nodes;
 mod result;
 mod routes;
 mod schedules;
+mod sealing;
 mod sse;
 mod tokens;
 mod ui;
@@ -139,6 +140,7 @@ pub fn app(state: AppState) -> Router {
         .route("/schedules/{id}/run", post(schedules::run_now))
         .route("/events", get(feed::job_events))
         .route("/groom", post(routes::groom))
+        .route("/sealing", get(sealing::status).post(sealing::seal_all))
         .route("/nodes", get(nodes::list))
         .route("/audit", get(audit::list))
         .route("/backup", get(backup::backup))

@@ -22,7 +22,7 @@ pub struct NewAudit {
     /// tokens, or `system` for the server's own doing (retention, start).
     pub actor: String,
     /// What was done, dotted: `job.submitted`, `job.cancelled`,
-    /// `job.groomed`, `token.created`, `token.revoked`, `token.used`,
+    /// `job.groomed`, `log.seal_all`, `token.created`, `token.revoked`, `token.used`,
     /// `token.refused`, `config.changed`.
     pub action: String,
     pub job_id: Option<JobId>,

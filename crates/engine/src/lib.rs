@@ -15,6 +15,7 @@ mod orphans;
 mod process;
 mod run;
 mod scheduler;
+mod sealer;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -34,6 +35,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 
 pub use error::EngineError;
 pub use scheduler::{Clock, SystemClock};
+pub use sealer::{SealStatus, COUNT_UP_TO};
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -68,6 +70,8 @@ pub struct EngineConfig {
     /// (a schedule keeps names only): `JOBLOG_SECRET_<NAME>` from the
     /// server's environment.
     pub node_secrets: BTreeMap<String, String>,
+    /// Seal the logs of jobs this node ends (`crate::sealer`).
+    pub seal: bool,
 }
 
 impl EngineConfig {
@@ -85,6 +89,7 @@ impl EngineConfig {
             max_queued: 10_000,
             server_secrets: Vec::new(),
             node_secrets: BTreeMap::new(),
+            seal: true,
         }
     }
 }
@@ -137,6 +142,7 @@ struct Inner {
     /// one each (a sweep reads `/proc`, on a blocking thread).
     sweeps_asked: watch::Sender<u64>,
     sweeps_done: watch::Sender<u64>,
+    sealer: sealer::Sealer,
 }
 
 /// The jobs this node runs, and cancels that arrived for a job between its
@@ -290,6 +296,7 @@ impl Engine {
         pool_max.set(config.max_concurrency as i64);
         registry.register("joblog_pool_max", "Worker slots", pool_max);
 
+        let sealer = sealer::Sealer::new(config.seal, registry);
         let engine = Engine {
             inner: Arc::new(Inner {
                 store,
@@ -310,6 +317,7 @@ impl Engine {
                 schedules_changed: Notify::new(),
                 sweeps_asked: watch::channel(0).0,
                 sweeps_done: watch::channel(0).0,
+                sealer,
             }),
         };
         // Other nodes' commits (a shared store announces them) go into the
@@ -326,6 +334,8 @@ impl Engine {
         tokio::spawn(engine.clone().schedule_loop());
         tokio::spawn(engine.clone().sweeper());
         tokio::spawn(engine.clone().sweep_orphans_every(ORPHAN_SWEEP));
+        let commits = engine.inner.pipeline.subscribe();
+        tokio::spawn(engine.clone().sealer(commits));
         Ok(engine)
     }
 

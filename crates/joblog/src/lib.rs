@@ -10,6 +10,7 @@ pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
+mod progress;
 pub mod serve;
 mod tls;
 

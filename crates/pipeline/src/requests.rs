@@ -12,7 +12,8 @@ use joblog_core::schedule::{ScheduleId, ValidSchedule};
 use joblog_core::{
     Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, ResultBlob, Timestamp,
 };
-use joblog_store::{Fired, Outcome, ScheduleSaved, WriteOp};
+use joblog_store::sealed::{seal_job, SealReport};
+use joblog_store::{Fired, Outcome, ScheduleSaved, Store, WriteOp};
 
 use crate::{Pipeline, PipelineError};
 
@@ -140,6 +141,12 @@ impl Pipeline {
     pub async fn delete_log_chunk(&self, job: JobId, max: u32) -> Result<u64, PipelineError> {
         let outcome = self.execute(WriteOp::DeleteLogChunk { job, max }).await?;
         count("delete_log_chunk", outcome)
+    }
+
+    /// Seals a finished job's log, one slice at a time through the writer
+    /// (`joblog_store::sealed::seal_job`).
+    pub async fn seal(&self, store: &dyn Store, job: JobId) -> Result<SealReport, PipelineError> {
+        seal_job(store, job, |op| self.execute(op)).await
     }
 
     /// Deletes a job whose log is gone; returns 1, or 0 if it was not there.

@@ -459,6 +459,8 @@ fn op_kind(op: &WriteOp) -> &'static str {
         WriteOp::FireDue { .. } => "fire_due",
         WriteOp::SaveSchedule { .. } => "save_schedule",
         WriteOp::DeleteSchedule { .. } => "delete_schedule",
+        WriteOp::SealSlice(_) => "seal_slice",
+        WriteOp::MarkSealed { .. } => "mark_sealed",
     }
 }
 

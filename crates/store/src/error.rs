@@ -12,6 +12,13 @@ pub enum StoreError {
     Config(String),
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
+    /// A sealed segment of the job's log failed its checks: that job's log
+    /// cannot be read (others can); `detail` says which segment and how.
+    #[error("job {job}: its sealed log is damaged: {detail}")]
+    DamagedLog {
+        job: joblog_core::JobId,
+        detail: String,
+    },
     /// This store does not do what was asked (e.g. a snapshot of a
     /// PostgreSQL store, which its own tools make); the text says what to
     /// use instead.

@@ -19,6 +19,7 @@ mod rows;
 mod schedules;
 #[cfg(feature = "bench")]
 pub mod scratch;
+pub mod sealed;
 mod snapshot;
 pub mod sqlite;
 #[cfg(feature = "testing")]
@@ -98,6 +99,25 @@ pub trait Store: Send + Sync + 'static {
     /// The job's result as stored: a blob (`joblog_core::result_blob`),
     /// whose checksum the reader checks.
     async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>>;
+
+    /// Up to `limit` of the job's records not sealed yet (rows), in
+    /// order, fewer once they hold [`MAX_PAGE_BYTES`] of text: what the
+    /// sealer encodes next.
+    async fn unsealed_rows(&self, id: JobId, limit: u32) -> Result<Vec<Record>>;
+
+    /// Finished jobs whose log is not sealed yet, after job `after`,
+    /// oldest first, at most `limit`, each with when it finished; only
+    /// those of `node` (and of no node) when given.
+    async fn unsealed_jobs(
+        &self,
+        after: JobId,
+        limit: u32,
+        node: Option<String>,
+    ) -> Result<Vec<(JobId, Timestamp)>>;
+
+    /// Finished jobs whose log is not sealed yet (every node's), counted up
+    /// to `up_to`.
+    async fn count_unsealed(&self, up_to: u64) -> Result<u64>;
 
     /// Finished jobs that retention should delete, oldest first.
     async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>>;
@@ -236,8 +256,11 @@ impl Committed {
             // finished jobs are deleted) or tokens (each request looks its
             // token up).
             // The audit trail is read when asked (`GET /api/v1/audit`).
+            // Sealing changes how a log is kept, not what it says.
             (
-                WriteOp::ClaimNext { .. }
+                WriteOp::SealSlice(_)
+                | WriteOp::MarkSealed { .. }
+                | WriteOp::ClaimNext { .. }
                 | WriteOp::Audit(_)
                 | WriteOp::DeleteLogChunk { .. }
                 | WriteOp::DeleteJob { .. }
@@ -363,9 +386,19 @@ pub enum WriteOp {
         node: Option<String>,
         include_queued: bool,
     },
-    /// Deletes up to `max` of the job's records, lowest seq first. →
-    /// [`Outcome::Count`]
+    /// Deletes the job's records, lowest seq first: up to `max` rows, or
+    /// whole sealed segments until they hold `max` records or more. →
+    /// [`Outcome::Count`] (records deleted: below `max` once the log is
+    /// gone)
     DeleteLogChunk { job: JobId, max: u32 },
+    /// Seals one slice of a finished job's log: deletes the rows of the
+    /// segment's seqs and inserts the segment, if every one of those rows
+    /// is there (none sealed or deleted meanwhile); otherwise changes
+    /// nothing. → [`Outcome::Count`]: 1 sealed, 0 not
+    SealSlice(Box<sealed::SealSlice>),
+    /// Marks a finished job's log sealed once no rows of it remain. →
+    /// [`Outcome::Count`]: 1 marked, 0 not (rows remain, or already)
+    MarkSealed { job: JobId },
     /// Deletes the job row and its result (its log must already be gone). →
     /// [`Outcome::Count`]
     DeleteJob { job: JobId },

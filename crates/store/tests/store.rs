@@ -28,6 +28,8 @@ mod navigation;
 mod results;
 #[path = "store/schedules.rs"]
 mod schedules;
+#[path = "store/sealed.rs"]
+mod sealed;
 #[path = "store/snapshot.rs"]
 mod snapshot;
 #[path = "store/tls.rs"]
@@ -213,10 +215,11 @@ impl TestStore {
     }
 }
 
-/// Undoes the last migration (schedules, and the columns jobs got for
-/// them), the same on both stores: for tests that take a database back to
-/// an older version.
-const UNDO_SCHEDULES: &str = "DROP INDEX jobs_fire; DROP INDEX jobs_schedule; \
+/// Undoes the last two migrations (sealed logs; schedules, and the columns
+/// jobs got for them), the same on both stores: for tests that take a
+/// database back to an older version.
+const UNDO_LATEST: &str = "DROP INDEX jobs_unsealed; ALTER TABLE jobs DROP COLUMN sealed_at; \
+     DROP TABLE segments; DROP INDEX jobs_fire; DROP INDEX jobs_schedule; \
      DROP INDEX jobs_schedule_active; DROP INDEX jobs_running_key; DROP INDEX jobs_run_after; \
      ALTER TABLE jobs DROP COLUMN schedule_id; ALTER TABLE jobs DROP COLUMN fire_time; \
      ALTER TABLE jobs DROP COLUMN attempt; ALTER TABLE jobs DROP COLUMN concurrency_key; \

@@ -46,6 +46,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("DELETE", "/api/v1/schedules/{id}", OPERATOR),
     ("POST", "/api/v1/schedules/{id}/run", OPERATOR),
     ("POST", "/api/v1/groom", ADMIN),
+    ("GET", "/api/v1/sealing", VIEWER),
+    ("POST", "/api/v1/sealing", ADMIN),
     ("GET", "/api/v1/nodes", VIEWER),
     ("GET", "/api/v1/backup", ADMIN),
     ("GET", "/api/v1/audit", ADMIN),

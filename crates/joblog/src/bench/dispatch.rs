@@ -14,11 +14,11 @@ use serde_json::{json, Value};
 
 use super::chart::{Bar, Chart};
 use super::output::Report;
-use super::progress::Progress;
 use super::server::on_own_server;
 use super::stats::{bucket_p50_p99, fmt_ms, median, percentile};
 use super::BenchArgs;
 use crate::client::Api;
+use crate::progress::Progress;
 
 /// Budget and goal of docs/benchmarks.md: joblog's jobs/s as a share of
 /// the machine's fork/exec rate.

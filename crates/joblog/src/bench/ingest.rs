@@ -15,9 +15,9 @@ use serde_json::json;
 
 use super::chart::{Bar, Chart};
 use super::output::Report;
-use super::progress::Progress;
 use super::stats::{database_bytes, format_count, median, TextSize};
 use super::BenchArgs;
+use crate::progress::Progress;
 
 /// Records a job hands over at a time (a pipe read of short lines).
 const APPEND_RECORDS: usize = 100;

@@ -11,7 +11,6 @@ mod flood;
 mod ingest;
 mod oplog;
 mod output;
-mod progress;
 mod psu;
 mod result;
 mod schedule;

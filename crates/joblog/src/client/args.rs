@@ -112,6 +112,9 @@ pub enum ClientCommand {
     Cancel(IdArgs),
     /// Delete old jobs with their logs and results (retention).
     Groom(GroomArgs),
+    /// Seal the log of every finished job now (compressed segments that read
+    /// as before), showing progress; needs an admin token.
+    Seal(SealArgs),
     /// Create, list, show, change, delete and run now the schedules that
     /// submit a job at each fire of a cron expression.
     Schedule(ScheduleArgs),
@@ -139,6 +142,7 @@ impl ClientCommand {
             }
             ClientCommand::Logs(a) => &a.connection,
             ClientCommand::Groom(a) => &a.connection,
+            ClientCommand::Seal(a) => &a.connection,
             ClientCommand::Token(a) => &a.connection,
             ClientCommand::Schedule(a) => &a.connection,
             ClientCommand::Rerun(a) => &a.connection,
@@ -147,6 +151,19 @@ impl ClientCommand {
             ClientCommand::Health(a) => &a.connection,
         }
     }
+}
+
+#[derive(Args, Debug)]
+pub struct SealArgs {
+    /// Every finished job whose log is not sealed yet, of every node (the
+    /// only choice so far, and so required).
+    #[arg(long, required = true)]
+    pub all: bool,
+    /// Print the API's JSON at the end.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
 }
 
 #[derive(Args, Debug)]

@@ -37,6 +37,13 @@ pub(super) enum Answer {
     /// The job as the cancel request left it.
     Cancelled(JobView),
     Groomed(GroomReport),
+    /// Finished jobs whose log was not sealed before `seal --all` and
+    /// after it, and whether the server seals new ones itself.
+    Sealed {
+        before: u64,
+        after: u64,
+        enabled: bool,
+    },
     /// A new API token, with its text (shown this once).
     TokenCreated(TokenView),
     Tokens(Vec<TokenView>),

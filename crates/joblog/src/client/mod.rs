@@ -9,6 +9,7 @@ mod commands;
 mod health;
 mod render;
 mod schedules;
+mod seal;
 mod tokens;
 mod wire;
 
@@ -71,6 +72,7 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
             ClientCommand::JobResult(a) => commands::result(&api, a).await,
             ClientCommand::Cancel(a) => print(commands::cancel(&api, a).await?),
             ClientCommand::Groom(a) => print(commands::groom(&api, a).await?),
+            ClientCommand::Seal(a) => print(seal::run(&api, a).await?),
             ClientCommand::Token(a) => print(tokens::run(&api, a.command).await?),
             ClientCommand::Schedule(a) => print(schedules::run(&api, a.command).await?),
             ClientCommand::Nodes(a) => print(commands::nodes(&api, a).await?),

@@ -103,6 +103,7 @@ enum Typed {
     Path(String),
     Hosts(Vec<String>),
     Sync(SyncMode),
+    Bool(bool),
     Overflow(Overflow),
     Sinks(Vec<SinkConfig>),
 }
@@ -248,6 +249,20 @@ fn sync() -> impl Strategy<Value = (String, Typed)> {
     ]
 }
 
+fn boolean() -> impl Strategy<Value = (String, Typed)> {
+    prop::sample::select(vec![
+        ("true", true),
+        (" False ", false),
+        ("on", true),
+        ("OFF", false),
+        ("yes", true),
+        ("no", false),
+        ("1", true),
+        ("0", false),
+    ])
+    .prop_map(|(text, b)| (text.to_string(), Typed::Bool(b)))
+}
+
 /// Text no setting should take (`|` between them), or that one may take
 /// by chance.
 const JUNK: &str = "| |-1|1e3|0x10|1.5|99999999999999999999999|18446744073709551615|12 parsecs\
@@ -283,6 +298,7 @@ fn value_for(kind: &'static str, key: &'static str) -> BoxedStrategy<(String, Op
         "address" => address().boxed(),
         "host names" => hosts().boxed(),
         "normal | full" => sync().boxed(),
+        "boolean" => boolean().boxed(),
         "block | drop_newest" => overflow().boxed(),
         "list of sinks" => sinks().boxed(),
         "path" => ".+".prop_map(|p| (p.clone(), Typed::Path(p))).boxed(),
@@ -388,6 +404,7 @@ fn check_parsed(layers: &Layers, key: &str, typed: &Typed) -> Result<(), TestCas
             Some(HostList(h.clone()))
         ),
         Typed::Sync(m) => prop_assert_eq!(layers.get::<SyncMode>(key).map_err(fail)?, Some(*m)),
+        Typed::Bool(b) => prop_assert_eq!(layers.get::<bool>(key).map_err(fail)?, Some(*b)),
         Typed::Overflow(o) => prop_assert_eq!(layers.get::<Overflow>(key).map_err(fail)?, Some(*o)),
         Typed::Sinks(v) => prop_assert_eq!(
             layers.get::<SinkList>(key).map_err(fail)?,

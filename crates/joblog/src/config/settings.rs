@@ -94,6 +94,12 @@ settings! {
     /// (fewer than `log.max_records`).
     log_tail_records: usize = LogLimits::default().tail_records,
         key "log.tail_records", env "JOBLOG_LOG_TAIL_RECORDS", flag Some("log-tail-records");
+    /// Seal the log of each finished job: rewritten into compressed
+    /// segments (docs/segments.md) that read exactly as the rows did, at a
+    /// fraction of the size. `false` keeps new logs as rows; `joblog seal
+    /// --all` seals them later either way.
+    log_seal: bool = true,
+        key "log.seal", env "JOBLOG_LOG_SEAL", flag Some("log-seal");
     /// A job's result (the `JOBLOG_RESULT` file) is stored up to this
     /// size, compressed; past it the job fails and its log says why.
     max_result: ByteSize = ByteSize(engine().max_result_bytes),

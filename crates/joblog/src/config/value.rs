@@ -41,6 +41,20 @@ impl SettingValue for PathBuf {
     }
 }
 
+impl SettingValue for bool {
+    const KIND: &'static str = "boolean";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "true" | "on" | "yes" | "1" => Ok(true),
+            "false" | "off" | "no" | "0" => Ok(false),
+            _ => Err(format!("{text:?} is not true or false")),
+        }
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
 macro_rules! integer_setting {
     ($($t:ty),*) => {$(
         impl SettingValue for $t {

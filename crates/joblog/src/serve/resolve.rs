@@ -109,6 +109,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;
     engine.max_queued = s.max_queued;
+    engine.seal = s.log_seal;
     engine.max_result_bytes = s.max_result.0;
     engine.server_secrets = token
         .iter()

@@ -30,6 +30,7 @@ pub(crate) mod partitions;
 mod pool;
 mod schedules;
 mod schema;
+mod sealed;
 mod sql;
 mod tls;
 pub(crate) mod writer;
@@ -51,14 +52,13 @@ use tokio_postgres::{Client, Config, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::pg_message;
-use crate::rows::stream_mask;
 use crate::{
     Committed, GroomPolicy, Result, Snapshot, Store, StoreError, StoreOptions, StoreWriter,
 };
 use pool::Pool;
 use sql::{
-    jobs_from_rows, record_from_row, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_TOKENS,
-    READ_LOG, READ_RESULT, SELECT_JOB, TOKEN_BY_HASH,
+    jobs_from_rows, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_TOKENS, READ_RESULT,
+    SELECT_JOB, TOKEN_BY_HASH,
 };
 use writer::PgWriter;
 
@@ -331,18 +331,7 @@ impl Store for PgStore {
     ) -> Result<Vec<Record>> {
         self.pool
             .read(move |c| {
-                Box::pin(async move {
-                    let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
-                    let mask = stream_mask(&streams);
-                    let max_bytes = crate::MAX_PAGE_BYTES as i64;
-                    let rows = c
-                        .query(
-                            READ_LOG,
-                            &[&id, &after, &i64::from(limit), &mask, &max_bytes],
-                        )
-                        .await?;
-                    rows.iter().map(record_from_row).collect()
-                })
+                Box::pin(async move { sealed::read_log(c, id, after_seq, limit, &streams).await })
             })
             .await
     }
@@ -356,9 +345,9 @@ impl Store for PgStore {
     ) -> Result<EarlierPage> {
         self.pool
             .read(move |c| {
-                Box::pin(async move {
-                    navigation::read_before(c, id, before_seq, limit, &streams).await
-                })
+                Box::pin(
+                    async move { sealed::read_before(c, id, before_seq, limit, &streams).await },
+                )
             })
             .await
     }
@@ -374,16 +363,56 @@ impl Store for PgStore {
         let search = search.clone();
         self.pool
             .read(move |c| {
-                Box::pin(async move {
-                    navigation::search(c, id, &search, after_seq, limit, &streams).await
-                })
+                Box::pin(
+                    async move { sealed::search(c, id, &search, after_seq, limit, &streams).await },
+                )
             })
             .await
     }
 
     async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline> {
         self.pool
-            .read(move |c| Box::pin(async move { navigation::outline(c, id, max_groups).await }))
+            .read(move |c| Box::pin(async move { sealed::outline(c, id, max_groups).await }))
+            .await
+    }
+
+    async fn unsealed_rows(&self, id: JobId, limit: u32) -> Result<Vec<Record>> {
+        self.pool
+            .read(move |c| Box::pin(async move { sealed::unsealed_rows(c, id, limit).await }))
+            .await
+    }
+
+    async fn count_unsealed(&self, up_to: u64) -> Result<u64> {
+        let up_to = i64::try_from(up_to).unwrap_or(i64::MAX);
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let rows = c.query(sealed::COUNT_UNSEALED, &[&up_to]).await?;
+                    match rows.first() {
+                        Some(r) => Ok(r.try_get::<_, i64>(0)? as u64),
+                        None => Ok(0),
+                    }
+                })
+            })
+            .await
+    }
+
+    async fn unsealed_jobs(
+        &self,
+        after: JobId,
+        limit: u32,
+        node: Option<String>,
+    ) -> Result<Vec<(JobId, Timestamp)>> {
+        self.pool
+            .read(move |c| {
+                Box::pin(async move {
+                    let jobs = sealed::unsealed_jobs(c, after, limit, node.as_deref()).await?;
+                    Ok(jobs
+                        .into_iter()
+                        .map(|(id, at)| (id, Timestamp(at)))
+                        .collect())
+                })
+            })
             .await
     }
 

@@ -3,7 +3,7 @@
 //! `crate::navigation` for why no other index serves them).
 
 use futures_util::{pin_mut, TryStreamExt};
-use joblog_core::{EarlierPage, JobId, LogOutline, LogSearch, SearchHits, Stream};
+use joblog_core::{EarlierPage, JobId, LogSearch, SearchHits, Stream};
 
 use super::pool::PooledConn;
 use super::sql::record_from_row;
@@ -124,18 +124,35 @@ pub(super) async fn search(
     Ok(page.hits(counts[0], counts[1]))
 }
 
-pub(super) async fn outline(
+/// Every match in the job's rows.
+pub(super) async fn count_matches(
     c: &mut PooledConn,
     id: JobId,
-    max_groups: usize,
-) -> Result<LogOutline> {
+    search: &LogSearch,
+    mask: i64,
+) -> Result<u64> {
+    let needle = search.folded().as_bytes();
+    let rows = c
+        .query(SEARCH_COUNT, &[&id, &0i64, &mask, &needle, &i64::MAX])
+        .await?;
+    match rows.first() {
+        Some(row) => Ok(row.try_get::<_, i64>(0)? as u64),
+        None => Ok(0),
+    }
+}
+
+/// Folds the job's rows into `outliner`.
+pub(super) async fn outline_rows(
+    c: &mut PooledConn,
+    id: JobId,
+    outliner: &mut Outliner,
+) -> Result<()> {
     // Streamed: a job that wrote a million lines on stderr is folded row
     // by row, never held as a million rows.
     let rows = c
         .query_rows(OUTLINE, &[&id, &read_mask(), &text_mask()])
         .await?;
     pin_mut!(rows);
-    let mut outliner = Outliner::new(max_groups);
     while let Some(r) = rows.try_next().await? {
         let message: Option<Vec<u8>> = r.try_get(3)?;
         outliner.push(OutlineRow {
@@ -150,5 +167,5 @@ pub(super) async fn outline(
             fields: r.try_get(4)?,
         })?;
     }
-    Ok(outliner.finish())
+    Ok(())
 }

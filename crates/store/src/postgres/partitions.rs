@@ -1,5 +1,6 @@
 //! Log partitions: the log table is partitioned by job-id range (`log_p<N>`
-//! holds jobs `N*PARTITION_JOBS ..`), created by the writer as jobs reach a
+//! holds jobs `N*PARTITION_JOBS ..`, and `segments_p<N>` their sealed
+//! segments), created by the writer as jobs reach a
 //! range and dropped whole by retention. A partition is only dropped once
 //! no new job can fall into it.
 
@@ -25,7 +26,8 @@ pub(crate) async fn create_partition(tx: &Transaction<'_>, p: i64) -> Result<()>
         .await?;
     let (lo, hi) = (p * PARTITION_JOBS, (p + 1) * PARTITION_JOBS);
     tx.batch_execute(&format!(
-        "CREATE TABLE IF NOT EXISTS log_p{p} PARTITION OF log FOR VALUES FROM ({lo}) TO ({hi})"
+        "CREATE TABLE IF NOT EXISTS log_p{p} PARTITION OF log FOR VALUES FROM ({lo}) TO ({hi});
+         CREATE TABLE IF NOT EXISTS segments_p{p} PARTITION OF segments FOR VALUES FROM ({lo}) TO ({hi})"
     ))
     .await?;
     Ok(())
@@ -109,7 +111,10 @@ pub(super) async fn drop_partitions(tx: &Transaction<'_>, candidates: &[JobId]) 
         }
         let n: i64 = row.try_get(1)?;
         let ids: Vec<i64> = row.try_get(2)?;
-        tx.batch_execute(&format!("DROP TABLE log_p{p}")).await?;
+        tx.batch_execute(&format!(
+            "DROP TABLE log_p{p}; DROP TABLE IF EXISTS segments_p{p}"
+        ))
+        .await?;
         tx.execute(
             "DELETE FROM results WHERE job_id >= $1 AND job_id < $2",
             &[&lo, &hi],

@@ -114,6 +114,7 @@ CREATE INDEX audit_job ON audit (job_id, id);
 "#),
     ResultsToBlobs,
     Sql(super::schedules::MIGRATION),
+    Sql(super::sealed::MIGRATION),
 ];
 
 /// One step of the schema.

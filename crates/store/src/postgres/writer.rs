@@ -283,6 +283,21 @@ async fn rederive(
             // Counts of a committed attempt are not known any more; a
             // full chunk makes retention look again rather than stop.
             WriteOp::DeleteLogChunk { max, .. } => Outcome::Count(u64::from(*max)),
+            WriteOp::SealSlice(slice) => {
+                let last = slice.key.last_seq as i64;
+                let row = conn
+                    .client
+                    .query_one(super::sealed::SEGMENT_EXISTS, &[&slice.job, &last])
+                    .await?;
+                Outcome::Count(row.try_get::<_, i64>(0)? as u64)
+            }
+            WriteOp::MarkSealed { job } => {
+                let row = conn
+                    .client
+                    .query_one(super::sealed::IS_SEALED, &[job])
+                    .await?;
+                Outcome::Count(row.try_get::<_, i64>(0)? as u64)
+            }
             WriteOp::DropLogPartitions { .. } => Outcome::Groomed {
                 jobs: Vec::new(),
                 records: 0,

@@ -11,6 +11,7 @@ mod navigation;
 mod nodes;
 mod pool;
 mod schedules;
+mod sealed;
 mod tokens;
 
 use async_trait::async_trait;
@@ -23,7 +24,7 @@ use joblog_core::{
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
-use crate::rows::{fields_text, stream_mask, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
+use crate::rows::{fields_text, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
 use crate::{
     FinishedByName, GroomPolicy, Outcome, Result, Snapshot, Store, StoreError, StoreOptions,
     StoreWriter, SyncMode, WriteOp,
@@ -77,6 +78,7 @@ CREATE TABLE results (
     Sql(audit::MIGRATION),
     ResultsToBlobs,
     Sql(schedules::MIGRATION),
+    Sql(sealed::MIGRATION),
 ];
 
 /// One step of the schema.
@@ -317,27 +319,8 @@ impl Store for SqliteStore {
         limit: u32,
         streams: Option<Vec<Stream>>,
     ) -> Result<Vec<Record>> {
-        self.read(move |c| {
-            let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
-            let mask = stream_mask(&streams);
-            let mut stmt = c.prepare_cached(
-                "SELECT seq, ts, stream, message, fields FROM log \
-                 WHERE job_id = ?1 AND seq > ?2 AND ((1 << stream) & ?4) != 0 \
-                 ORDER BY seq LIMIT ?3",
-            )?;
-            let mut out = Vec::with_capacity(limit.min(10_000) as usize);
-            let mut bytes = 0;
-            for r in stmt.query_map(params![id, after, limit, mask], record_from_row)? {
-                let record = r??;
-                bytes += record.message.len();
-                out.push(record);
-                if bytes >= crate::MAX_PAGE_BYTES {
-                    break;
-                }
-            }
-            Ok(out)
-        })
-        .await
+        self.read(move |c| sealed::read_log(c, id, after_seq, limit, &streams))
+            .await
     }
 
     async fn read_log_before(
@@ -347,7 +330,7 @@ impl Store for SqliteStore {
         limit: u32,
         streams: Option<Vec<Stream>>,
     ) -> Result<EarlierPage> {
-        self.read(move |c| navigation::read_before(c, id, before_seq, limit, &streams))
+        self.read(move |c| sealed::read_before(c, id, before_seq, limit, &streams))
             .await
     }
 
@@ -360,13 +343,44 @@ impl Store for SqliteStore {
         streams: Option<Vec<Stream>>,
     ) -> Result<SearchHits> {
         let search = search.clone();
-        self.read(move |c| navigation::search(c, id, &search, after_seq, limit, &streams))
+        self.read(move |c| sealed::search(c, id, &search, after_seq, limit, &streams))
             .await
     }
 
     async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline> {
-        self.read(move |c| navigation::outline(c, id, max_groups))
+        self.read(move |c| sealed::outline(c, id, max_groups)).await
+    }
+
+    async fn unsealed_rows(&self, id: JobId, limit: u32) -> Result<Vec<Record>> {
+        self.read(move |c| sealed::unsealed_rows(c, id, limit))
             .await
+    }
+
+    async fn count_unsealed(&self, up_to: u64) -> Result<u64> {
+        let up_to = i64::try_from(up_to).unwrap_or(i64::MAX);
+        self.read(move |c| {
+            let n: i64 = c
+                .prepare_cached(sealed::COUNT_UNSEALED)?
+                .query_row([up_to], |r| r.get(0))?;
+            Ok(n as u64)
+        })
+        .await
+    }
+
+    async fn unsealed_jobs(
+        &self,
+        after: JobId,
+        limit: u32,
+        node: Option<String>,
+    ) -> Result<Vec<(JobId, Timestamp)>> {
+        self.read(move |c| {
+            let jobs = sealed::unsealed_jobs(c, after, limit, node.as_deref())?;
+            Ok(jobs
+                .into_iter()
+                .map(|(id, at)| (id, Timestamp(at)))
+                .collect())
+        })
+        .await
     }
 
     async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>> {
@@ -643,6 +657,11 @@ fn apply_one(
             if *max == 0 {
                 return Ok(Outcome::Count(0));
             }
+            let sealed = sealed::delete_segments(tx, *job, u64::from(*max))?;
+            if sealed >= u64::from(*max) {
+                return Ok(Outcome::Count(sealed));
+            }
+            let max = &(*max - sealed as u32);
             let n = tx
                 .prepare_cached(
                     "DELETE FROM log WHERE job_id = ?1 AND seq <= COALESCE(
@@ -650,8 +669,10 @@ fn apply_one(
                         9223372036854775807)",
                 )?
                 .execute(params![job, i64::from(*max).saturating_sub(1).max(0)])?;
-            Ok(Outcome::Count(n as u64))
+            Ok(Outcome::Count(sealed + n as u64))
         }
+        WriteOp::SealSlice(slice) => sealed::seal_slice(tx, slice),
+        WriteOp::MarkSealed { job } => sealed::mark_sealed(tx, *job, now),
         // One node, no partitions, nobody else to tell.
         WriteOp::DropLogPartitions { .. } => Ok(Outcome::Groomed {
             jobs: Vec::new(),

@@ -2,7 +2,7 @@
 //! outlines, each a range scan of one job's log by its primary key (see
 //! `crate::navigation` for why no other index serves them).
 
-use joblog_core::{EarlierPage, JobId, LogOutline, LogSearch, SearchHits, Stream};
+use joblog_core::{EarlierPage, JobId, LogSearch, SearchHits, Stream};
 use rusqlite::{params, Connection};
 
 use super::record_from_row;
@@ -96,10 +96,25 @@ pub(super) fn search(
     Ok(page.hits(before, after))
 }
 
-pub(super) fn outline(c: &Connection, id: JobId, max_groups: usize) -> Result<LogOutline> {
+/// Every match in the job's rows.
+pub(super) fn count_matches(
+    c: &Connection,
+    id: JobId,
+    search: &LogSearch,
+    mask: i64,
+) -> Result<u64> {
+    let n: i64 = c
+        .prepare_cached(SEARCH_COUNT)?
+        .query_row(params![id, 0, mask, search.folded(), i64::MAX], |r| {
+            r.get(0)
+        })?;
+    Ok(n as u64)
+}
+
+/// Folds the job's rows into `outliner`.
+pub(super) fn outline_rows(c: &Connection, id: JobId, outliner: &mut Outliner) -> Result<()> {
     let mut stmt = c.prepare_cached(OUTLINE)?;
     let mut rows = stmt.query(params![id, read_mask(), text_mask()])?;
-    let mut outliner = Outliner::new(max_groups);
     while let Some(r) = rows.next()? {
         outliner.push(OutlineRow {
             seq: r.get(0)?,
@@ -109,5 +124,5 @@ pub(super) fn outline(c: &Connection, id: JobId, max_groups: usize) -> Result<Lo
             fields: r.get(4)?,
         })?;
     }
-    Ok(outliner.finish())
+    Ok(())
 }

@@ -265,16 +265,16 @@ async fn a_database_of_the_version_before_gets_the_audit_table_when_opened(db: T
             let version: i64 = conn
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .unwrap();
-            conn.execute_batch(UNDO_SCHEDULES).unwrap();
+            conn.execute_batch(UNDO_LATEST).unwrap();
             conn.execute_batch("DROP TABLE audit").unwrap();
-            conn.pragma_update(None, "user_version", version - 3)
+            conn.pragma_update(None, "user_version", version - 4)
                 .unwrap();
         }
         Backend::Postgres => {
             let pg = PgSession::connect(&url).await;
-            pg.client.batch_execute(UNDO_SCHEDULES).await.unwrap();
+            pg.client.batch_execute(UNDO_LATEST).await.unwrap();
             pg.client
-                .batch_execute("DROP TABLE audit; UPDATE joblog_schema SET version = version - 3")
+                .batch_execute("DROP TABLE audit; UPDATE joblog_schema SET version = version - 4")
                 .await
                 .unwrap();
             pg.close().await;

@@ -113,8 +113,8 @@ async fn plain_results_from_before_blobs_are_converted_when_the_store_opens(db: 
             let version: i64 = conn
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .unwrap();
-            conn.execute_batch(UNDO_SCHEDULES).unwrap();
-            conn.pragma_update(None, "user_version", version - 2)
+            conn.execute_batch(UNDO_LATEST).unwrap();
+            conn.pragma_update(None, "user_version", version - 3)
                 .unwrap();
         }
         Backend::Postgres => {
@@ -125,9 +125,9 @@ async fn plain_results_from_before_blobs_are_converted_when_the_store_opens(db: 
                     .await
                     .unwrap();
             }
-            pg.client.batch_execute(UNDO_SCHEDULES).await.unwrap();
+            pg.client.batch_execute(UNDO_LATEST).await.unwrap();
             pg.client
-                .batch_execute("UPDATE joblog_schema SET version = version - 2")
+                .batch_execute("UPDATE joblog_schema SET version = version - 3")
                 .await
                 .unwrap();
             pg.close().await;

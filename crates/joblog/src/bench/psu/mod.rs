@@ -15,11 +15,11 @@ use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::output::Report;
-use super::progress::Progress;
 use super::server::{start_server, SpawnedServer};
 use super::stats::{database_bytes, fmt_ms, format_count, median, percentile, TextSize};
 use super::BenchArgs;
 use crate::client::{Api, ApiError, Global, JobView};
+use crate::progress::Progress;
 use designs::Baselines;
 // The line `line` of job `id` prints (the psu script's `echo`).
 use joblog_store::baseline::designs::message;

@@ -56,6 +56,23 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
                 r.jobs_deleted, r.records_deleted
             )?
         }
+        Answer::Sealed {
+            before,
+            after,
+            enabled,
+        } => {
+            writeln!(
+                out,
+                "sealed the logs of {} jobs; {after} finished jobs not sealed",
+                before.saturating_sub(*after)
+            )?;
+            if !enabled {
+                writeln!(
+                    out,
+                    "(log.seal is off on that server: jobs that finish from now on stay unsealed)"
+                )?;
+            }
+        }
         Answer::Groomed(r) => writeln!(
             out,
             "deleted {} jobs and {} records",

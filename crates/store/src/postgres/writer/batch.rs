@@ -17,6 +17,7 @@ use crate::postgres::audit::{self, INSERT_AUDIT, LOCK_AUDIT};
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
 use crate::postgres::schedules;
+use crate::postgres::sealed;
 use crate::postgres::sql::{
     jobs_from_rows, victim_from_row, CANCEL_QUEUED, COPY_LOG, CREATE_TOKEN, DELETE_JOB,
     DELETE_LOG_CHUNK, DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INTERRUPT_IDS, MARK_BATCH,
@@ -161,13 +162,22 @@ pub(super) async fn apply_batch(
                     .await?
             }
             WriteOp::DeleteLogChunk { job, max } => {
-                if *max == 0 {
-                    Outcome::Count(0)
+                let sealed = match *max {
+                    0 => 0,
+                    max => sealed::delete_segments(&tx, *job, u64::from(max)).await?,
+                };
+                if *max == 0 || sealed >= u64::from(*max) {
+                    Outcome::Count(sealed)
                 } else {
                     let st = prepared(statements, &tx, DELETE_LOG_CHUNK).await?;
-                    let offset = i64::from(*max) - 1;
-                    Outcome::Count(tx.execute(&st, &[job, &offset]).await?)
+                    let offset = i64::from(*max) - sealed as i64 - 1;
+                    Outcome::Count(sealed + tx.execute(&st, &[job, &offset]).await?)
                 }
+            }
+            WriteOp::SealSlice(slice) => sealed::seal_slice(statements, &tx, slice).await?,
+            WriteOp::MarkSealed { job } => {
+                let st = prepared(statements, &tx, sealed::MARK_SEALED).await?;
+                Outcome::Count(tx.execute(&st, &[job, &now]).await?)
             }
             WriteOp::DeleteJob { job } => {
                 let st = prepared(statements, &tx, DELETE_RESULT).await?;

@@ -1,5 +1,5 @@
-//! Progress bars on long runs. Drawn only when stderr is a terminal: a log
-//! file or CI gets the plain `bench:` lines the scenarios print instead.
+//! Progress bars on long runs (benchmarks, `joblog seal --all`). Drawn only
+//! when stderr is a terminal: a log file or CI gets plain lines instead.
 
 use std::io::IsTerminal;
 

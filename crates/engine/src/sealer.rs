@@ -1,0 +1,237 @@
+//! The sealer: one task per node that seals the logs of finished jobs
+//! (`joblog_store::sealed`), one job at a time, one slice at a time through
+//! the pipeline's writer, so that sealing never holds the writer for more
+//! than one slice and never delays another job's records by more.
+//!
+//! With sealing on it seals the jobs this node ended (and those of no
+//! node) as they finish, and whatever such jobs a crash or a stop left
+//! unsealed when it starts. [`Engine::seal_all`] asks it for one pass over
+//! every finished job of every node, whether sealing is on or off.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use joblog_core::{JobId, Timestamp};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::Notify;
+
+use crate::Engine;
+
+/// Jobs read from the store per look.
+const JOBS_PER_LOOK: u32 = 100;
+
+/// Unsealed jobs counted at most for a status: enough to show progress,
+/// bounded so that a status costs no more than that many index entries.
+pub const COUNT_UP_TO: u64 = 10_000_000;
+
+/// How long the sealer waits for a job to finish before it looks anyway
+/// (a job ended by another node's lapse is not announced one by one).
+const LOOK_EVERY: Duration = Duration::from_secs(60);
+
+/// The sealer's state and counters, shared with `/metrics`.
+pub(crate) struct Sealer {
+    pub(crate) enabled: bool,
+    /// A pass over every finished job was asked for.
+    all_asked: AtomicBool,
+    /// A pass over every finished job is running.
+    all_running: AtomicBool,
+    wake: Notify,
+    jobs: Counter,
+    records: Counter,
+    bytes_before: Counter,
+    bytes_after: Counter,
+    failures: Counter,
+    /// Seconds since the oldest job waiting for this node's sealer
+    /// finished (0: none waits).
+    lag: Gauge<f64, AtomicU64>,
+}
+
+/// What `GET /api/v1/sealing` shows.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SealStatus {
+    /// Sealing on: this node seals the logs of the jobs it ends.
+    pub enabled: bool,
+    /// A pass over every finished job is asked for or running.
+    pub sealing_all: bool,
+    /// Finished jobs whose log is not sealed yet, every node's (counted up
+    /// to [`COUNT_UP_TO`]).
+    pub unsealed_jobs: u64,
+    /// Seconds since the oldest job waiting for this node's sealer finished.
+    pub lag_seconds: f64,
+}
+
+impl Sealer {
+    pub(crate) fn new(enabled: bool, registry: &mut Registry) -> Sealer {
+        let sealer = Sealer {
+            enabled,
+            all_asked: AtomicBool::new(false),
+            all_running: AtomicBool::new(false),
+            wake: Notify::new(),
+            jobs: Counter::default(),
+            records: Counter::default(),
+            bytes_before: Counter::default(),
+            bytes_after: Counter::default(),
+            failures: Counter::default(),
+            lag: Gauge::default(),
+        };
+        registry.register(
+            "joblog_sealed_jobs",
+            "Jobs whose log this node sealed",
+            sealer.jobs.clone(),
+        );
+        registry.register(
+            "joblog_sealed_records",
+            "Log records this node moved from rows into sealed segments",
+            sealer.records.clone(),
+        );
+        registry.register(
+            "joblog_sealed_bytes_before",
+            "Text and fields (JSON) of the records sealed, in bytes",
+            sealer.bytes_before.clone(),
+        );
+        registry.register(
+            "joblog_sealed_bytes_after",
+            "Bytes of the segments that replaced them",
+            sealer.bytes_after.clone(),
+        );
+        registry.register(
+            "joblog_seal_failures",
+            "Jobs whose sealing failed (left as rows, tried again at the next pass)",
+            sealer.failures.clone(),
+        );
+        registry.register(
+            "joblog_seal_lag_seconds",
+            "Since the oldest finished job waiting for this node's sealer finished (0: none)",
+            sealer.lag.clone(),
+        );
+        sealer
+    }
+}
+
+impl Engine {
+    /// Asks for one pass over every finished job of every node, sealing
+    /// each log not sealed yet (whether sealing is on or not).
+    pub fn seal_all(&self) {
+        let sealer = &self.inner.sealer;
+        sealer.all_asked.store(true, Ordering::SeqCst);
+        sealer.wake.notify_one();
+    }
+
+    pub async fn seal_status(&self) -> Result<SealStatus, crate::EngineError> {
+        let sealer = &self.inner.sealer;
+        Ok(SealStatus {
+            enabled: sealer.enabled,
+            sealing_all: sealer.all_asked.load(Ordering::SeqCst)
+                || sealer.all_running.load(Ordering::SeqCst),
+            unsealed_jobs: self.inner.store.count_unsealed(COUNT_UP_TO).await?,
+            lag_seconds: sealer.lag.get(),
+        })
+    }
+
+    /// The sealer task (see the module's documentation).
+    pub(crate) async fn sealer(
+        self,
+        mut commits: tokio::sync::broadcast::Receiver<std::sync::Arc<joblog_pipeline::Committed>>,
+    ) {
+        let mut shutdown = self.inner.shutdown.subscribe();
+        let sealer = &self.inner.sealer;
+        // The jobs of this node, and of none: on a shared store each node
+        // seals what it ended, so nodes do not race for the same logs.
+        let own = self
+            .inner
+            .store
+            .is_shared()
+            .then(|| self.inner.config.node.clone());
+        let mut look = sealer.enabled;
+        loop {
+            if sealer.all_asked.swap(false, Ordering::SeqCst) {
+                sealer.all_running.store(true, Ordering::SeqCst);
+                let done = self.seal_pass(None).await;
+                sealer.all_running.store(false, Ordering::SeqCst);
+                if !done {
+                    return;
+                }
+            }
+            if look && !self.seal_pass(own.clone()).await {
+                return;
+            }
+            look = false;
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = sealer.wake.notified() => {}
+                _ = tokio::time::sleep(LOOK_EVERY) => look = sealer.enabled,
+                commit = commits.recv() => match commit {
+                    Ok(c) => look = sealer.enabled && (c.reset || !c.finished.is_empty()),
+                    Err(RecvError::Lagged(_)) => look = sealer.enabled,
+                    Err(RecvError::Closed) => return,
+                },
+            }
+        }
+    }
+
+    /// Seals every finished unsealed job of `node` (all with `None`),
+    /// oldest first; false once the node is stopping.
+    async fn seal_pass(&self, node: Option<String>) -> bool {
+        let sealer = &self.inner.sealer;
+        let mut after: JobId = 0;
+        loop {
+            if *self.inner.shutdown.borrow() {
+                return false;
+            }
+            let jobs = match self
+                .inner
+                .store
+                .unsealed_jobs(after, JOBS_PER_LOOK, node.clone())
+                .await
+            {
+                Ok(jobs) => jobs,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot list the jobs to seal; trying again later");
+                    return true;
+                }
+            };
+            let Some(&(_, oldest)) = jobs.first() else {
+                sealer.lag.set(0.0);
+                return true;
+            };
+            if after == 0 {
+                let now = Timestamp::now().micros();
+                sealer.lag.set((now - oldest.micros()).max(0) as f64 / 1e6);
+            }
+            for (id, _) in jobs {
+                if *self.inner.shutdown.borrow() {
+                    return false;
+                }
+                after = id;
+                self.seal_one(id).await;
+            }
+        }
+    }
+
+    async fn seal_one(&self, id: JobId) {
+        let sealer = &self.inner.sealer;
+        match self
+            .inner
+            .pipeline
+            .seal(self.inner.store.as_ref(), id)
+            .await
+        {
+            Ok(report) => {
+                sealer.records.inc_by(report.records);
+                sealer.bytes_before.inc_by(report.bytes_before);
+                sealer.bytes_after.inc_by(report.bytes_after);
+                if report.marked {
+                    sealer.jobs.inc();
+                }
+                tracing::debug!(job = id, ?report, "log sealed");
+            }
+            Err(e) => {
+                sealer.failures.inc();
+                tracing::warn!(job = id, error = %e, "cannot seal the job's log; it stays as rows");
+            }
+        }
+    }
+}
