@@ -18,6 +18,8 @@ mod nodes;
 mod rerun;
 #[path = "e2e/schedules.rs"]
 mod schedules;
+#[path = "e2e/sealed.rs"]
+mod sealed;
 #[path = "e2e/security.rs"]
 mod security;
 #[path = "e2e/service.rs"]
@@ -221,15 +223,48 @@ fn endless_counter(dir: &Path, tag: &str) -> Value {
     })
 }
 
-/// Reads a job's stored messages straight from the database file.
+/// Reads a job's stored messages straight from the database file: its
+/// sealed segments (decoded), then its rows.
 fn stored_lines(db: &rusqlite::Connection, id: i64) -> Vec<(i64, String, i64)> {
+    let mut out: Vec<(i64, String, i64)> = Vec::new();
+    let mut stmt = db
+        .prepare("SELECT data FROM segments WHERE job_id = ?1 ORDER BY last_seq")
+        .unwrap();
+    let segments = stmt
+        .query_map([id], |r| r.get::<_, Vec<u8>>(0))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    for data in segments {
+        for r in joblog_core::segment::decode(&data).unwrap() {
+            out.push((r.seq as i64, r.message, i64::from(r.stream.code())));
+        }
+    }
     let mut stmt = db
         .prepare("SELECT seq, message, stream FROM log WHERE job_id = ?1 ORDER BY seq")
         .unwrap();
-    stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let rows = stmt
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    out.extend(rows);
+    out
+}
+
+/// Records stored in the database file, rows and sealed, of every job.
+fn stored_record_count(db: &rusqlite::Connection) -> i64 {
+    let rows: i64 = db
+        .query_row("SELECT count(*) FROM log", [], |r| r.get(0))
+        .unwrap();
+    let sealed: i64 = db
+        .query_row(
+            "SELECT COALESCE(sum(last_seq - first_seq + 1), 0) FROM segments",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    rows + sealed
 }
 
 /// The `line N` records of a job: seq gapless from 1 and N == seq, i.e. a
@@ -540,10 +575,7 @@ async fn cli_groom_keeps_the_newest_per_name() {
         let expect = if Some(*id) == newest { 200 } else { 404 };
         assert_eq!(status, expect, "job {id} ({name})");
     }
-    let db = server.db();
-    let left: i64 = db
-        .query_row("SELECT count(*) FROM log", [], |r| r.get(0))
-        .unwrap();
+    let left = stored_record_count(&server.db());
     assert_eq!(left, 300 + 200, "only the kept jobs' records remain");
 }
 

@@ -114,19 +114,19 @@ async fn two_nodes_run_each_of_200_jobs_exactly_once() {
 }
 
 /// Server-Sent Events as they arrive on a streamed HTTP response.
-struct Events {
+pub(super) struct Events {
     resp: reqwest::Response,
     buf: String,
 }
 
-struct Event {
-    id: Option<String>,
-    event: Option<String>,
-    data: String,
+pub(super) struct Event {
+    pub(super) id: Option<String>,
+    pub(super) event: Option<String>,
+    pub(super) data: String,
 }
 
 impl Events {
-    async fn open(server: &Server, id: i64) -> Events {
+    pub(super) async fn open(server: &Server, id: i64) -> Events {
         let resp = server
             .http
             .get(format!("{}/api/v1/jobs/{id}/log/events", server.url))
@@ -141,7 +141,7 @@ impl Events {
     }
 
     /// The next event, or None when the stream ends.
-    async fn next(&mut self) -> Option<Event> {
+    pub(super) async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let block: String = self.buf.drain(..end + 2).collect();

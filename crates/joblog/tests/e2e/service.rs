@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{cli, Server, BIN};
+use super::{cli, stored_lines, Server, BIN};
 
 /// The ids and states in a `joblog jobs --json` listing.
 fn listed(out: &str) -> Vec<(i64, String)> {
@@ -103,12 +103,7 @@ async fn backup_of_a_running_server_restores_on_a_new_one() {
         };
         assert_eq!(state(done), "succeeded");
         assert_eq!(state(running), "running");
-        let lines: i64 = db
-            .query_row("SELECT count(*) FROM log WHERE job_id = ?1", [done], |r| {
-                r.get(0)
-            })
-            .unwrap();
-        assert_eq!(lines, 300);
+        assert_eq!(stored_lines(&db, done).len(), 300);
     }
     std::fs::write(&flag, b"").unwrap();
     server.wait_finished(running).await;
