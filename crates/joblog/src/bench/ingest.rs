@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::chart::{Bar, Chart};
 use super::output::Report;
-use super::stats::{database_bytes, format_count, median, TextSize};
+use super::stats::{database_bytes, format_count, live_bytes, median, segment_bytes, TextSize};
 use super::BenchArgs;
 use crate::progress::Progress;
 
@@ -76,9 +76,23 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
             })
             .collect();
         storage.text(&work)?;
+        let live_before = live_bytes(&url).await?;
         let took = through_pipeline(&pipeline, work, ids[0]).await?;
         storage.database += database_bytes(&url).await?.saturating_sub(before);
         storage.records += (per_job * jobs) as u64;
+        if args.seal {
+            // The run's logs sealed as the server's sealer would, one job
+            // at a time, then what their data takes.
+            let started = Instant::now();
+            let mut sealed = 0;
+            for &id in &ids {
+                sealed += pipeline.seal(store.as_ref(), id).await?.records;
+            }
+            storage.seal_time += started.elapsed();
+            storage.sealed_records += sealed;
+            storage.sealed += live_bytes(&url).await?.saturating_sub(live_before);
+            storage.segments = segment_bytes(&url).await?;
+        }
         let rate = (per_job * jobs) as f64 / took.as_secs_f64();
         progress.keep(format!("bench: run {run}: pipeline {rate:.0} records/s"));
         piped.push(rate);
@@ -170,12 +184,30 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
         per(storage.text.raw),
         per(storage.text.zstd)
     );
+    let sealed = (storage.sealed_records > 0).then(|| {
+        let n = storage.sealed_records as f64;
+        (
+            storage.sealed as f64 / n,
+            storage.segments as f64 / n,
+            n / storage.seal_time.as_secs_f64().max(1e-9),
+        )
+    });
+    if let Some((per_record, segments, rate)) = sealed {
+        let _ = writeln!(
+            out,
+            "\nSealed, one job at a time as the server's sealer does: **{per_record:.1}** bytes per record (what the data grew by, free space of the deleted rows not counted: SQLite's pages in use, PostgreSQL's segment relations), {segments:.1} of them the segments' blobs; sealing ran at {} records/s.",
+            format_count(rate as u64)
+        );
+    }
     let figures = json!({
         "bytes_per_record": {
             "database": per(storage.database),
+            "sealed": sealed.map(|s| s.0),
+            "sealed_segments": sealed.map(|s| s.1),
             "raw_text": per(storage.text.raw),
             "zstd_3": per(storage.text.zstd),
         },
+        "sealing_records_per_s": sealed.map(|s| s.2),
         "store": store.describe(),
         "records_per_run": per_job * jobs,
         "jobs": jobs,
@@ -223,6 +255,13 @@ struct Storage {
     records: u64,
     database: u64,
     text: TextSize,
+    /// With `--seal`: the records sealed, how long it took, and what the
+    /// data grew by over the runs once sealed.
+    sealed_records: u64,
+    seal_time: Duration,
+    sealed: u64,
+    /// The sealed segments' blobs alone, all runs.
+    segments: u64,
 }
 
 impl Storage {

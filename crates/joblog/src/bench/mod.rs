@@ -114,6 +114,12 @@ pub struct BenchArgs {
     /// Keep the temporary data directory (and the server's output) at the end.
     #[arg(long, conflicts_with = "external")]
     pub keep: bool,
+    /// psu, ingest: seal finished logs (psu: the server's `log.seal`, and
+    /// each checkpoint waits for the sealer before it measures; ingest:
+    /// each run's jobs sealed after it, timed, and measured sealed).
+    #[arg(long, value_name = "BOOL", default_value = "true",
+          value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
+    pub seal: bool,
     /// Stop after this long even if checkpoints remain (table so far is printed).
     #[arg(long, value_name = "DUR", default_value = "2h", value_parser = joblog_core::parse_positive_duration)]
     pub time_limit: Duration,

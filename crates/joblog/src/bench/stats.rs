@@ -63,9 +63,28 @@ pub(super) fn fmt_ms(v: Option<f64>) -> String {
 /// The bytes on disk of the database at `url`, after a checkpoint (see
 /// `joblog_store::baseline::database_bytes`).
 pub(super) async fn database_bytes(url: &str) -> anyhow::Result<u64> {
+    blocking_size(url, joblog_store::baseline::database_bytes).await
+}
+
+/// What the data of the database at `url` takes, free space not counted
+/// (see `joblog_store::baseline::live_bytes`): the figure for sealed logs.
+pub(super) async fn live_bytes(url: &str) -> anyhow::Result<u64> {
+    blocking_size(url, joblog_store::baseline::live_bytes).await
+}
+
+/// The bytes of the sealed segments' blobs alone (see
+/// `joblog_store::baseline::segment_bytes`).
+pub(super) async fn segment_bytes(url: &str) -> anyhow::Result<u64> {
+    blocking_size(url, joblog_store::baseline::segment_bytes).await
+}
+
+async fn blocking_size(
+    url: &str,
+    size: fn(&str) -> joblog_store::Result<u64>,
+) -> anyhow::Result<u64> {
     use anyhow::Context;
     let url = url.to_string();
-    tokio::task::spawn_blocking(move || joblog_store::baseline::database_bytes(&url))
+    tokio::task::spawn_blocking(move || size(&url))
         .await
         .context("measuring the database")?
         .context("measuring the database")

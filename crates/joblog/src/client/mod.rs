@@ -9,7 +9,7 @@ mod commands;
 mod health;
 mod render;
 mod schedules;
-mod seal;
+pub(crate) mod seal;
 mod tokens;
 mod wire;
 

@@ -25,6 +25,27 @@ pub(crate) struct SealStatus {
     pub unsealed_jobs: u64,
 }
 
+/// Waits until the server has sealed every finished job's log (its
+/// sealer caught up); how long that took. For `joblog bench`, which
+/// measures sealed logs.
+pub(crate) async fn wait_sealed(api: &Api, limit: Duration) -> anyhow::Result<Duration> {
+    let url = api.url("/api/v1/sealing", &[])?;
+    let started = std::time::Instant::now();
+    loop {
+        let now: SealStatus = api.decode(&api.get_raw(url.clone(), REQUEST_TIMEOUT).await?)?;
+        if now.unsealed_jobs == 0 && !now.sealing_all {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > limit {
+            anyhow::bail!(
+                "{} finished jobs still unsealed after {limit:?}",
+                now.unsealed_jobs
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 pub(super) async fn run(api: &Api, a: SealArgs) -> anyhow::Result<Answer> {
     let url = api.url("/api/v1/sealing", &[])?;
     let started: SealStatus = api.decode(&api.post_raw(url.clone(), &Value::Null).await?)?;

@@ -16,14 +16,16 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use super::output::Report;
 use super::server::{start_server, SpawnedServer};
-use super::stats::{database_bytes, fmt_ms, format_count, median, percentile, TextSize};
+use super::stats::{
+    database_bytes, fmt_ms, format_count, live_bytes, median, percentile, segment_bytes, TextSize,
+};
 use super::BenchArgs;
 use crate::client::{Api, ApiError, Global, JobView};
 use crate::progress::Progress;
 use designs::Baselines;
 // The line `line` of job `id` prints (the psu script's `echo`).
 use joblog_store::baseline::designs::message;
-use report::{psu_report, PsuReport, Row};
+use report::{psu_report, Bytes, PsuReport, Row};
 
 #[derive(Debug, Deserialize)]
 struct WaitPage {
@@ -183,6 +185,8 @@ struct Psu<'a> {
 struct Storage {
     url: String,
     base: u64,
+    /// What the data took before the first job, free space not counted.
+    live_base: u64,
     text: TextSize,
 }
 
@@ -191,6 +195,7 @@ impl Storage {
         Ok(Storage {
             url: url.to_string(),
             base: database_bytes(url).await?,
+            live_base: live_bytes(url).await?,
             text: TextSize::default(),
         })
     }
@@ -201,15 +206,20 @@ impl Storage {
         self.text.add_job(&text)
     }
 
-    /// Bytes per record: the database's growth, the text's, its zstd's.
-    async fn per_record(&self, records: u64) -> anyhow::Result<(f64, f64, f64)> {
+    /// Bytes per record: the database's growth, its data's, the text's,
+    /// its zstd's.
+    async fn per_record(&self, records: u64) -> anyhow::Result<Bytes> {
         let now = database_bytes(&self.url).await?;
+        let live = live_bytes(&self.url).await?;
+        let segments = segment_bytes(&self.url).await?;
         let n = records.max(1) as f64;
-        Ok((
-            now.saturating_sub(self.base) as f64 / n,
-            self.text.raw as f64 / n,
-            self.text.zstd as f64 / n,
-        ))
+        Ok(Bytes {
+            file: now.saturating_sub(self.base) as f64 / n,
+            data: live.saturating_sub(self.live_base) as f64 / n,
+            segments: segments as f64 / n,
+            raw: self.text.raw as f64 / n,
+            zstd: self.text.zstd as f64 / n,
+        })
     }
 }
 
@@ -317,6 +327,13 @@ impl<'a> Psu<'a> {
         let walls: Vec<f64> = self.batch_walls.iter().copied().collect();
         // Newest first; one warm-up request so the timed ones reuse a
         // connection, as a browser viewing job after job would.
+        // Sealed logs are what is measured: the sealer catches up first.
+        let seal_wait = match (&self.storage, self.args.seal) {
+            (Some(_), true) => {
+                Some(crate::client::seal::wait_sealed(self.api, Duration::from_secs(600)).await?)
+            }
+            _ => None,
+        };
         let ids: Vec<i64> = self.recent.iter().rev().copied().collect();
         let mut times = Vec::new();
         if let Some((&warm, rest)) = ids.split_first() {
@@ -354,6 +371,7 @@ impl<'a> Psu<'a> {
             checkpoint,
             messages,
             storage,
+            seal_wait,
             designs,
             jobs: self.jobs,
             exec_median: median(&durations),
@@ -490,7 +508,7 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<Repor
             start_server(
                 &args,
                 args.database.as_deref(),
-                &[],
+                &["--log-seal".to_string(), args.seal.to_string()],
                 &[],
                 token.as_deref(),
                 &mut sigint,

@@ -25,13 +25,30 @@ fn psu_sqlite_reference(messages: u64) -> Option<(u32, u32)> {
     }
 }
 
+/// Bytes per record of the storage figure.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Bytes {
+    /// The database's growth on disk (its file and WAL; PostgreSQL's
+    /// database size), free space of deleted rows included.
+    pub(super) file: f64,
+    /// What its data grew by, free space not counted (sealed logs:
+    /// `joblog_store::baseline::live_bytes`).
+    pub(super) data: f64,
+    /// The sealed segments' blobs alone.
+    pub(super) segments: f64,
+    /// The logs as plain text, and as `zstd -3` of each job's text.
+    pub(super) raw: f64,
+    pub(super) zstd: f64,
+}
+
 /// The figures measured at one checkpoint.
 pub(super) struct Row {
     pub(super) checkpoint: u64,
     pub(super) messages: u64,
-    /// Bytes per record: the database's growth, the logs as text, and as
-    /// `zstd -3` of each job's text.
-    pub(super) storage: Option<(f64, f64, f64)>,
+    pub(super) storage: Option<Bytes>,
+    /// How long the server's sealer took to catch up before the
+    /// measurement (`--seal true` on a server of the bench's own).
+    pub(super) seal_wait: Option<Duration>,
     /// The designs of the past at the same size.
     pub(super) designs: Vec<DesignRow>,
     pub(super) jobs: u64,
@@ -76,9 +93,11 @@ pub(super) fn figures(r: &PsuReport<'_>) -> serde_json::Value {
                 "elapsed_s": row.elapsed.as_secs_f64(),
                 "psu_sqlite_reference_ms": psu_sqlite_reference(row.checkpoint)
                     .map(|(e, t)| json!({"exec": e, "retrieval": t})),
-                "bytes_per_record": row.storage.map(|(db, raw, zstd)| json!({
-                    "database": db, "raw_text": raw, "zstd_3": zstd,
+                "bytes_per_record": row.storage.map(|b| json!({
+                    "database": b.file, "data": b.data, "segments": b.segments,
+                    "raw_text": b.raw, "zstd_3": b.zstd,
                 })),
+                "seal_wait_s": row.seal_wait.map(|d| d.as_secs_f64()),
                 "designs": row.designs.iter().map(|d| json!({
                     "design": d.design.key(),
                     "name": d.design.name(),
@@ -281,17 +300,22 @@ fn storage_table(s: &mut String, r: &PsuReport<'_>) {
     if r.rows.iter().all(|row| row.storage.is_none()) {
         return;
     }
+    let sealed = if r.args.seal {
+        "logs sealed (the sealer caught up before each measurement)"
+    } else {
+        "logs kept as rows (`--seal false`)"
+    };
     let _ = writeln!(
         s,
-        "\nStorage, bytes per record: the database's growth since the server started (after a checkpoint), beside the same logs as plain text and as `zstd -3` of each job's text:\n"
+        "\nStorage, bytes per record, {sealed}: the database's growth since the server started (after a checkpoint: the file and its WAL, or PostgreSQL's database size, free space of deleted rows included), what its data grew by (free space not counted: SQLite's pages in use; on PostgreSQL the sealed segments' relations), the segments' blobs alone, beside the same logs as plain text and as `zstd -3` of each job's text:\n"
     );
     let _ = writeln!(
         s,
-        "| Messages | joblog database | raw text | zstd -3 | {} | {} |",
+        "| Messages | joblog database | joblog data | sealed segments | raw text | zstd -3 | {} | {} |",
         Design::RowRewrite.name(),
         Design::InsertPerMessage.name()
     );
-    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|");
     let b = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
     for row in r.rows {
         let design = |d: Design| {
@@ -303,11 +327,13 @@ fn storage_table(s: &mut String, r: &PsuReport<'_>) {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             format_count(row.checkpoint),
-            b(row.storage.map(|x| x.0)),
-            b(row.storage.map(|x| x.1)),
-            b(row.storage.map(|x| x.2)),
+            b(row.storage.map(|x| x.file)),
+            b(row.storage.map(|x| x.data)),
+            b(row.storage.map(|x| x.segments)),
+            b(row.storage.map(|x| x.raw)),
+            b(row.storage.map(|x| x.zstd)),
             design(Design::RowRewrite),
             design(Design::InsertPerMessage),
         );
