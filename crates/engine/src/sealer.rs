@@ -8,7 +8,9 @@
 //! unsealed when it starts. [`Engine::seal_all`] asks it for one pass over
 //! every finished job of every node, whether sealing is on or off.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use joblog_core::{JobId, Timestamp};
@@ -47,6 +49,10 @@ pub(crate) struct Sealer {
     /// Seconds since the oldest job waiting for this node's sealer
     /// finished (0: none waits).
     lag: Gauge<f64, AtomicU64>,
+    /// Jobs whose sealing failed in this process: the passes a finish
+    /// starts skip them (their error was logged once); a pass over every
+    /// job tries them again.
+    failed: Mutex<HashSet<JobId>>,
 }
 
 /// What `GET /api/v1/sealing` shows.
@@ -76,6 +82,7 @@ impl Sealer {
             bytes_after: Counter::default(),
             failures: Counter::default(),
             lag: Gauge::default(),
+            failed: Mutex::new(HashSet::new()),
         };
         registry.register(
             "joblog_sealed_jobs",
@@ -108,6 +115,12 @@ impl Sealer {
             sealer.lag.clone(),
         );
         sealer
+    }
+}
+
+impl Sealer {
+    fn lock_failed(&self) -> std::sync::MutexGuard<'_, HashSet<JobId>> {
+        self.failed.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -149,13 +162,13 @@ impl Engine {
         loop {
             if sealer.all_asked.swap(false, Ordering::SeqCst) {
                 sealer.all_running.store(true, Ordering::SeqCst);
-                let done = self.seal_pass(None).await;
+                let done = self.seal_pass(None, true).await;
                 sealer.all_running.store(false, Ordering::SeqCst);
                 if !done {
                     return;
                 }
             }
-            if look && !self.seal_pass(own.clone()).await {
+            if look && !self.seal_pass(own.clone(), false).await {
                 return;
             }
             look = false;
@@ -173,8 +186,9 @@ impl Engine {
     }
 
     /// Seals every finished unsealed job of `node` (all with `None`),
-    /// oldest first; false once the node is stopping.
-    async fn seal_pass(&self, node: Option<String>) -> bool {
+    /// oldest first, and those that failed before only with
+    /// `retry_failed`; false once the node is stopping.
+    async fn seal_pass(&self, node: Option<String>, retry_failed: bool) -> bool {
         let sealer = &self.inner.sealer;
         let mut after: JobId = 0;
         loop {
@@ -197,16 +211,18 @@ impl Engine {
                 sealer.lag.set(0.0);
                 return true;
             };
-            if after == 0 {
-                let now = Timestamp::now().micros();
-                sealer.lag.set((now - oldest.micros()).max(0) as f64 / 1e6);
-            }
+            // Jobs are listed in id order, about the order they finished
+            // in: the first is about the oldest still waiting.
+            let now = Timestamp::now().micros();
+            sealer.lag.set((now - oldest.micros()).max(0) as f64 / 1e6);
             for (id, _) in jobs {
                 if *self.inner.shutdown.borrow() {
                     return false;
                 }
                 after = id;
-                self.seal_one(id).await;
+                if retry_failed || !sealer.lock_failed().contains(&id) {
+                    self.seal_one(id).await;
+                }
             }
         }
     }
@@ -220,6 +236,7 @@ impl Engine {
             .await
         {
             Ok(report) => {
+                sealer.lock_failed().remove(&id);
                 sealer.records.inc_by(report.records);
                 sealer.bytes_before.inc_by(report.bytes_before);
                 sealer.bytes_after.inc_by(report.bytes_after);
@@ -229,6 +246,7 @@ impl Engine {
                 tracing::debug!(job = id, ?report, "log sealed");
             }
             Err(e) => {
+                sealer.lock_failed().insert(id);
                 sealer.failures.inc();
                 tracing::warn!(job = id, error = %e, "cannot seal the job's log; it stays as rows");
             }

@@ -25,9 +25,12 @@ pub(crate) async fn create_partition(tx: &Transaction<'_>, p: i64) -> Result<()>
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PARTITION_LOCK])
         .await?;
     let (lo, hi) = (p * PARTITION_JOBS, (p + 1) * PARTITION_JOBS);
+    // Segments before the log, always: a log read locks `segments` and
+    // then `log` (`sealed.rs`), and this locks both parents whole; in the
+    // other order the two would deadlock.
     tx.batch_execute(&format!(
-        "CREATE TABLE IF NOT EXISTS log_p{p} PARTITION OF log FOR VALUES FROM ({lo}) TO ({hi});
-         CREATE TABLE IF NOT EXISTS segments_p{p} PARTITION OF segments FOR VALUES FROM ({lo}) TO ({hi})"
+        "CREATE TABLE IF NOT EXISTS segments_p{p} PARTITION OF segments FOR VALUES FROM ({lo}) TO ({hi});
+         CREATE TABLE IF NOT EXISTS log_p{p} PARTITION OF log FOR VALUES FROM ({lo}) TO ({hi})"
     ))
     .await?;
     Ok(())
@@ -111,8 +114,9 @@ pub(super) async fn drop_partitions(tx: &Transaction<'_>, candidates: &[JobId]) 
         }
         let n: i64 = row.try_get(1)?;
         let ids: Vec<i64> = row.try_get(2)?;
+        // Segments first, as in `create_partition`.
         tx.batch_execute(&format!(
-            "DROP TABLE log_p{p}; DROP TABLE IF EXISTS segments_p{p}"
+            "DROP TABLE IF EXISTS segments_p{p}; DROP TABLE log_p{p}"
         ))
         .await?;
         tx.execute(

@@ -103,7 +103,10 @@ pub(super) const IS_SEALED: &str =
 /// two segments at most unless a stream filter skips records.
 const SEGMENTS_PER_READ: i64 = 2;
 
-/// Runs the read `f` with the job's sealed part `S`, in one snapshot.
+/// Runs the read `f` with the job's sealed part `S`, in one snapshot. Its
+/// first statement reads `segments`, so a read always locks `segments`
+/// before `log`: the order partition creation and drops keep
+/// (`partitions.rs`), or a read and the writer could deadlock.
 macro_rules! in_snapshot {
     ($c:expr, $id:expr, |$s:ident| $body:expr) => {{
         $c.client
