@@ -334,8 +334,7 @@ impl Engine {
         tokio::spawn(engine.clone().schedule_loop());
         tokio::spawn(engine.clone().sweeper());
         tokio::spawn(engine.clone().sweep_orphans_every(ORPHAN_SWEEP));
-        let commits = engine.inner.pipeline.subscribe();
-        tokio::spawn(engine.clone().sealer(commits));
+        tokio::spawn(engine.clone().sealer());
         Ok(engine)
     }
 

@@ -25,12 +25,16 @@ impl Engine {
                     if c.queued > 0 || c.reset || !c.finished.is_empty() {
                         self.inner.wake.notify_one();
                     }
+                    if c.reset || !c.finished.is_empty() {
+                        self.jobs_ended();
+                    }
                     for id in &c.cancel {
                         self.stop_if_running(*id);
                     }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     self.inner.wake.notify_one();
+                    self.jobs_ended();
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

@@ -17,7 +17,6 @@ use joblog_core::{JobId, Timestamp};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::Notify;
 
 use crate::Engine;
@@ -144,11 +143,14 @@ impl Engine {
         })
     }
 
+    /// A job ended (or commits were missed): the sealer looks for logs to
+    /// seal. Called by the engine's one watcher of commits.
+    pub(crate) fn jobs_ended(&self) {
+        self.inner.sealer.wake.notify_one();
+    }
+
     /// The sealer task (see the module's documentation).
-    pub(crate) async fn sealer(
-        self,
-        mut commits: tokio::sync::broadcast::Receiver<std::sync::Arc<joblog_pipeline::Committed>>,
-    ) {
+    pub(crate) async fn sealer(self) {
         let mut shutdown = self.inner.shutdown.subscribe();
         let sealer = &self.inner.sealer;
         // The jobs of this node, and of none: on a shared store each node
@@ -158,7 +160,6 @@ impl Engine {
             .store
             .is_shared()
             .then(|| self.inner.config.node.clone());
-        let mut look = sealer.enabled;
         loop {
             if sealer.all_asked.swap(false, Ordering::SeqCst) {
                 sealer.all_running.store(true, Ordering::SeqCst);
@@ -168,19 +169,13 @@ impl Engine {
                     return;
                 }
             }
-            if look && !self.seal_pass(own.clone(), false).await {
+            if sealer.enabled && !self.seal_pass(own.clone(), false).await {
                 return;
             }
-            look = false;
             tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = sealer.wake.notified() => {}
-                _ = tokio::time::sleep(LOOK_EVERY) => look = sealer.enabled,
-                commit = commits.recv() => match commit {
-                    Ok(c) => look = sealer.enabled && (c.reset || !c.finished.is_empty()),
-                    Err(RecvError::Lagged(_)) => look = sealer.enabled,
-                    Err(RecvError::Closed) => return,
-                },
+                _ = tokio::time::sleep(LOOK_EVERY) => {}
             }
         }
     }
