@@ -1,7 +1,8 @@
 //! The sealer: one task per node that seals the logs of finished jobs
-//! (`joblog_store::sealed`), one job at a time, one slice at a time through
-//! the pipeline's writer, so that sealing never holds the writer for more
-//! than one slice and never delays another job's records by more.
+//! (`joblog_store::sealed`), a few jobs at a time ([`JOBS_AT_ONCE`]), each
+//! one slice at a time through the pipeline's writer, so that sealing never
+//! gives the writer more than those few slices at once and never delays
+//! another job's records by more.
 //!
 //! With sealing on it seals the jobs this node ended (and those of no
 //! node) as they finish, and whatever such jobs a crash or a stop left
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use joblog_core::{JobId, Timestamp};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -23,6 +25,10 @@ use crate::Engine;
 
 /// Jobs read from the store per look.
 const JOBS_PER_LOOK: u32 = 100;
+
+/// Jobs sealed at once: so many slices (of at most 1,000 records each) are
+/// in the writer's hands at most.
+const JOBS_AT_ONCE: usize = 4;
 
 /// Unsealed jobs counted at most for a status: enough to show progress,
 /// bounded so that a status costs no more than that many index entries.
@@ -210,14 +216,24 @@ impl Engine {
             // in: the first is about the oldest still waiting.
             let now = Timestamp::now().micros();
             sealer.lag.set((now - oldest.micros()).max(0) as f64 / 1e6);
-            for (id, _) in jobs {
-                if *self.inner.shutdown.borrow() {
-                    return false;
-                }
-                after = id;
-                if retry_failed || !sealer.lock_failed().contains(&id) {
-                    self.seal_one(id).await;
-                }
+            after = jobs.last().map_or(after, |(id, _)| *id);
+            let todo: Vec<JobId> = jobs
+                .into_iter()
+                .map(|(id, _)| id)
+                .filter(|id| retry_failed || !sealer.lock_failed().contains(id))
+                .collect();
+            // A few jobs at once: each waits for the writer between its
+            // slices, and a busy node ends jobs faster than one sealer
+            // waiting on every commit keeps up with.
+            futures_util::stream::iter(todo)
+                .for_each_concurrent(JOBS_AT_ONCE, |id| async move {
+                    if !*self.inner.shutdown.borrow() {
+                        self.seal_one(id).await;
+                    }
+                })
+                .await;
+            if *self.inner.shutdown.borrow() {
+                return false;
             }
         }
     }

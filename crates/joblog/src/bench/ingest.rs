@@ -195,7 +195,7 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
     if let Some((per_record, segments, rate)) = sealed {
         let _ = writeln!(
             out,
-            "\nSealed, one job at a time as the server's sealer does: **{per_record:.1}** bytes per record (what the data grew by, free space of the deleted rows not counted: SQLite's pages in use, PostgreSQL's segment relations), {segments:.1} of them the segments' blobs; sealing ran at {} records/s.",
+            "\nSealed through the pipeline, one job at a time: **{per_record:.1}** bytes per record (what the data grew by, free space of the deleted rows not counted: SQLite's pages in use, PostgreSQL's segment relations), {segments:.1} of them the segments' blobs; sealing ran at {} records/s.",
             format_count(rate as u64)
         );
     }
