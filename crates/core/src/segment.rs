@@ -109,6 +109,58 @@ impl SegmentHeader {
     }
 }
 
+/// zstd contexts kept between segments. A fresh compression context is
+/// megabytes of newly mapped memory, faulted in and zeroed for every
+/// segment, then unmapped (on a busy server, page faults and TLB
+/// shootdowns were a fifth of its samples while it sealed); a few kept in
+/// a pool are taken and given back instead.
+mod contexts {
+    use std::sync::Mutex;
+
+    use super::{SegmentError, LEVEL};
+
+    /// Contexts kept, each kind: about as many as segments are encoded or
+    /// decoded at once on a busy node; more are made when needed and
+    /// dropped after.
+    const KEPT: usize = 8;
+
+    static COMPRESSORS: Mutex<Vec<zstd::bulk::Compressor<'static>>> = Mutex::new(Vec::new());
+    static DECOMPRESSORS: Mutex<Vec<zstd::bulk::Decompressor<'static>>> = Mutex::new(Vec::new());
+
+    fn take<T>(pool: &Mutex<Vec<T>>) -> Option<T> {
+        pool.lock().unwrap_or_else(|p| p.into_inner()).pop()
+    }
+
+    fn give_back<T>(pool: &Mutex<Vec<T>>, t: T) {
+        let mut kept = pool.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() < KEPT {
+            kept.push(t);
+        }
+    }
+
+    pub(super) fn compress(body: &[u8]) -> Result<Vec<u8>, SegmentError> {
+        let zstd = |e: std::io::Error| SegmentError::Corrupt(format!("zstd: {e}"));
+        let mut c = match take(&COMPRESSORS) {
+            Some(c) => c,
+            None => zstd::bulk::Compressor::new(LEVEL).map_err(zstd)?,
+        };
+        let out = c.compress(body).map_err(zstd)?;
+        give_back(&COMPRESSORS, c);
+        Ok(out)
+    }
+
+    pub(super) fn decompress(body: &[u8], bound: usize) -> Result<Vec<u8>, SegmentError> {
+        let zstd = |e: std::io::Error| SegmentError::Corrupt(format!("body: {e}"));
+        let mut d = match take(&DECOMPRESSORS) {
+            Some(d) => d,
+            None => zstd::bulk::Decompressor::new().map_err(zstd)?,
+        };
+        let out = d.decompress(body, bound).map_err(zstd)?;
+        give_back(&DECOMPRESSORS, d);
+        Ok(out)
+    }
+}
+
 /// Encodes `records`: consecutive seqs of one job, in order (checked).
 pub fn encode(records: &[Record]) -> Result<Vec<u8>, SegmentError> {
     let first_seq = records.first().map_or(1, |r| r.seq);
@@ -144,8 +196,7 @@ pub fn encode(records: &[Record]) -> Result<Vec<u8>, SegmentError> {
     let mut body = columns;
     body.extend_from_slice(&text);
     body.extend_from_slice(&fields);
-    let compressed = zstd::bulk::compress(&body, LEVEL)
-        .map_err(|e| SegmentError::Corrupt(format!("zstd: {e}")))?;
+    let compressed = contexts::compress(&body)?;
     let mut out = Vec::with_capacity(compressed.len() + 32);
     out.extend_from_slice(MAGIC);
     out.push(VERSION);
@@ -173,8 +224,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Record>, SegmentError> {
         .and_then(|c| c.checked_add(h.fields_bytes))
         .filter(|b| *b <= isize::MAX as u64 / 2)
         .ok_or_else(|| SegmentError::Corrupt("sizes out of range".into()))?;
-    let body = zstd::bulk::decompress(&bytes[h.body_at..], bound as usize)
-        .map_err(|e| SegmentError::Corrupt(format!("body: {e}")))?;
+    let body = contexts::decompress(&bytes[h.body_at..], bound as usize)?;
     let mut r = Reader {
         bytes: &body,
         at: 0,
