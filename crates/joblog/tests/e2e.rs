@@ -201,6 +201,19 @@ impl Server {
     fn db(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.dir.join("joblog.db")).unwrap()
     }
+
+    /// Kills the server (`kill -9`) and opens its database, which SQLite
+    /// must find whole.
+    fn kill_9(&mut self) -> rusqlite::Connection {
+        self.signal("KILL");
+        self.wait_exit();
+        let db = self.db();
+        let check: String = db
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        db
+    }
 }
 
 impl Drop for Server {
@@ -301,15 +314,8 @@ async fn kill_9_mid_write_leaves_gapless_prefixes_and_interrupted_jobs() {
             })
             .await;
     }
-    server.signal("KILL");
-    server.wait_exit();
-
     {
-        let db = server.db();
-        let check: String = db
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(check, "ok");
+        let db = server.kill_9();
         for &id in &ids {
             let last = assert_gapless_prefix(&stored_lines(&db, id));
             assert!(last >= 2000, "job {id} kept only {last} lines");

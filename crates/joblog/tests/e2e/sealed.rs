@@ -216,13 +216,7 @@ async fn kill_9_while_sealing_leaves_every_log_whole() {
     for delay_ms in [0, 25, 50, 100, 200, 400] {
         let mut server = Server::start(dir.path(), &[]).await;
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-        server.signal("KILL");
-        server.wait_exit();
-        let db = server.db();
-        let check: String = db
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(check, "ok");
+        let db = server.kill_9();
         for (t, &id) in ids.iter().enumerate() {
             let stored = stored_lines(&db, id);
             assert_eq!(
