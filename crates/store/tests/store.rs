@@ -1146,8 +1146,15 @@ async fn postgres_retention_drops_whole_partitions_only_when_all_their_jobs_go()
         let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
         (client, names)
     };
+    // One of them sealed: its segments live in the partition's twin.
+    let sealed: Vec<Record> = (1..=50).map(|i| record(i, Stream::Output, "x")).collect();
+    let slice = joblog_store::sealed::SealSlice::encode(done[1], &sealed).unwrap();
+    assert_eq!(t.count(WriteOp::SealSlice(Box::new(slice))), 1);
     let (client, names) = partitions(t.db.url().to_string()).await;
     assert_eq!(names, vec!["log_p0".to_string()]);
+    let segments_p0 = "SELECT count(*) FROM pg_class WHERE relname = 'segments_p0'";
+    let twin: i64 = client.query_one(segments_p0, &[]).await.unwrap().get(0);
+    assert_eq!(twin, 1);
     let drop = |t: &mut TestStore, candidates: Vec<JobId>| match t
         .apply_one(WriteOp::DropLogPartitions { candidates })
     {
@@ -1169,8 +1176,10 @@ async fn postgres_retention_drops_whole_partitions_only_when_all_their_jobs_go()
     assert_eq!(t.log(done[0], 0, 100, None).await.len(), 50);
     // All of them: dropped in one go, with the jobs.
     assert_eq!(drop(&mut t, done.clone()), (done.clone(), 150));
-    let (_client, names) = partitions(t.db.url().to_string()).await;
+    let (client, names) = partitions(t.db.url().to_string()).await;
     assert!(names.is_empty(), "{names:?}");
+    let twin: i64 = client.query_one(segments_p0, &[]).await.unwrap().get(0);
+    assert_eq!(twin, 0, "the segments went with the partition");
     for id in &done {
         assert!(t.store.get_job(*id).await.unwrap().is_none());
     }
