@@ -28,8 +28,7 @@ pub struct SegmentKey {
 
 impl SegmentKey {
     /// The key of an encoded segment, from its header.
-    pub fn of(job: JobId, data: &[u8]) -> Result<SegmentKey> {
-        let header = SegmentHeader::parse(data).map_err(|e| damaged(job, 0, &e))?;
+    fn of(job: JobId, header: &SegmentHeader) -> Result<SegmentKey> {
         if header.count == 0 {
             return Err(StoreError::Database(format!(
                 "job {job}: an empty log segment is never stored"
@@ -276,7 +275,7 @@ impl SealSlice {
         let data = segment::encode(records)
             .map_err(|e| StoreError::Database(format!("job {job}: cannot seal its log: {e}")))?;
         let header = SegmentHeader::parse(&data).map_err(|e| damaged(job, 0, &e))?;
-        let key = SegmentKey::of(job, &data)?;
+        let key = SegmentKey::of(job, &header)?;
         Ok(SealSlice {
             job,
             key,
