@@ -32,7 +32,7 @@ pub async fn replace(
     let oplog = oplog(&state)?.clone();
     let applying = oplog.clone();
     // Opening files and sockets, and the old sinks' last flush, block.
-    let changed = tokio::task::spawn_blocking(move || applying.reconfigure(config))
+    let changed = tokio::task::spawn_blocking(move || applying.reconfigure_from_api(config))
         .await
         .map_err(|e| ApiError::internal("applying a logging configuration", &e))?;
     let changed = match changed {

@@ -72,6 +72,15 @@ pub struct EngineConfig {
     pub node_secrets: BTreeMap<String, String>,
     /// Seal the logs of jobs this node ends (`crate::sealer`).
     pub seal: bool,
+    /// The process is this engine's alone (`joblog serve`): every child it
+    /// is handed that is not a job's main process is reaped when it dies,
+    /// marked or not (`orphans`). Off where other code in the process has
+    /// children of its own to wait for (tests).
+    pub reap_all_children: bool,
+    /// The umask jobs start with, when the server's own differs (`joblog
+    /// serve` keeps `077` for itself and gives jobs the one it was
+    /// started with).
+    pub job_umask: Option<u32>,
 }
 
 impl EngineConfig {
@@ -90,6 +99,8 @@ impl EngineConfig {
             server_secrets: Vec::new(),
             node_secrets: BTreeMap::new(),
             seal: true,
+            reap_all_children: false,
+            job_umask: None,
         }
     }
 }
@@ -334,6 +345,9 @@ impl Engine {
         tokio::spawn(engine.clone().schedule_loop());
         tokio::spawn(engine.clone().sweeper());
         tokio::spawn(engine.clone().sweep_orphans_every(ORPHAN_SWEEP));
+        if engine.inner.config.reap_all_children {
+            engine.clone().sweep_at_each_sigchld();
+        }
         tokio::spawn(engine.clone().sealer());
         Ok(engine)
     }
@@ -480,7 +494,8 @@ impl Engine {
     /// job's process group and were handed to this process (see
     /// `orphans`).
     pub(crate) fn sweep_orphans(&self) {
-        self.inner.orphans.sweep(|| {
+        let reap_all = self.inner.config.reap_all_children;
+        self.inner.orphans.sweep(reap_all, || {
             let _spawning = self
                 .inner
                 .spawning
@@ -519,6 +534,27 @@ impl Engine {
             let engine = self.clone();
             let _ = tokio::task::spawn_blocking(move || engine.sweep_orphans()).await;
             self.inner.sweeps_done.send_replace(now);
+        }
+    }
+
+    /// Every child that dies is reaped soon after, not at the next
+    /// periodic sweep: a job forking thousands of short-lived orphans
+    /// must not fill the process table with zombies. Signals that come
+    /// while a sweep runs are served by the next one.
+    fn sweep_at_each_sigchld(self) {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::child()) {
+            Ok(mut children) => {
+                tokio::spawn(async move {
+                    while children.recv().await.is_some() {
+                        self.sweep_soon().await;
+                    }
+                });
+            }
+            Err(e) => tracing::warn!(
+                error = %e,
+                "cannot watch SIGCHLD: orphans that exit are reaped only by the sweep every 5 s"
+            ),
         }
     }
 

@@ -12,12 +12,20 @@
 //! the same store by a second mark, `JOBLOG_SUPERVISOR`, and killed
 //! ([`Sweeper::kill_leftovers`]).
 //!
+//! An orphan that exits before a sweep sees it alive (the shell's
+//! `(cmd &)`, a helper killed with its group) can no longer be told by its
+//! marks: a zombie's environment is gone. Where the process is the
+//! engine's alone (`EngineConfig::reap_all_children`, which `joblog serve`
+//! sets), every zombie child but a job's main process is reaped, at each
+//! SIGCHLD; otherwise (tests, with several engines and children of their
+//! own in one process) only those seen marked.
+//!
 //! Invariants: only children of this process that carry this engine's mark
-//! are touched, so other engines in the same process (tests) and anything
+//! are killed, so other engines in the same process (tests) and anything
 //! else it started are left alone; a running job's processes are never
 //! touched, nor a job's main process (tokio waits for those); zombies are
-//! reaped by pid (only those seen marked and not a main process), never
-//! with a wait for any child, which would steal another's exit status.
+//! reaped by pid, never with a wait for any child, which would steal a
+//! main process's exit status from tokio.
 
 use std::collections::HashSet;
 
@@ -117,7 +125,14 @@ impl Sweeper {
     /// same lock a job's spawn and the recording of its pid are made
     /// under: then a main process seen here is always known as one, and is
     /// never reaped here (tokio waits for it).
-    pub fn sweep(&self, running: impl FnOnce() -> (HashSet<JobId>, HashSet<u32>)) -> usize {
+    ///
+    /// With `reap_all`, every zombie child but a main process is reaped,
+    /// marked or not (see the module documentation).
+    pub fn sweep(
+        &self,
+        reap_all: bool,
+        running: impl FnOnce() -> (HashSet<JobId>, HashSet<u32>),
+    ) -> usize {
         let me = std::process::id() as i32;
         let mut marked = self.marked.lock().unwrap_or_else(|p| p.into_inner());
         let children = children_of(me);
@@ -135,7 +150,7 @@ impl Sweeper {
                 continue;
             }
             if zombie {
-                if marked.remove(&pid) {
+                if marked.remove(&pid) || reap_all {
                     let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
                 }
                 continue;
@@ -341,15 +356,15 @@ mod tests {
             .unwrap();
         let none = || (HashSet::new(), HashSet::new());
         assert_eq!(
-            sweeper.sweep(|| (HashSet::from([7]), HashSet::new())),
+            sweeper.sweep(false, || (HashSet::from([7]), HashSet::new())),
             0,
             "job 7 runs"
         );
         // Job 7's main process is never touched, even once job 7 ended
         // (tokio reaps it).
         let main = HashSet::from([marked.id()]);
-        assert_eq!(sweeper.sweep(|| (HashSet::new(), main.clone())), 0);
-        assert_eq!(sweeper.sweep(none), 1);
+        assert_eq!(sweeper.sweep(false, || (HashSet::new(), main.clone())), 0);
+        assert_eq!(sweeper.sweep(false, none), 1);
         // Killed; the test reaps it itself here (the sweeper would at its
         // next round).
         let status = marked.wait().unwrap();

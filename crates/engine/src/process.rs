@@ -19,6 +19,7 @@ pub(crate) fn spawn(
     spec: &JobSpec,
     secrets: &BTreeMap<String, String>,
     result_path: &Path,
+    umask: Option<u32>,
 ) -> std::io::Result<Child> {
     let (program, args) = spec
         .command
@@ -48,7 +49,7 @@ pub(crate) fn spawn(
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
     }
-    die_with_server(&mut cmd);
+    die_with_server(&mut cmd, umask);
     cmd.spawn()
 }
 
@@ -71,14 +72,21 @@ pub(crate) struct Marks<'a> {
 /// The signal is tied to the thread that forks, not the process: jobs are
 /// spawned from the runtime's worker threads, which live as long as the
 /// server, never from short-lived blocking threads.
+///
+/// The same hook gives the job `umask` when set (the server keeps a
+/// stricter one for its own files).
 #[allow(unsafe_code)]
-fn die_with_server(cmd: &mut Command) {
+fn die_with_server(cmd: &mut Command, umask: Option<u32>) {
     let server = nix::unistd::getpid();
+    let umask = umask.map(nix::sys::stat::Mode::from_bits_truncate);
     // SAFETY: the closure runs in the child between fork and exec, where
-    // only async-signal-safe calls are allowed: prctl(2) and getppid(2)
-    // are system calls that neither allocate nor take locks.
+    // only async-signal-safe calls are allowed: prctl(2), getppid(2) and
+    // umask(2) are system calls that neither allocate nor take locks.
     unsafe {
         cmd.pre_exec(move || {
+            if let Some(mask) = umask {
+                nix::sys::stat::umask(mask);
+            }
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
             // The server may have died before the line above: then the
             // signal will never come, and the job must not start.

@@ -115,6 +115,7 @@ impl Engine {
                     &job.spec,
                     &secrets,
                     &result_path,
+                    self.inner.config.job_umask,
                 );
                 if let Ok(child) = &spawned {
                     self.set_pgid(id, child.id());

@@ -4,6 +4,8 @@
 
 #[path = "e2e/bench.rs"]
 mod bench;
+#[path = "e2e/hostile.rs"]
+mod hostile;
 #[path = "e2e/lifecycle.rs"]
 mod lifecycle;
 #[path = "e2e/limits.rs"]

@@ -6,6 +6,7 @@
 
 mod lock;
 mod logs;
+mod perms;
 pub(crate) mod resolve;
 mod secrets;
 
@@ -53,7 +54,10 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let (settings, sources) = config::load(&args, |var| env.get(var))?;
     let mut cfg = resolve(settings)?;
     cfg.engine.node_secrets = env.node_secrets();
-    std::fs::create_dir_all(&cfg.data_dir)
+    // Before anything is created: jobs' environments and output are in
+    // these files, and other local users must not read them.
+    cfg.engine.job_umask = Some(perms::private_umask());
+    perms::create_data_dir(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     // Before the store is opened or any job recovered: a second server
     // would mark this one's running jobs interrupted. Held until exit.
@@ -62,6 +66,9 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let logs = logs::start(&cfg)?;
     // The first line: a stray ./joblog.toml or a forgotten variable shows.
     tracing::info!("{sources}");
+    let mut private = vec![cfg.data_dir.as_path()];
+    private.extend(cfg.sqlite_file.as_deref());
+    perms::warn_if_open(&private);
     // Loaded before anything starts: a bad certificate stops the server
     // at once, with the reason.
     let tls = match &cfg.tls {

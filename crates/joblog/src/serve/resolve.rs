@@ -110,6 +110,8 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.kill_grace = s.kill_grace;
     engine.max_queued = s.max_queued;
     engine.seal = s.log_seal;
+    // `joblog serve` is the engine's alone: it reaps every orphan it is handed.
+    engine.reap_all_children = true;
     engine.max_result_bytes = s.max_result.0;
     engine.server_secrets = token
         .iter()

@@ -262,7 +262,7 @@ async fn an_admin_replaces_the_logging_section_through_the_api() {
     assert_eq!(current["slow_threshold"], "1s");
     assert!(current.get("sinks").is_none(), "the defaults: {current}");
 
-    let only_errors = dir.path().join("only-errors.log");
+    let only_errors = dir.path().join("logs/only-errors.log");
     let refused = server
         .http
         .put(&url)
@@ -280,11 +280,53 @@ async fn an_admin_replaces_the_logging_section_through_the_api() {
         "{body}"
     );
 
+    // Nothing outside the logging directory: not the store's own files.
+    for path in [
+        json!("../joblog.db"),
+        json!(dir.path().join("joblog.db")),
+        json!("/tmp/x.log"),
+    ] {
+        let refused = server
+            .http
+            .put(&url)
+            .json(&json!({"sinks": [{"kind": "file", "path": path, "logs": ["access"]}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 400, "{path}");
+        let body: Value = refused.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("is outside the logging directory"),
+            "{message}"
+        );
+    }
+    // A FIFO there is refused at once, not opened and waited on.
+    let fifo = dir.path().join("logs/pipe.log");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let refused = server
+        .http
+        .put(&url)
+        .timeout(Duration::from_secs(10))
+        .json(&json!({"sinks": [{"kind": "file", "path": "pipe.log", "logs": ["access"]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is a FIFO; set `special_file = true`"),
+        "{body}"
+    );
+
     let replaced = server
         .http
         .put(&url)
         .json(&json!({"sinks": [
-            {"kind": "file", "path": only_errors, "logs": ["access"], "min_level": "warn"}
+            {"kind": "file", "path": "only-errors.log", "logs": ["access"], "min_level": "warn"}
         ]}))
         .send()
         .await
@@ -392,4 +434,72 @@ async fn tokens_made_used_and_refused_are_audited_by_name_never_by_text() {
             assert!(!body.contains(secret), "a token's text is in {log}");
         }
     }
+}
+
+/// A file sink on a FIFO (allowed with `special_file`) whose reader stops
+/// reading, then goes away, never holds up the server: every request is
+/// answered, SIGHUP included, and the entries it could not take are
+/// counted as lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_sink_whose_reader_stops_or_goes_never_freezes_the_server() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("access.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let config = dir.path().join("joblog.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[logging.sinks]]\nname = \"pipe\"\nkind = \"file\"\npath = {:?}\nspecial_file = true\nlogs = [\"access\"]\n",
+            fifo.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    // A reader that never reads: the pipe fills.
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(&fifo)
+        .unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &["--config", config.to_str().unwrap()]).await;
+    let healthz = format!("{}/healthz", server.url);
+    let answered = |n: usize| {
+        let server = &server;
+        let healthz = &healthz;
+        async move {
+            for i in 0..n {
+                let r = server
+                    .http
+                    .get(healthz)
+                    .timeout(Duration::from_secs(10))
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("request {i} was not answered: {e}"));
+                assert_eq!(r.status(), 200);
+            }
+        }
+    };
+    // Far more than a pipe holds (64 KiB).
+    answered(2000).await;
+    drop(reader);
+    answered(200).await;
+    server.signal("HUP");
+    answered(200).await;
+    let metrics = server
+        .http
+        .get(format!("{}/metrics", server.url))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let lost: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("joblog_log_sink_lost_total{sink=\"pipe\"} "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no lost count for the pipe in /metrics:\n{metrics}"));
+    assert!(lost > 0, "nothing counted as lost");
 }

@@ -136,6 +136,13 @@ pub struct SinkConfig {
     /// file: `zstd` (default), `gzip` or `none`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compress: Option<Compression>,
+    /// file: the path may be something other than a regular file (a
+    /// FIFO, `/dev/stderr`). Off by default: such a path is refused,
+    /// since a FIFO nobody reads would block a writer. When on, it is
+    /// opened and written without ever waiting (a full FIFO or one with
+    /// no reader loses entries, counted), and never rotated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub special_file: Option<bool>,
     /// syslog: `/dev/log` (default), a socket path, `unix:///path` or
     /// `udp://host:514`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +168,7 @@ impl SinkConfig {
             rotate_daily: None,
             keep: None,
             compress: None,
+            special_file: None,
             address: None,
             facility: None,
         }
@@ -203,6 +211,8 @@ pub enum Target {
     File {
         path: PathBuf,
         rotation: Rotation,
+        /// A path other than a regular file is allowed (`special_file`).
+        special: bool,
     },
     Stdout,
     Stderr,
@@ -270,6 +280,45 @@ pub fn plan(config: &LoggingConfig, default_dir: &Path) -> Result<Vec<Plan>, Str
     Ok(plans)
 }
 
+/// Holds a configuration sent through the API to the file's (`trusted`,
+/// whose logging directory is `dir`): each file sink writes a regular file
+/// inside `dir` (no `..`), or a file a sink of the file's configuration
+/// writes, with no more than that sink allows. The API's admin cannot
+/// make the server write its own database, its token file or anything
+/// else outside the logs.
+pub fn confine(plans: &[Plan], trusted: &[Plan], dir: &Path) -> Result<(), String> {
+    for plan in plans {
+        let Target::File { path, special, .. } = &plan.target else {
+            continue;
+        };
+        let named_by_file = trusted.iter().any(|t| {
+            matches!(&t.target, Target::File { path: p, special: s, .. } if p == path && (*s || !*special))
+        });
+        if named_by_file {
+            continue;
+        }
+        let inside = path.starts_with(dir)
+            && !path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+        if !inside {
+            return Err(format!(
+                "logging sink {:?}: {} is outside the logging directory {}; through the API a file sink writes only inside it (or a file joblog.toml's [logging] names)",
+                plan.name,
+                path.display(),
+                dir.display()
+            ));
+        }
+        if *special {
+            return Err(format!(
+                "logging sink {:?}: `special_file` is set only in joblog.toml, not through the API",
+                plan.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn sink_label(sink: &SinkConfig) -> String {
     sink.name.clone().unwrap_or_else(|| {
         serde_json::to_value(sink.kind)
@@ -286,7 +335,10 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
         );
     }
     for pattern in &sink.ignore {
-        if pattern.is_empty() || pattern[..pattern.len() - 1].contains('*') {
+        // All but the last character (never a byte index: `é` is two).
+        let mut head = pattern.chars();
+        head.next_back();
+        if pattern.is_empty() || head.as_str().contains('*') {
             return Err(format!(
                 "ignore entry {pattern:?}: an exact type, or a prefix ending in one `*`"
             ));
@@ -315,6 +367,11 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
     )?;
     only("keep", !is_file && sink.keep.is_some(), "file")?;
     only("compress", !is_file && sink.compress.is_some(), "file")?;
+    only(
+        "special_file",
+        !is_file && sink.special_file.is_some(),
+        "file",
+    )?;
     only("path", !is_file && sink.path.is_some(), "file")?;
     let is_syslog = sink.kind == SinkKind::Syslog;
     only("address", !is_syslog && sink.address.is_some(), "syslog")?;
@@ -348,6 +405,7 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
                 Target::File {
                     path: dir.join(path),
                     rotation,
+                    special: sink.special_file.unwrap_or(false),
                 },
                 stem,
             )
@@ -419,7 +477,8 @@ mod tests {
             plans[0].target,
             Target::File {
                 path: PathBuf::from("/data/logs/access.log"),
-                rotation: DEFAULT_ROTATION
+                rotation: DEFAULT_ROTATION,
+                special: false,
             }
         );
         assert_eq!(plans[0].format, Format::Json);
@@ -457,7 +516,8 @@ mod tests {
                     daily: true,
                     keep: 3,
                     compress: Compression::Gzip
-                }
+                },
+                special: false,
             }
         );
         assert_eq!(plans[1].filter.min_level, Level::Warn);
@@ -511,5 +571,69 @@ mod tests {
             "ignore entry",
         );
         refused(serde_json::json!({"queue": 0}), "at least 1");
+    }
+
+    /// Through the API a file sink stays inside the file's logging
+    /// directory, or writes what the file names itself.
+    #[test]
+    fn an_api_configuration_keeps_its_files_in_the_logging_directory() {
+        let file = parse(serde_json::json!({
+            "sinks": [
+                {"kind": "file", "path": "/var/log/joblog/audit.log", "logs": ["audit"]},
+                {"kind": "file", "path": "/run/joblog.fifo", "logs": ["error"], "special_file": true}
+            ]
+        }))
+        .unwrap();
+        let dir = Path::new("/data/logs");
+        let api = |path: &str, special: bool| {
+            let mut sink = serde_json::json!({"kind": "file", "path": path, "logs": ["access"]});
+            if special {
+                sink["special_file"] = true.into();
+            }
+            confine(&parse(serde_json::json!({ "sinks": [sink] }))?, &file, dir)
+        };
+        assert_eq!(api("access.log", false), Ok(()));
+        assert_eq!(api("sub/access.log", false), Ok(()));
+        assert_eq!(api("/data/logs/x.log", false), Ok(()));
+        assert_eq!(
+            api("/var/log/joblog/audit.log", false),
+            Ok(()),
+            "named by the file"
+        );
+        assert_eq!(api("/run/joblog.fifo", true), Ok(()), "named by the file");
+        for outside in [
+            "../joblog.db",
+            "sub/../../joblog.db",
+            "/data/joblog.db",
+            "/etc/x",
+        ] {
+            let e = api(outside, false).unwrap_err();
+            assert!(
+                e.contains("is outside the logging directory /data/logs"),
+                "{outside}: {e}"
+            );
+        }
+        let e = api("fifo.log", true).unwrap_err();
+        assert!(
+            e.contains("`special_file` is set only in joblog.toml"),
+            "{e}"
+        );
+        // Another `dir` moves every relative path outside.
+        let moved = parse(serde_json::json!({
+            "dir": "/", "sinks": [{"kind": "file", "path": "x.log", "logs": ["access"]}]
+        }))
+        .unwrap();
+        assert!(confine(&moved, &file, dir).is_err());
+    }
+
+    #[test]
+    fn an_ignore_entry_ending_in_a_multibyte_character_is_checked_not_sliced() {
+        for pattern in ["é", "GET /é", "ab*é", "token.*"] {
+            let sinks = serde_json::json!({
+                "sinks": [{"kind": "stdout", "logs": ["access"], "ignore": [pattern]}]
+            });
+            let result = parse(sinks);
+            assert_eq!(result.is_ok(), pattern != "ab*é", "{pattern}: {result:?}");
+        }
     }
 }

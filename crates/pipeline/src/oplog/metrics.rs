@@ -34,7 +34,7 @@ impl Oplog {
 impl Collector for OplogMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let figures = self.0.figures();
-        let counters: [(&str, &str, Read); 4] = [
+        let counters: [(&str, &str, Read); 5] = [
             (
                 "joblog_log_sink_written",
                 "Log entries a sink wrote.",
@@ -54,6 +54,11 @@ impl Collector for OplogMetrics {
                 "joblog_log_sink_lost",
                 "Log entries lost to a sink's failed writes.",
                 |f| f.stats.lost.load(Ordering::Relaxed),
+            ),
+            (
+                "joblog_log_sink_stalled",
+                "Log entries dropped because a sink stalled (its queue stayed full for a second).",
+                |f| f.stats.stalled.load(Ordering::Relaxed),
             ),
         ];
         for (name, help, read) in counters {

@@ -20,9 +20,14 @@ pub struct Resources {
 /// Opens the sink `plan` describes.
 pub fn open(plan: &Plan, resources: &Resources) -> io::Result<Box<dyn Sink>> {
     Ok(match &plan.target {
-        Target::File { path, rotation } => Box::new(FileSink::open(
+        Target::File {
+            path,
+            rotation,
+            special,
+        } => Box::new(FileSink::open(
             path.clone(),
             *rotation,
+            *special,
             plan.format,
             resources.clock.clone(),
         )?),

@@ -150,12 +150,48 @@ impl<T> Sender<T> {
         pushed
     }
 
+    /// Pushes, waiting for room at most `limit`: a `Block` push that must
+    /// never wait on a writer that makes no progress (the router, handing
+    /// entries to a sink that may be stuck). `Dropped` when no room came.
+    pub fn push_within(&self, item: T, limit: Duration) -> Pushed {
+        self.counters.depth.fetch_add(1, Ordering::Relaxed);
+        let deadline = Instant::now() + limit;
+        let mut item = item;
+        let mut nap = Duration::from_micros(50);
+        let pushed = loop {
+            match self.tx.try_send(item) {
+                Ok(()) => break Pushed::Queued,
+                Err(TrySendError::Disconnected(_)) => break Pushed::Closed,
+                Err(TrySendError::Full(back)) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break Pushed::Dropped;
+                    }
+                    item = back;
+                    // Only while the queue is full: a writer that keeps up
+                    // never lets a push get here.
+                    std::thread::sleep(nap.min(left));
+                    nap = (nap * 2).min(POLL);
+                }
+            }
+        };
+        if pushed != Pushed::Queued {
+            self.counters.depth.fetch_sub(1, Ordering::Relaxed);
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        pushed
+    }
+
     pub fn dropped(&self) -> u64 {
         self.counters.dropped()
     }
 
     pub fn depth(&self) -> usize {
         self.counters.depth()
+    }
+
+    pub fn policy(&self) -> Overflow {
+        self.policy
     }
 
     pub fn counters(&self) -> Arc<Counters> {
@@ -256,6 +292,24 @@ mod tests {
         assert_eq!((w.dropped(), w.depth()), (2, 0));
         // Room again: pushes are queued again.
         assert_eq!(tx.push(9), Pushed::Queued);
+    }
+
+    /// A writer that takes nothing holds a timed push only up to its
+    /// limit; one that drains lets it through.
+    #[test]
+    fn push_within_gives_up_on_a_writer_that_takes_nothing() {
+        let (tx, w) = bounded(1, Overflow::Block);
+        assert_eq!(tx.push_within(1, WAIT), Pushed::Queued);
+        let started = Instant::now();
+        assert_eq!(tx.push_within(2, WAIT), Pushed::Dropped);
+        assert!(started.elapsed() >= WAIT);
+        assert_eq!((tx.dropped(), tx.depth()), (1, 1));
+        let drainer = std::thread::spawn(move || {
+            std::thread::sleep(WAIT / 5);
+            drain(&w)
+        });
+        assert_eq!(tx.push_within(3, Duration::from_secs(60)), Pushed::Queued);
+        assert_eq!(drainer.join().unwrap()[0], 1);
     }
 
     #[test]

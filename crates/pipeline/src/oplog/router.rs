@@ -24,6 +24,14 @@ use super::OplogError;
 /// for the log's own threads, drop).
 const ROUTER_QUEUE: usize = 16_384;
 
+/// How long the router waits for room in a `block` sink's queue before it
+/// takes the sink for stalled (a write or an open that does not return:
+/// a FIFO, a hung mount, a stopped reader of stderr). A stalled sink's
+/// entries are dropped and counted, without waiting, until its queue has
+/// room again, so the router, and every thread that logs, never waits
+/// on it for longer.
+pub(crate) const STALL: Duration = Duration::from_secs(1);
+
 /// Opens the sink a plan describes.
 pub type Opener = Arc<dyn Fn(&Plan) -> std::io::Result<Box<dyn Sink>> + Send + Sync>;
 
@@ -38,6 +46,15 @@ pub struct OplogOptions {
     pub opener: Opener,
 }
 
+/// Where a configuration comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// The server's own file: trusted.
+    File,
+    /// `PUT /api/v1/logging`: held to the file's.
+    Api,
+}
+
 pub(crate) enum Item {
     Unit(Box<Unit>),
     Flush(mpsc::Sender<()>),
@@ -46,10 +63,56 @@ pub(crate) enum Item {
 }
 
 struct SinkHandle {
+    name: String,
     filter: SinkFilter,
     tx: queue::Sender<Msg>,
     stats: Arc<SinkStats>,
+    /// Its queue stayed full for [`STALL`]: pushes no longer wait.
+    stalled: std::cell::Cell<bool>,
     _thread: JoinHandle<()>,
+}
+
+/// What became of a message handed to a sink.
+#[derive(Debug, PartialEq, Eq)]
+enum Handed {
+    Queued,
+    Dropped,
+    /// The sink has just stalled (or has just recovered): worth telling.
+    Stalled,
+    Recovered,
+}
+
+impl SinkHandle {
+    /// Hands `msg` to the sink's queue under its policy, but never waits
+    /// longer than [`STALL`], and not at all for a stalled sink.
+    fn hand(&self, msg: Msg) -> Handed {
+        let stalled = self.stalled.get();
+        let pushed = if stalled || self.tx.policy() == Overflow::DropNewest {
+            self.tx.push_as(msg, Overflow::DropNewest)
+        } else {
+            self.tx.push_within(msg, STALL)
+        };
+        match (pushed, stalled) {
+            (Pushed::Queued, false) => Handed::Queued,
+            (Pushed::Queued, true) => {
+                self.stalled.set(false);
+                Handed::Recovered
+            }
+            (Pushed::Dropped, _) if stalled || self.tx.policy() == Overflow::Block => {
+                self.stats.stalled.fetch_add(1, Ordering::Relaxed);
+                self.stalled.set(true);
+                if stalled {
+                    Handed::Dropped
+                } else {
+                    Handed::Stalled
+                }
+            }
+            (Pushed::Dropped | Pushed::Closed, _) => {
+                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+                Handed::Dropped
+            }
+        }
+    }
 }
 
 pub(crate) struct Routes {
@@ -106,6 +169,11 @@ struct Inner {
 
 struct State {
     config: LoggingConfig,
+    /// The last configuration from the server's own file (at start and
+    /// each SIGHUP): what one from the API is held to.
+    trusted: Vec<Plan>,
+    /// The logging directory of that configuration.
+    trusted_dir: std::path::PathBuf,
     figures: Vec<SinkFigures>,
 }
 
@@ -122,11 +190,17 @@ impl Oplog {
             .name("log-router".into())
             .spawn(move || run_router(&rx, routes))
             .map_err(|e| OplogError::Open(format!("cannot start the log router: {e}")))?;
+        let trusted_dir = config.dir.clone().unwrap_or(options.default_dir.clone());
         Ok(Oplog {
             inner: Arc::new(Inner {
                 submitter,
                 options,
-                state: Mutex::new(State { config, figures }),
+                state: Mutex::new(State {
+                    trusted_dir,
+                    config,
+                    trusted: plans,
+                    figures,
+                }),
                 router: Mutex::new(Some(thread)),
                 router_drops,
             }),
@@ -148,16 +222,37 @@ impl Oplog {
         self.state().config.clone()
     }
 
-    /// Replaces the configuration, from the next event on. An invalid one
-    /// (or one whose sinks cannot open) is refused and the one in force
-    /// stays. False when `config` is the one in force (nothing done).
+    /// Replaces the configuration with one from the server's own file
+    /// (SIGHUP), from the next event on. An invalid one (or one whose
+    /// sinks cannot open) is refused and the one in force stays. False
+    /// when `config` is the one in force (nothing done).
     pub fn reconfigure(&self, config: LoggingConfig) -> Result<bool, OplogError> {
+        self.replace(config, Source::File)
+    }
+
+    /// Replaces the configuration with one sent through the API: as
+    /// [`Oplog::reconfigure`], but its files must stay inside the logging
+    /// directory of the file's configuration, or be files that
+    /// configuration names itself (`config::confine`).
+    pub fn reconfigure_from_api(&self, config: LoggingConfig) -> Result<bool, OplogError> {
+        self.replace(config, Source::Api)
+    }
+
+    fn replace(&self, config: LoggingConfig, source: Source) -> Result<bool, OplogError> {
         let mut state = self.state();
+        let options = &self.inner.options;
+        let plans = config::plan(&config, &options.default_dir).map_err(OplogError::Invalid)?;
+        match source {
+            Source::Api => config::confine(&plans, &state.trusted, &state.trusted_dir)
+                .map_err(OplogError::Invalid)?,
+            Source::File => {
+                state.trusted.clone_from(&plans);
+                state.trusted_dir = config.dir.clone().unwrap_or(options.default_dir.clone());
+            }
+        }
         if state.config == config {
             return Ok(false);
         }
-        let options = &self.inner.options;
-        let plans = config::plan(&config, &options.default_dir).map_err(OplogError::Invalid)?;
         let (routes, figures) = open_routes(
             &plans,
             &config,
@@ -296,9 +391,11 @@ fn open_routes(
             queue: tx.counters(),
         });
         sinks.push(SinkHandle {
+            name: plan.name.clone(),
             filter: plan.filter.clone(),
             tx,
             stats,
+            stalled: std::cell::Cell::new(false),
             _thread: thread,
         });
     }
@@ -326,7 +423,8 @@ fn run_router(rx: &queue::Writer<Item>, mut routes: Routes) {
                 }
                 Item::Reopen => {
                     for sink in &routes.sinks {
-                        sink.tx.push_as(Msg::Reopen, Overflow::Block);
+                        let handed = sink.hand(Msg::Reopen);
+                        tell_stall(&routes, sink, &handed);
                     }
                 }
                 Item::Swap(new, done) => {
@@ -345,20 +443,55 @@ fn run_router(rx: &queue::Writer<Item>, mut routes: Routes) {
 
 fn dispatch(routes: &Routes, entry: Arc<Entry>) {
     for sink in &routes.sinks {
-        if sink.filter.accepts(&entry) && sink.tx.push(Msg::Entry(entry.clone())) != Pushed::Queued
-        {
-            sink.stats.dropped.fetch_add(1, Ordering::Relaxed);
+        if sink.filter.accepts(&entry) {
+            let handed = sink.hand(Msg::Entry(entry.clone()));
+            tell_stall(routes, sink, &handed);
         }
     }
 }
 
+/// Says in the other sinks' error logs that a sink stalled or writes
+/// again. The entry reaches the stalled sink too, which drops it without
+/// waiting.
+fn tell_stall(routes: &Routes, sink: &SinkHandle, handed: &Handed) {
+    use super::entry::Level;
+    use super::event::{Event, Value};
+    let (level, message) = match handed {
+        Handed::Stalled => (
+            Level::Error,
+            format!(
+                "log sink {} stalled: its queue stayed full for {STALL:?} (a write or open that does not return); its entries are dropped and counted until it takes them again",
+                sink.name
+            ),
+        ),
+        Handed::Recovered => (
+            Level::Info,
+            format!(
+                "log sink {} takes entries again ({} dropped in all while it stalled)",
+                sink.name,
+                sink.stats.stalled.load(Ordering::Relaxed)
+            ),
+        ),
+        Handed::Queued | Handed::Dropped => return,
+    };
+    let event = Event::new(level, "joblog_pipeline::oplog", message)
+        .with("sink", Value::Str(sink.name.clone()));
+    for entry in route::entries(&Unit::server_event(event), &routes.options) {
+        dispatch(routes, Arc::new(entry));
+    }
+}
+
 /// Flushes every sink at once and waits for all, up to `timeout` in all.
+/// A stalled sink is not waited for.
 fn flush_all(sinks: &[SinkHandle], timeout: Duration) {
     let deadline = Instant::now() + timeout;
     let mut waiting = Vec::with_capacity(sinks.len());
     for sink in sinks {
         let (done, flushed) = mpsc::channel();
-        if sink.tx.push_as(Msg::Flush(done), Overflow::Block) == Pushed::Queued {
+        if matches!(
+            sink.hand(Msg::Flush(done)),
+            Handed::Queued | Handed::Recovered
+        ) {
             waiting.push(flushed);
         }
     }

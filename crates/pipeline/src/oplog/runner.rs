@@ -44,6 +44,10 @@ pub struct SinkStats {
     pub failed_writes: AtomicU64,
     /// Entries lost to failed writes or while the sink was down.
     pub lost: AtomicU64,
+    /// Entries the router dropped because the sink stalled: its queue
+    /// stayed full for [`super::router::STALL`] (a write or open that
+    /// does not return), whatever its policy.
+    pub stalled: AtomicU64,
 }
 
 impl SinkStats {

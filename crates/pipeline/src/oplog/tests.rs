@@ -367,3 +367,80 @@ fn eight_threads_of_100000_events_under_block_lose_nothing_and_keep_each_threads
     }
     assert_eq!(next, vec![EACH; THREADS as usize]);
 }
+
+/// A `block` sink whose write never returns (a FIFO nobody reads, a hung
+/// mount) is taken for stalled after `STALL`: the threads that log and the
+/// other sinks go on, its entries are counted, the others are told, and
+/// once it writes again it takes entries again.
+#[test]
+fn a_sink_that_stalls_is_counted_and_skipped_and_holds_nobody_up() {
+    let h = Harness::new();
+    let mut stuck = sink("slow-stuck", &[Log::Server]);
+    stuck.overflow = Some(Overflow::Block);
+    stuck.queue = Some(10);
+    let oplog = Oplog::start(
+        config(vec![stuck, sink("good", &[Log::Server, Log::Error])]),
+        h.options(),
+    )
+    .unwrap();
+    let gate = h.gate.lock().unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    {
+        let oplog = oplog.clone();
+        std::thread::spawn(move || {
+            for i in 0..200 {
+                oplog.submit(server_unit(i));
+            }
+            let _ = done.send(oplog.flush(WAIT));
+        });
+    }
+    assert_eq!(
+        finished.recv_timeout(WAIT),
+        Ok(true),
+        "the thread that logs was held up by the stuck sink"
+    );
+    let good = h.received.of("good");
+    let numbered = good.iter().filter(|e| e.fields.get("i").is_some()).count();
+    assert_eq!(numbered, 200, "the other sink got everything");
+    assert!(
+        good.iter()
+            .any(|e| e.message.starts_with("log sink slow-stuck stalled")),
+        "{good:#?}"
+    );
+    let stalled = |oplog: &Oplog| {
+        oplog
+            .figures()
+            .iter()
+            .find(|f| f.name == "slow-stuck")
+            .unwrap()
+            .stats
+            .stalled
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let counted = stalled(&oplog);
+    assert!(counted > 0);
+    // Written (at most the queue and a batch) or counted: none unaccounted.
+    drop(gate);
+    std::thread::sleep(Duration::from_millis(300));
+    oplog.submit(server_unit(1000));
+    assert!(oplog.flush(WAIT));
+    assert!(oplog.flush(WAIT));
+    let stuck = h.received.of("slow-stuck");
+    assert!(
+        stuck
+            .iter()
+            .any(|e| e.fields.get("i") == Some(&1000.into())),
+        "it takes entries again once it writes"
+    );
+    assert!(h.received.of("good").iter().any(|e| e
+        .message
+        .starts_with("log sink slow-stuck takes entries again")));
+    let written = stuck.iter().filter(|e| e.fields.get("i").is_some()).count() as u64;
+    // The 201 numbered, and the stall's own message, which reached it
+    // while it stalled.
+    assert_eq!(
+        written + stalled(&oplog),
+        202,
+        "every entry written or counted"
+    );
+}

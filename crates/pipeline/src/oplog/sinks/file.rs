@@ -36,6 +36,9 @@ pub struct FileSink {
     /// Only a regular file is rotated: `/dev/stderr` or a FIFO given as
     /// a path must never be renamed.
     rotatable: bool,
+    /// Whether the path may be something other than a regular file
+    /// (`special_file`); refused otherwise.
+    special: bool,
     /// Bytes in the current file.
     size: u64,
     /// The UTC day the current file was started on.
@@ -50,10 +53,12 @@ pub struct FileSink {
 
 impl FileSink {
     /// Opens `path` for appending, creating it (mode 0640) and its
-    /// directory (0750) if need be.
+    /// directory (0750) if need be. A path that is not a regular file is
+    /// refused unless `special`.
     pub fn open(
         path: PathBuf,
         rotation: Rotation,
+        special: bool,
         format: Format,
         clock: Arc<dyn Clock>,
     ) -> io::Result<FileSink> {
@@ -71,6 +76,7 @@ impl FileSink {
             clock,
             file: None,
             rotatable: false,
+            special,
             size: 0,
             day: 0,
             last_rotated: None,
@@ -118,15 +124,26 @@ impl FileSink {
             .mode(0o750)
             .create(self.naming.dir())
             .map_err(|e| self.error("cannot create its directory", e))?;
+        // Looked at before opening: opening a device can itself do
+        // something, and opening a FIFO with no reader would wait for one.
+        if let Ok(meta) = fs::metadata(&self.path) {
+            self.refuse_special(&meta)?;
+        }
+        // Never waits to open (a FIFO with no reader fails with ENXIO), and
+        // a special file allowed stays non-blocking, so a full FIFO is a
+        // failed write (entries counted as lost), never a stuck thread.
         let file = OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o640)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
             .open(&self.path)
             .map_err(|e| self.error("cannot open", e))?;
         let meta = file
             .metadata()
             .map_err(|e| self.error("cannot read its metadata", e))?;
+        // Again on what was opened: the path may have changed in between.
+        self.refuse_special(&meta)?;
         let today = utc_day(self.clock.now());
         self.day = if meta.len() == 0 {
             today
@@ -143,6 +160,32 @@ impl FileSink {
         self.size = meta.len();
         self.file = Some(file);
         Ok(())
+    }
+
+    fn refuse_special(&self, meta: &fs::Metadata) -> io::Result<()> {
+        if meta.is_file() || self.special {
+            return Ok(());
+        }
+        let kind = meta.file_type();
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "log file {}: is {what}; set `special_file = true` on the sink to write to it",
+                self.path.display()
+            ),
+        ))
     }
 
     /// Writes `buf[..n]`; on failure the file is dropped, so the next

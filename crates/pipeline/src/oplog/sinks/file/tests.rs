@@ -49,7 +49,14 @@ fn rotation(max_lines: Option<u64>, keep: usize, compress: Compression) -> Rotat
 
 fn open(dir: &Path, rotation: Rotation, clock: &Arc<ManualClock>) -> FileSink {
     let clock: Arc<dyn Clock> = clock.clone();
-    FileSink::open(dir.join("logs/access.log"), rotation, Format::Json, clock).unwrap()
+    FileSink::open(
+        dir.join("logs/access.log"),
+        rotation,
+        false,
+        Format::Json,
+        clock,
+    )
+    .unwrap()
 }
 
 fn clock() -> Arc<ManualClock> {
@@ -370,17 +377,29 @@ fn a_path_that_is_a_directory_fails_naming_the_path() {
     let path = dir.path().join("logs/access.log");
     fs::create_dir_all(&path).unwrap();
     let clock: Arc<dyn Clock> = clock();
-    let e = FileSink::open(path.clone(), Rotation::NEVER, Format::Json, clock.clone())
-        .err()
-        .unwrap();
+    let e = FileSink::open(
+        path.clone(),
+        Rotation::NEVER,
+        false,
+        Format::Json,
+        clock.clone(),
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains(path.to_str().unwrap()), "{e}");
     // A parent that is a file fails the same way.
     let under_file = dir.path().join("logs/access.log/x/y.log");
     fs::remove_dir(&path).unwrap();
     fs::write(&path, "").unwrap();
-    let e = FileSink::open(under_file.clone(), Rotation::NEVER, Format::Json, clock)
-        .err()
-        .unwrap();
+    let e = FileSink::open(
+        under_file.clone(),
+        Rotation::NEVER,
+        false,
+        Format::Json,
+        clock,
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains(under_file.to_str().unwrap()), "{e}");
 }
 
@@ -445,7 +464,7 @@ fn a_full_device_fails_the_write_naming_it_and_is_never_rotated() {
         keep: 0,
         compress: Compression::None,
     };
-    let mut sink = FileSink::open(full.to_path_buf(), r, Format::Json, clock).unwrap();
+    let mut sink = FileSink::open(full.to_path_buf(), r, true, Format::Json, clock).unwrap();
     let e = sink.write(&entries(0..3)).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::StorageFull, "{e}");
     assert!(
@@ -457,4 +476,57 @@ fn a_full_device_fails_the_write_naming_it_and_is_never_rotated() {
     sink.reopen().unwrap();
     assert!(sink.write(&entries(3..4)).is_err());
     assert!(fs::metadata(full).unwrap().file_type().is_char_device());
+}
+
+/// A FIFO is refused unless the sink says `special_file`; allowed, it is
+/// opened and written without ever waiting: no reader fails the open at
+/// once, a full pipe fails the write at once (the runner counts it as
+/// lost), and a reader that goes away fails it too.
+#[test]
+fn a_fifo_is_refused_unless_allowed_and_never_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pipe.log");
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let clock: Arc<dyn Clock> = clock();
+    let e = FileSink::open(
+        path.clone(),
+        Rotation::NEVER,
+        false,
+        Format::Json,
+        clock.clone(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string()
+            .ends_with("pipe.log: is a FIFO; set `special_file = true` on the sink to write to it"),
+        "{e}"
+    );
+    // No reader: an error now, not an open that waits for one.
+    let e = FileSink::open(
+        path.clone(),
+        Rotation::NEVER,
+        true,
+        Format::Json,
+        clock.clone(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("cannot open"), "{e}");
+    let reader = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(&path)
+        .unwrap();
+    let mut sink =
+        FileSink::open(path.clone(), Rotation::NEVER, true, Format::Json, clock).unwrap();
+    sink.write(&entries(0..3)).unwrap();
+    // Nobody reads: the pipe fills and a write fails instead of waiting.
+    let full = (0..100_000).find_map(|i| sink.write(&entries(i..i + 100)).err());
+    let e = full.expect("a pipe holds far less than 100,000 batches");
+    assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+    // The reader goes away: reopening fails at once (no reader).
+    drop(reader);
+    assert!(sink.reopen().is_err());
+    assert!(fs::metadata(&path).unwrap().file_type().is_fifo());
 }

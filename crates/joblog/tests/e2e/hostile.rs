@@ -1,0 +1,148 @@
+//! What a hostile or careless job does to the server it runs on, against
+//! the real binary: orphans that exit at once are reaped (no zombies
+//! fill the process table); what the server creates is its own alone.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::Server;
+
+/// The server's children that are zombies now, from `/proc`.
+fn zombie_children(server: u32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
+            state == Some("Z") && ppid == Some(server)
+        })
+        .collect()
+}
+
+/// Jobs whose orphans exit at once (`(true &)`, the shell's way to start
+/// something detached): each is handed to the server, a subreaper, and
+/// must be reaped at once, never left a zombie until the server exits.
+/// Twenty such jobs at once, 100 orphans each: none is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphans_that_exit_at_once_are_reaped_even_under_a_fork_storm() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--max-concurrency", "20"]).await;
+    let storm =
+        json!({"command": ["sh", "-c", "for i in $(seq 100); do (true &); done; echo forked"]});
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        ids.push(server.submit(storm.clone()).await);
+    }
+    for id in ids {
+        let job = server.wait_finished(id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let zombies = zombie_children(server.pid());
+        if zombies.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} zombie children of the server were never reaped (the first: {:?})",
+            zombies.len(),
+            &zombies[..zombies.len().min(10)]
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The server still runs jobs (none of their statuses was stolen).
+    let id = server
+        .submit(json!({"command": ["sh", "-c", "(true &); exit 3"]}))
+        .await;
+    let job = server.wait_finished(id).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["exit_code"], 3, "{job}");
+}
+
+/// Started with umask 000, the server still makes its data directory,
+/// database, results and logs its user's alone, while a job's own files
+/// follow the umask it was started with; a data directory already open
+/// to others is warned about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_server_creates_is_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let mode = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let job_file = dir.path().join("made-by-the-job");
+    let server = Server::start_with(&data, &[], |c| {
+        // SAFETY: umask(2) only, between fork and exec.
+        #[allow(unsafe_code)]
+        unsafe {
+            c.pre_exec(|| {
+                nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+                Ok(())
+            });
+        }
+    })
+    .await;
+    let id = server
+        .submit(json!({"command": ["sh", "-c", format!(
+            "echo '{{\"a\": 1}}' > \"$JOBLOG_RESULT\"; touch {}", job_file.display()
+        )]}))
+        .await;
+    let job = server.wait_finished(id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(mode(&data), 0o700, "the data directory");
+    for name in ["joblog.db", "joblog.db-wal", "joblog.db-shm"] {
+        let path = data.join(name);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{name}");
+        }
+    }
+    assert_eq!(mode(&data.join("results")), 0o700, "results");
+    let logs = data.join("logs");
+    assert_eq!(mode(&logs), 0o700, "logs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !logs.join("access.log").exists() {
+        assert!(Instant::now() < deadline, "no access.log");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(mode(&logs.join("access.log")), 0o600, "access.log");
+    assert_eq!(
+        mode(&job_file),
+        0o666,
+        "the job keeps the umask it was given"
+    );
+    drop(server);
+
+    // Opened up by hand: the next start warns.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let stderr = dir.path().join("stderr.log");
+    let file = std::fs::File::create(&stderr).unwrap();
+    let mut server = Server::start_with(&data, &[], |c| {
+        c.env("NO_COLOR", "1").stderr(file);
+    })
+    .await;
+    server.signal("TERM");
+    assert_eq!(server.wait_exit(), Some(0));
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        text.contains("is open to other users (mode 0755)"),
+        "{text}"
+    );
+}
