@@ -316,6 +316,17 @@ async fn results_from_the_result_file_and_invalid_results(db: TestDatabase) {
     .await;
     let bad_file = submit_sh(&t.router, "printf 'not json' > \"$JOBLOG_RESULT\"").await;
     let bad_command = submit_sh(&t.router, "echo '::set-result::{bad'").await;
+    // Valid JSON, but deeper than results may nest (128 levels).
+    let deep_file = submit_sh(
+        &t.router,
+        "awk 'BEGIN { for (i = 0; i < 5000; i++) printf \"[\"; for (i = 0; i < 5000; i++) printf \"]\" }' > \"$JOBLOG_RESULT\"",
+    )
+    .await;
+    let deep_command = submit_sh(
+        &t.router,
+        "printf '::set-result::'; awk 'BEGIN { for (i = 0; i < 129; i++) printf \"{\\\"a\\\":\"; printf 1; for (i = 0; i < 129; i++) printf \"}\"; print \"\" }'",
+    )
+    .await;
     let none = submit_sh(&t.router, "echo no result").await;
     // A secret, and a value masked after a partial line, get out through
     // neither result path nor the log.
@@ -344,6 +355,14 @@ printf '{"t":"%s","u":"x?later-value-7"}' "$TOK" > "$JOBLOG_RESULT"; echo "used 
     for (job, why) in [
         (&bad_file, "result file is not valid JSON"),
         (&bad_command, "::set-result:: is not valid JSON"),
+        (
+            &deep_file,
+            "the result file is refused: it is nested more than 128 levels deep (at byte 128)",
+        ),
+        (
+            &deep_command,
+            "::set-result:: is refused: it is nested more than 128 levels deep",
+        ),
     ] {
         let id = id_of(job);
         let job = wait_finished(&t.router, id).await;

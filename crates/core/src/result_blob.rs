@@ -24,6 +24,44 @@ use std::io::{self, Read, Write};
 
 use thiserror::Error;
 
+/// Deepest nesting of arrays and objects a result may have. serde_json
+/// checks JSON without building it (`IgnoredAny`) but does not count
+/// depth then, so [`check_depth`] does.
+pub const MAX_DEPTH: usize = 128;
+
+/// Checks that JSON `text` (already known to be valid) nests at most
+/// [`MAX_DEPTH`] arrays and objects. The error names the byte offset of
+/// the bracket that went too deep.
+pub fn check_depth(text: &[u8]) -> Result<(), String> {
+    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+    for (at, &c) in text.iter().enumerate() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(format!(
+                        "nested more than {MAX_DEPTH} levels deep (at byte {at})"
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 pub const MAGIC: [u8; 4] = *b"JLRB";
 /// The format this build writes; it reads this one and every earlier.
 pub const VERSION: u8 = 1;
@@ -298,6 +336,22 @@ pub enum DecodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn depth_counts_brackets_outside_strings_only() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert_eq!(check_depth(deep(MAX_DEPTH).as_bytes()), Ok(()));
+        let e = check_depth(deep(MAX_DEPTH + 1).as_bytes()).unwrap_err();
+        assert_eq!(e, "nested more than 128 levels deep (at byte 128)");
+        let objects = "{\"a\":".repeat(200) + "1" + &"}".repeat(200);
+        assert!(check_depth(objects.as_bytes()).is_err());
+        // Brackets in strings, escaped quotes included, are text.
+        let text = format!("[\"{}\\\"{}\"]", "[".repeat(500), "{".repeat(500));
+        assert_eq!(check_depth(text.as_bytes()), Ok(()));
+        // Siblings do not add up.
+        let wide = format!("[{}]", vec![deep(100); 50].join(","));
+        assert_eq!(check_depth(wide.as_bytes()), Ok(()));
+    }
 
     fn json_of(len: usize) -> Vec<u8> {
         let mut s = String::from("[");

@@ -448,11 +448,14 @@ async fn encode_checked(job: JobId, body: Vec<u8>, check: bool) -> Result<Result
     };
     if check {
         let verdict = tokio::task::spawn_blocking(move || {
-            serde_json::from_slice::<serde::de::IgnoredAny>(&body).map(|_| ())
+            serde_json::from_slice::<serde::de::IgnoredAny>(&body)
+                .map_err(|e| format!("joblog: the result file is not valid JSON: {e}"))?;
+            joblog_core::result_blob::check_depth(&body)
+                .map_err(|e| format!("joblog: the result file is refused: it is {e}"))
         })
         .await
         .map_err(internal)?;
-        verdict.map_err(|e| format!("joblog: the result file is not valid JSON: {e}"))?;
+        verdict?;
     }
     encoding.await.map_err(internal)
 }

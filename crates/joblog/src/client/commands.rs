@@ -338,18 +338,22 @@ pub(super) async fn result(api: &Api, a: IdArgs) -> anyhow::Result<i32> {
     let mut indented = Vec::new();
     let mut last = b'\n';
     while let Some(piece) = api.next_chunk(&mut resp).await? {
-        let shown: &[u8] = match &mut pretty {
-            Some(p) => {
-                indented.clear();
-                p.feed(&piece, &mut indented);
-                &indented
+        // Indented 4 KiB at a time: what one piece becomes is bounded
+        // (render::pretty's MAX_INDENT), whatever the piece's size.
+        for part in piece.chunks(4096) {
+            let shown: &[u8] = match &mut pretty {
+                Some(p) => {
+                    indented.clear();
+                    p.feed(part, &mut indented);
+                    &indented
+                }
+                None => part,
+            };
+            if let Some(&b) = shown.last() {
+                last = b;
             }
-            None => &piece,
-        };
-        if let Some(&b) = shown.last() {
-            last = b;
+            out.write_all(shown)?;
         }
-        out.write_all(shown)?;
     }
     if last != b'\n' {
         out.write_all(b"\n")?;

@@ -272,7 +272,9 @@ impl OutputParser {
             // Checked without building the tree: a result is stored as
             // the text it was given.
             match serde_json::from_str::<serde::de::IgnoredAny>(json) {
-                Ok(_) => Ok(json.trim().to_owned()),
+                Ok(_) => joblog_core::result_blob::check_depth(json.as_bytes())
+                    .map(|()| json.trim().to_owned())
+                    .map_err(|e| format!("the result set by ::set-result:: is refused: it is {e}")),
                 // serde's message names the position, never the value.
                 Err(e) => Err(format!(
                     "the result set by ::set-result:: is not valid JSON: {e}"

@@ -3,6 +3,14 @@
 //! the job wrote them and its numbers spelled as the job spelled them.
 //! Works on bytes: no byte of a multi-byte UTF-8 character is one of
 //! JSON's structural characters.
+//!
+//! Indentation stops growing at [`MAX_INDENT`] levels (deeper than any
+//! result the server stores), so each byte in gives a bounded number of
+//! bytes out whatever the input: five million `[` never become
+//! terabytes of spaces.
+
+/// Levels indented; deeper ones are printed at this depth.
+pub(crate) const MAX_INDENT: usize = 128;
 
 /// Where the indenter is between two pieces.
 #[derive(Debug, Default)]
@@ -67,7 +75,7 @@ impl Pretty {
 
     fn newline(&self, out: &mut Vec<u8>) {
         out.push(b'\n');
-        for _ in 0..self.depth {
+        for _ in 0..self.depth.min(MAX_INDENT) {
             out.extend_from_slice(b"  ");
         }
     }
@@ -95,6 +103,22 @@ mod tests {
         assert_eq!(pretty_json(" [ ] "), "[]");
         // Broken input is shown, not a panic.
         let _ = pretty_json("{{{]]]\"");
+    }
+
+    /// Any nesting: what comes out is bounded by what goes in.
+    #[test]
+    fn deep_nesting_is_indented_at_most_max_indent_levels() {
+        let n = 100_000;
+        let deep = format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let out = pretty_json(&deep);
+        let widest = out.lines().map(str::len).max().unwrap();
+        assert_eq!(
+            widest,
+            2 * MAX_INDENT + 2,
+            "the innermost `[]`, at the deepest indent"
+        );
+        assert!(out.len() <= deep.len() * (2 * MAX_INDENT + 2));
+        assert_eq!(out.matches('[').count(), n);
     }
 
     #[test]
