@@ -42,7 +42,10 @@ const MAX_CHANGED: usize = 1000;
 const TAKE_WAITING: usize = 1024;
 
 /// `event: jobs` until the client goes away (or the server stops).
-pub async fn job_events(State(state): State<AppState>) -> Result<Response, ApiError> {
+pub async fn job_events(
+    State(state): State<AppState>,
+    identity: Option<axum::Extension<crate::auth::Identity>>,
+) -> Result<Response, ApiError> {
     let slot = state.viewers.admit_feed(&state.limits)?;
     // Subscribed before the answer begins: a client that reads its page
     // once the stream is open misses nothing.
@@ -56,7 +59,7 @@ pub async fn job_events(State(state): State<AppState>) -> Result<Response, ApiEr
         let event = feed.next_event().await?;
         Some((Ok::<_, Infallible>(event), feed))
     });
-    Ok(event_stream(events))
+    Ok(event_stream(events, &state, identity))
 }
 
 /// The data of one event: what changed since the one before.

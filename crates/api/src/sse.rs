@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
 
+use crate::auth::Identity;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JobIdPath, QueryParams};
 use crate::routes::{load_job, parse_streams, DEFAULT_LOG_LIMIT};
@@ -53,6 +54,7 @@ pub struct EventsParams {
 /// each event's `id` its seq, then `event: end` with the final job.
 pub async fn log_events(
     State(state): State<AppState>,
+    identity: Option<axum::Extension<Identity>>,
     JobIdPath(id): JobIdPath,
     QueryParams(p): QueryParams<EventsParams>,
     headers: HeaderMap,
@@ -84,15 +86,27 @@ pub async fn log_events(
         let event = tail.next_event().await?;
         Some((Ok::<_, Infallible>(event), tail))
     });
-    Ok(event_stream(events))
+    Ok(event_stream(events, &state, identity))
 }
 
 /// The `text/event-stream` answer of a live route: its events, with a
-/// keep-alive comment line while none comes.
-pub(crate) fn event_stream<S>(events: S) -> Response
+/// keep-alive comment line while none comes, until the caller's token
+/// expires or is revoked (`auth::lease`).
+pub(crate) fn event_stream<S>(
+    events: S,
+    state: &AppState,
+    identity: Option<axum::Extension<Identity>>,
+) -> Response
 where
     S: futures_util::Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
+    use futures_util::StreamExt;
+    let events = match identity {
+        Some(axum::Extension(identity)) => events
+            .take_until(Box::pin(crate::auth::lease::ended(state.clone(), identity)))
+            .left_stream(),
+        None => events.right_stream(),
+    };
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response();

@@ -154,6 +154,9 @@ struct Inner {
     sweeps_asked: watch::Sender<u64>,
     sweeps_done: watch::Sender<u64>,
     sealer: sealer::Sealer,
+    /// Counts commits that revoked API tokens (on any node), or may have
+    /// (missed commits): streams held open on a token check it again.
+    tokens_revoked: watch::Sender<u64>,
 }
 
 /// The jobs this node runs, and cancels that arrived for a job between its
@@ -329,6 +332,7 @@ impl Engine {
                 sweeps_asked: watch::channel(0).0,
                 sweeps_done: watch::channel(0).0,
                 sealer,
+                tokens_revoked: watch::channel(0).0,
             }),
         };
         // Other nodes' commits (a shared store announces them) go into the
@@ -350,6 +354,13 @@ impl Engine {
         }
         tokio::spawn(engine.clone().sealer());
         Ok(engine)
+    }
+
+    /// Changes each time a commit on any node revoked an API token (or
+    /// commits may have been missed): a stream held open on a token
+    /// checks it again then.
+    pub fn tokens_revoked(&self) -> watch::Receiver<u64> {
+        self.inner.tokens_revoked.subscribe()
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

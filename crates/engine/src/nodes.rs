@@ -31,10 +31,14 @@ impl Engine {
                     for id in &c.cancel {
                         self.stop_if_running(*id);
                     }
+                    if c.tokens_revoked || c.reset {
+                        self.inner.tokens_revoked.send_modify(|n| *n += 1);
+                    }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     self.inner.wake.notify_one();
                     self.jobs_ended();
+                    self.inner.tokens_revoked.send_modify(|n| *n += 1);
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

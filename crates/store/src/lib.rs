@@ -213,6 +213,11 @@ pub struct Committed {
     /// listener reconnected): re-read whatever is followed.
     #[serde(default, rename = "r", skip_serializing_if = "std::ops::Not::not")]
     pub reset: bool,
+    /// An API token was revoked: whoever holds a stream open on a token
+    /// checks it again. Added after the others (a peer that predates it
+    /// ignores the key).
+    #[serde(default, rename = "t", skip_serializing_if = "std::ops::Not::not")]
+    pub tokens_revoked: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -242,6 +247,7 @@ impl Committed {
             (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => self.finished.push(*job),
             (WriteOp::CancelQueued { .. }, _) => {}
             (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
+            (WriteOp::RevokeToken { .. }, Outcome::Count(n)) => self.tokens_revoked |= *n > 0,
             // A job list shows a job start; the job's own followers learn
             // it from its records.
             (WriteOp::ClaimNext { .. }, Outcome::Claimed(Some(job))) => self.started.push(job.id),
@@ -253,8 +259,8 @@ impl Committed {
             // Nobody follows nodes: `joblog nodes` reads them when asked.
             (WriteOp::RegisterNode { .. } | WriteOp::NodeStopped { .. }, _) => {}
             // Nobody follows a claim that found nothing, deletions (only
-            // finished jobs are deleted) or tokens (each request looks its
-            // token up).
+            // finished jobs are deleted) or new tokens (each request looks
+            // its token up).
             // The audit trail is read when asked (`GET /api/v1/audit`).
             // Sealing changes how a log is kept, not what it says.
             (

@@ -7,6 +7,7 @@
 //! token and a wrong one take the same path; the bootstrap token is
 //! compared in constant time; a route with no rule is refused to everyone.
 
+pub(crate) mod lease;
 pub mod rules;
 pub mod secret;
 
@@ -36,6 +37,17 @@ const TOUCH_EVERY: Duration = Duration::from_secs(60);
 pub struct Identity {
     pub actor: Actor,
     pub role: Role,
+    /// The stored token it was found by: a stream held open on it ends
+    /// when it expires or is revoked (`lease`). `None` for the bootstrap
+    /// token and anonymous callers.
+    pub(crate) token: Option<Held>,
+}
+
+/// A stored token as a request held it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Held {
+    pub hash: [u8; 32],
+    pub expires_at: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,6 +215,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
         return Ok(Identity {
             actor: Actor::Anonymous,
             role: Role::Admin,
+            token: None,
         });
     };
     let hash = secret::hash(token);
@@ -211,6 +224,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
             return Ok(Identity {
                 actor: Actor::Bootstrap,
                 role: Role::Admin,
+                token: None,
             });
         }
     }
@@ -239,6 +253,10 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
             Ok(Identity {
                 actor: Actor::Token(t.name),
                 role: t.role,
+                token: Some(Held {
+                    hash,
+                    expires_at: t.expires_at,
+                }),
             })
         }
         None => Err(ApiError::new(

@@ -22,6 +22,7 @@ joblog_store::backend_tests! {
     without_a_configured_token_requests_without_one_are_admitted,
     cross_site_requests_and_foreign_hosts_are_refused,
     a_wrong_method_gets_a_json_405,
+    open_streams_end_when_their_token_is_revoked_or_expires,
 }
 
 /// A request with an optional bearer token and a JSON body (for methods
@@ -384,5 +385,99 @@ async fn a_wrong_method_gets_a_json_405(db: TestDatabase) {
     assert_error(&reply, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
     let reply = send(&t.router, request("PUT", "/healthz", None, None)).await;
     assert_error(&reply, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+    t.shutdown().await;
+}
+
+/// Reads a response body until it ends; `None` if it is still open after
+/// `within`.
+async fn ends_within(response: axum::response::Response, within: Duration) -> Option<String> {
+    use http_body_util::BodyExt;
+    let body = response.into_body().collect();
+    let bytes = tokio::time::timeout(within, body).await.ok()?.ok()?;
+    Some(String::from_utf8_lossy(&bytes.to_bytes()).into_owned())
+}
+
+/// A live tail and a job feed opened with a token end once the token is
+/// revoked (through the API) or expires; the bootstrap token's go on.
+async fn open_streams_end_when_their_token_is_revoked_or_expires(db: TestDatabase) {
+    use tower::ServiceExt;
+    let t = start_app_with_token(db, 2, Some(BOOTSTRAP)).await;
+    // A job that runs for the whole test: its tail never ends by itself.
+    let job = send(
+        &t.router,
+        request(
+            "POST",
+            "/api/v1/jobs",
+            Some(BOOTSTRAP),
+            Some(&json!({"command": ["sleep", "60"]})),
+        ),
+    )
+    .await;
+    assert_eq!(job.status, StatusCode::CREATED, "{}", job.text());
+    let id = job.json()["id"].as_i64().unwrap();
+    let viewer = token_of_role(&t, "watcher", Role::Viewer).await;
+    let reply = create_token(
+        &t,
+        BOOTSTRAP,
+        json!({"name": "brief", "role": "viewer", "expires_s": 1.5}),
+    )
+    .await;
+    let brief = reply.json()["token"].as_str().unwrap().to_string();
+    let open = |token: String, uri: String| {
+        let router = t.router.clone();
+        async move {
+            let response = router
+                .oneshot(request("GET", &uri, Some(&token), None))
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "{uri}");
+            response
+        }
+    };
+    let tail = format!("/api/v1/jobs/{id}/log/events");
+    let streams = [
+        ("revoked tail", open(viewer.clone(), tail.clone()).await),
+        (
+            "revoked feed",
+            open(viewer.clone(), "/api/v1/events".into()).await,
+        ),
+        ("expiring tail", open(brief.clone(), tail.clone()).await),
+        (
+            "expiring feed",
+            open(brief.clone(), "/api/v1/events".into()).await,
+        ),
+    ];
+    let bootstrap_tail = open(BOOTSTRAP.into(), tail.clone()).await;
+    let revoke = send(
+        &t.router,
+        request("DELETE", "/api/v1/tokens/watcher", Some(BOOTSTRAP), None),
+    )
+    .await;
+    assert_eq!(revoke.status, StatusCode::OK, "{}", revoke.text());
+    let ended = futures_util::future::join_all(
+        streams
+            .into_iter()
+            .map(|(what, r)| async move { (what, ends_within(r, Duration::from_secs(20)).await) }),
+    )
+    .await;
+    for (what, body) in ended {
+        assert!(body.is_some(), "the {what} stayed open");
+    }
+    assert!(
+        ends_within(bootstrap_tail, Duration::from_secs(1))
+            .await
+            .is_none(),
+        "the bootstrap token's tail ended"
+    );
+    send(
+        &t.router,
+        request(
+            "POST",
+            &format!("/api/v1/jobs/{id}/cancel"),
+            Some(BOOTSTRAP),
+            Some(&json!({})),
+        ),
+    )
+    .await;
     t.shutdown().await;
 }
