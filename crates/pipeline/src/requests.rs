@@ -143,6 +143,13 @@ impl Pipeline {
         count("delete_log_chunk", outcome)
     }
 
+    /// Deletes audit entries from before `before`, at most `max` of the
+    /// oldest; returns how many went.
+    pub async fn delete_audit(&self, before: Timestamp, max: u32) -> Result<u64, PipelineError> {
+        let outcome = self.execute(WriteOp::DeleteAudit { before, max }).await?;
+        count("delete_audit", outcome)
+    }
+
     /// Seals a finished job's log, one slice at a time through the writer
     /// (`joblog_store::sealed::seal_job`).
     pub async fn seal(&self, store: &dyn Store, job: JobId) -> Result<SealReport, PipelineError> {

@@ -456,6 +456,7 @@ fn op_kind(op: &WriteOp) -> &'static str {
         WriteOp::RevokeToken { .. } => "revoke_token",
         WriteOp::TouchToken { .. } => "touch_token",
         WriteOp::Audit(_) => "audit",
+        WriteOp::DeleteAudit { .. } => "delete_audit",
         WriteOp::FireDue { .. } => "fire_due",
         WriteOp::SaveSchedule { .. } => "save_schedule",
         WriteOp::DeleteSchedule { .. } => "delete_schedule",

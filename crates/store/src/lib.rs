@@ -268,6 +268,7 @@ impl Committed {
                 | WriteOp::MarkSealed { .. }
                 | WriteOp::ClaimNext { .. }
                 | WriteOp::Audit(_)
+                | WriteOp::DeleteAudit { .. }
                 | WriteOp::DeleteLogChunk { .. }
                 | WriteOp::DeleteJob { .. }
                 | WriteOp::DropLogPartitions { .. }
@@ -439,9 +440,13 @@ pub enum WriteOp {
     TouchToken { name: String, at: Timestamp },
     /// Appends entries to the audit trail, numbered in commit order (on
     /// PostgreSQL across nodes too), each text field cut to
-    /// [`joblog_core::MAX_AUDIT_FIELD`] bytes. Retention never deletes
-    /// them, nor does deleting their job. → [`Outcome::Done`]
+    /// [`joblog_core::MAX_AUDIT_FIELD`] bytes. Job retention never
+    /// deletes them, nor does deleting their job. → [`Outcome::Done`]
     Audit(Vec<NewAudit>),
+    /// Audit retention: of the `max` oldest entries (by id), deletes those
+    /// from before `before`. → [`Outcome::Count`]: how many went (fewer
+    /// than `max`: nothing older is left at the head of the trail).
+    DeleteAudit { before: Timestamp, max: u32 },
 }
 
 impl WriteOp {

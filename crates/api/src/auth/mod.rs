@@ -8,6 +8,7 @@
 //! compared in constant time; a route with no rule is refused to everyone.
 
 pub(crate) mod lease;
+mod refusals;
 pub mod rules;
 pub mod secret;
 
@@ -89,6 +90,8 @@ pub(crate) struct Auth {
     bootstrap: Option<[u8; 32]>,
     /// When each token's use was last written.
     touched: Mutex<HashMap<String, Instant>>,
+    /// Which refused tokens reach the audit trail (a few per address).
+    refusals: refusals::Refusals,
 }
 
 impl Auth {
@@ -96,6 +99,7 @@ impl Auth {
         Auth {
             bootstrap: bootstrap.filter(|t| !t.is_empty()).map(secret::hash),
             touched: Mutex::new(HashMap::new()),
+            refusals: refusals::Refusals::default(),
         }
     }
 
@@ -160,10 +164,24 @@ pub(crate) async fn authorize(
             // A token that was sent and refused (wrong, revoked, expired)
             // is the audit's business; a request without one (a page
             // before its user signs in) is only an access line.
+            // At most one entry per address per `refusals::WINDOW`, the
+            // rest counted into the next: made-up tokens must not grow
+            // the trail without bound.
             if e.code == ErrorCode::Unauthorized
                 && req.headers().contains_key(header::AUTHORIZATION)
             {
-                tracing::info!(audit = "token.refused", reason = %e.message, "API token refused");
+                let peer = req
+                    .extensions()
+                    .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                    .map(|c| c.0.ip());
+                if let Some(before) = state.auth.refusals.admit(peer, Instant::now()) {
+                    tracing::info!(
+                        audit = "token.refused",
+                        reason = %e.message,
+                        refused_before = before,
+                        "API token refused"
+                    );
+                }
             }
             return e.into_response();
         }

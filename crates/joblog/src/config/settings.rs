@@ -154,6 +154,10 @@ settings! {
     /// How often periodic retention runs.
     retention_every: Duration = Duration::from_secs(3600),
         key "retention.every", env "JOBLOG_RETENTION_EVERY", flag Some("retention-every");
+    /// Audit entries older than this are deleted, at each retention round
+    /// (whether or not jobs are); `0s` keeps them for ever.
+    retention_audit: Duration = Duration::from_secs(365 * 24 * 3600),
+        key "retention.audit", env "JOBLOG_RETENTION_AUDIT", flag Some("retention-audit");
     /// Directory of the server's own log files (access, audit, error and
     /// slow logs; docs/logging.md). Default: `logs` in the data directory.
     logging_dir: Option<PathBuf> = None,

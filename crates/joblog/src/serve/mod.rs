@@ -127,6 +127,9 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     if let Some((policy, older, every)) = cfg.retention {
         tokio::spawn(retention_loop(engine.clone(), policy, older, every));
     }
+    if let Some((older, every)) = cfg.audit_retention {
+        tokio::spawn(audit_retention_loop(pipeline.clone(), older, every));
+    }
     let app = joblog_api::app(
         AppState::new(engine.clone(), registry, &cfg.api).with_oplog(logs.oplog.clone()),
     );
@@ -180,6 +183,52 @@ async fn retention_loop(engine: Engine, policy: GroomPolicy, older: Duration, ev
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "retention failed"),
         }
+    }
+}
+
+/// Deletes audit entries older than `older` every `every`, a chunk at a
+/// time through the writer (each a short transaction).
+async fn audit_retention_loop(pipeline: Pipeline, older: Duration, every: Duration) {
+    const CHUNK: u32 = 5_000;
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let older = i64::try_from(older.as_micros()).unwrap_or(i64::MAX);
+        let before =
+            joblog_core::Timestamp(joblog_core::Timestamp::now().micros().saturating_sub(older));
+        let mut deleted = 0;
+        loop {
+            match pipeline.delete_audit(before, CHUNK).await {
+                Ok(n) => {
+                    deleted += n;
+                    if n < u64::from(CHUNK) {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "audit retention failed");
+                    break;
+                }
+            }
+        }
+        if deleted > 0 {
+            tracing::info!(
+                audit = "audit.groomed",
+                entries = deleted,
+                "audit retention deleted {deleted} entries older than {}",
+                in_days(Duration::from_micros(older.unsigned_abs()))
+            );
+        }
+    }
+}
+
+/// `365 days` rather than humantime's months of 30.44 days.
+fn in_days(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 86_400 && secs % 86_400 == 0 {
+        format!("{} days", secs / 86_400)
+    } else {
+        humantime::format_duration(Duration::from_secs(secs)).to_string()
     }
 }
 

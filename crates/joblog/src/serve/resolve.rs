@@ -38,6 +38,8 @@ pub(crate) struct ServeConfig {
     pub(super) grace_period: Duration,
     pub(super) engine: EngineConfig,
     pub(super) retention: Option<(GroomPolicy, Duration, Duration)>,
+    /// Audit entries older than this are deleted every `.1` (`None`: kept).
+    pub(super) audit_retention: Option<(Duration, Duration)>,
     pub(super) logging: LoggingConfig,
 }
 
@@ -152,6 +154,8 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         grace_period: s.grace_period,
         engine,
         retention,
+        audit_retention: (!s.retention_audit.is_zero())
+            .then_some((s.retention_audit, s.retention_every)),
         logging,
     })
 }

@@ -422,6 +422,26 @@ async fn tokens_made_used_and_refused_are_audited_by_name_never_by_text() {
         |l| l["request_id"] == "no-token",
     )
     .await;
+    // A client trying made-up tokens: every request is refused and
+    // logged as an access line, but the audit trail gets at most one
+    // entry per address a minute.
+    for i in 0..300 {
+        let r = server
+            .http
+            .get(&jobs)
+            .bearer_auth(format!("jl_made-up-{i}"))
+            .header("x-request-id", format!("made-up-{i}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401);
+    }
+    wait_line(
+        &data.join("logs").join("access.log"),
+        "the last made-up token's request",
+        |l| l["request_id"] == "made-up-299",
+    )
+    .await;
     let text = std::fs::read_to_string(&audit).unwrap();
     assert_eq!(
         text.matches("token.refused").count(),
@@ -502,4 +522,61 @@ async fn a_fifo_sink_whose_reader_stops_or_goes_never_freezes_the_server() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no lost count for the pipe in /metrics:\n{metrics}"));
     assert!(lost > 0, "nothing counted as lost");
+}
+
+/// Audit entries older than `retention.audit` are deleted at each
+/// retention round; newer ones stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_entries_past_their_retention_are_deleted() {
+    use joblog_core::{NewAudit, Timestamp};
+    use joblog_store::{StoreOptions, WriteOp};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    {
+        let url = format!("sqlite://{}", data.join("joblog.db").display());
+        let store = joblog_store::open(&url, &StoreOptions::default()).unwrap();
+        let mut writer = store.open_writer().unwrap();
+        let day = 86_400_000_000;
+        let now = Timestamp::now().micros();
+        // 12,000 entries of two years ago (more than one chunk), then 10 of
+        // last week.
+        let entry = |at: i64, action: &str| NewAudit {
+            at: Timestamp(at),
+            actor: "ops".into(),
+            action: action.into(),
+            job_id: None,
+            remote: None,
+            request_id: None,
+            node: "n".into(),
+            detail: serde_json::Map::new(),
+        };
+        let mut entries: Vec<NewAudit> = (0..12_000)
+            .map(|i| entry(now - 730 * day + i, "old.entry"))
+            .collect();
+        entries.extend((0..10).map(|i| entry(now - 7 * day + i, "recent.entry")));
+        writer.apply(&[WriteOp::Audit(entries)]).unwrap();
+    }
+    let server = Server::start(&data, &["--retention-every", "1s"]).await;
+    let count = |action: &str| -> i64 {
+        server
+            .db()
+            .query_row(
+                "SELECT count(*) FROM audit WHERE action = ?1",
+                [action],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count("old.entry") > 0 {
+        assert!(Instant::now() < deadline, "old entries were kept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(count("recent.entry"), 10);
+    let groomed = wait_line(&data.join("logs/audit.log"), "the grooming", |l| {
+        l["type"] == "audit.groomed"
+    })
+    .await;
+    assert_eq!(groomed["detail"]["entries"], 12_000, "{groomed}");
 }

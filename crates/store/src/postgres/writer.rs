@@ -321,6 +321,8 @@ async fn rederive(
                 Outcome::Interrupted(Vec::new())
             }
             WriteOp::DeleteJob { .. } => Outcome::Count(0),
+            // Committed: retention looks again at its next round.
+            WriteOp::DeleteAudit { .. } => Outcome::Count(0),
         });
     }
     Ok(out)

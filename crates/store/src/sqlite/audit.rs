@@ -2,7 +2,7 @@
 //! filter, each ending in `id` so a page is one range), entries appended
 //! in the writer's transaction, and listings run on a read connection.
 
-use joblog_core::{AuditEntry, AuditQuery, NewAudit};
+use joblog_core::{AuditEntry, AuditQuery, NewAudit, Timestamp};
 use rusqlite::{params, Connection, Row};
 
 use crate::audit::{in_order, list_sql, AuditInsert, AuditRow};
@@ -48,6 +48,18 @@ pub(super) fn append(c: &Connection, entries: &[NewAudit]) -> Result<Outcome> {
         ])?;
     }
     Ok(Outcome::Done)
+}
+
+/// Audit retention: the old ones among the `max` first entries, walked by
+/// the primary key (no scan of the trail). → `Count`.
+pub(super) fn delete_old(c: &Connection, before: Timestamp, max: u32) -> Result<Outcome> {
+    let n = c
+        .prepare_cached(
+            "DELETE FROM audit WHERE id IN \
+             (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) WHERE at < ?1)",
+        )?
+        .execute(params![before.micros(), max])?;
+    Ok(Outcome::Count(n as u64))
 }
 
 fn row(r: &Row) -> rusqlite::Result<AuditRow> {

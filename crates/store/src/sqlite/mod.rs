@@ -686,6 +686,7 @@ fn apply_one(
         WriteOp::RevokeToken { name } => tokens::revoke(tx, name),
         WriteOp::TouchToken { name, at } => tokens::touch(tx, name, *at),
         WriteOp::Audit(entries) => audit::append(tx, entries),
+        WriteOp::DeleteAudit { before, max } => audit::delete_old(tx, *before, *max),
         WriteOp::DeleteJob { job } => {
             tx.prepare_cached("DELETE FROM results WHERE job_id = ?1")?
                 .execute([job])?;

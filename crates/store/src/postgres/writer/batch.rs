@@ -242,6 +242,15 @@ pub(super) async fn apply_batch(
                     .await?;
                 Outcome::Count(n)
             }
+            WriteOp::DeleteAudit { before, max } => {
+                let n = tx
+                    .execute(
+                        super::super::audit::DELETE_OLD,
+                        &[&before.micros(), &i64::from(*max)],
+                    )
+                    .await?;
+                Outcome::Count(n)
+            }
             WriteOp::RevokeToken { name } => {
                 let st = prepared(statements, &tx, REVOKE_TOKEN).await?;
                 Outcome::Count(tx.execute(&st, &[name]).await?)
