@@ -34,6 +34,7 @@ pub async fn unit(req: Request, next: Next) -> Response {
         route = Empty,
         actor = Empty,
         job_id = Empty,
+        schedule_id = Empty,
         status = Empty,
         headers_us = Empty,
         bytes = Empty,
@@ -134,7 +135,22 @@ impl HttpBody for Counted {
 
 /// The job a route's path names (`/api/v1/jobs/{id}/…`), for the unit.
 pub(crate) fn job_id_in(route: &str, path: &str) -> Option<u64> {
-    let at = route.split('/').position(|s| s == "{id}")?;
+    id_in("/api/v1/jobs/{id}", route, path)
+}
+
+/// The schedule id in `path`, on a schedule's own routes.
+pub(crate) fn schedule_id_in(route: &str, path: &str) -> Option<u64> {
+    id_in("/api/v1/schedules/{id}", route, path)
+}
+
+/// The `{id}` of `path` when `route` is `prefix` or below it: a schedule's
+/// id is never taken for a job's.
+fn id_in(prefix: &str, route: &str, path: &str) -> Option<u64> {
+    let rest = route.strip_prefix(prefix)?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    let at = prefix.split('/').position(|s| s == "{id}")?;
     path.split('/').nth(at)?.parse().ok()
 }
 
@@ -163,5 +179,14 @@ mod tests {
         );
         assert_eq!(job_id_in("/api/v1/jobs/{id}", "/api/v1/jobs/x"), None);
         assert_eq!(job_id_in("/api/v1/jobs", "/api/v1/jobs"), None);
+        // A schedule's id is its own, never a job's.
+        let (route, path) = ("/api/v1/schedules/{id}/run", "/api/v1/schedules/5/run");
+        assert_eq!(job_id_in(route, path), None);
+        assert_eq!(schedule_id_in(route, path), Some(5));
+        assert_eq!(
+            schedule_id_in("/api/v1/schedules/{id}", "/api/v1/schedules/6"),
+            Some(6)
+        );
+        assert_eq!(schedule_id_in("/api/v1/jobs/{id}", "/api/v1/jobs/6"), None);
     }
 }

@@ -146,6 +146,9 @@ pub(crate) async fn authorize(
     if let Some(job) = crate::access::job_id_in(path.as_str(), req.uri().path()) {
         span.record("job_id", job);
     }
+    if let Some(schedule) = crate::access::schedule_id_in(path.as_str(), req.uri().path()) {
+        span.record("schedule_id", schedule);
+    }
     let needed = match rules::access(req.method(), path.as_str()) {
         Some(Access::Public) => return next.run(req).await,
         Some(Access::Role(role)) => role,

@@ -258,6 +258,13 @@ async fn schedules_through_the_cli_with_secrets_from_the_node() {
         {
             for e in found {
                 assert_eq!(e["detail"]["schedule_id"], id, "{e}");
+                // A schedule's id is never taken for a job's: only a run
+                // names a job, the one it queued.
+                if e["action"] == "schedule.run" {
+                    assert_ne!(e["job_id"], Value::Null, "{e}");
+                } else {
+                    assert_eq!(e["job_id"], Value::Null, "{e}");
+                }
             }
             break;
         }
