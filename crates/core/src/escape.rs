@@ -5,8 +5,29 @@
 
 use std::borrow::Cow;
 
+/// Invisible characters that change how the text around them shows:
+/// bidirectional overrides, isolates and marks, zero-width spaces and
+/// joiners' kin, the byte-order mark (Unicode's format characters that
+/// can hide or reorder text, "Trojan Source"). ZWJ and ZWNJ are left:
+/// emoji and several scripts need them, and they reorder nothing.
+pub fn is_hidden_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
+}
+
 fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    is_hidden_format(c)
 }
 
 /// Length of an SGR sequence (`ESC [ 0-9;: m`, colours and styles) at the
@@ -72,6 +93,22 @@ pub fn escape_display(s: &str, keep_sgr: bool) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidden_format_characters_are_shown_escaped() {
+        assert_eq!(escape_display("a\u{202E}b", false), "a\\u{202e}b");
+        assert_eq!(
+            escape_display("x\u{200B}y\u{FEFF}", false),
+            "x\\u{200b}y\\u{feff}"
+        );
+        assert_eq!(
+            escape_display("\u{2067}rtl\u{2069}", false),
+            "\\u{2067}rtl\\u{2069}"
+        );
+        // Joiners stay: emoji sequences and scripts need them.
+        let family = "👨\u{200D}👩\u{200D}👧";
+        assert_eq!(escape_display(family, false), family);
+    }
 
     #[test]
     fn escaping() {

@@ -134,14 +134,17 @@ fn human_value(value: &Value) -> String {
     }
 }
 
-/// `s` with control characters escaped (`\n`, `\u{1b}`).
+/// `s` with control characters escaped (`\n`, `\u{1b}`), and the
+/// invisible format characters that could reorder or hide a line's text
+/// (`\u{202e}`), as the API's escaped text log shows them.
 fn plain(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
+    let hidden = |c: char| c.is_control() || joblog_core::is_hidden_format(c);
+    if !s.chars().any(hidden) {
         return s.to_string();
     }
     s.chars()
         .flat_map(|c| {
-            if c.is_control() {
+            if hidden(c) {
                 c.escape_default().collect::<Vec<_>>()
             } else {
                 vec![c]
@@ -202,6 +205,25 @@ mod tests {
             text.contains(r#"path="/api/v1/jobs/7\\n200 forged""#),
             "{text}"
         );
+    }
+
+    /// A job named with a right-to-left override would show its line
+    /// reordered on a terminal: the human text shows the character's
+    /// code instead.
+    #[test]
+    fn human_text_escapes_bidi_and_invisible_format_characters() {
+        let mut e = entry();
+        e.message = "job \u{202E}gnp.exe\u{202C} ended".into();
+        e.fields.insert("name".into(), json!("a\u{2066}b\u{200B}c"));
+        let mut out = Vec::new();
+        human_line(&e, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(r"job \u{202e}gnp.exe\u{202c} ended"),
+            "{text}"
+        );
+        assert!(text.contains(r"name=a\u{2066}b\u{200b}c"), "{text}");
+        assert!(!text.chars().any(joblog_core::is_hidden_format), "{text}");
     }
 
     #[test]
