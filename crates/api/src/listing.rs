@@ -110,7 +110,7 @@ pub async fn list(
     let limit = query.limit;
     let mut jobs = state.engine.store().list_jobs(query).await?;
     for job in &mut jobs {
-        job.abbreviate_command(LISTED_COMMAND_BYTES);
+        job.abbreviate(LISTED_COMMAND_BYTES);
     }
     let next_before_id = if jobs.len() == limit as usize {
         jobs.last().map(|j| j.id)

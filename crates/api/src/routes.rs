@@ -404,7 +404,7 @@ pub async fn groom(
             };
             records += job.log.records;
             if listed.len() < DRY_RUN_LISTED {
-                job.abbreviate_command(LISTED_COMMAND_BYTES);
+                job.abbreviate(LISTED_COMMAND_BYTES);
                 listed.push(job);
             }
         }

@@ -103,6 +103,10 @@ pub struct Job {
     /// ([`Job::abbreviate_command`]); absent otherwise.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub command_truncated: bool,
+    /// Set when `env` was shortened for a listing ([`Job::abbreviate`]);
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub env_truncated: bool,
     pub node: Option<String>,
     pub created_at: Timestamp,
     pub started_at: Option<Timestamp>,
@@ -127,6 +131,35 @@ impl Job {
             _ => None,
         };
         self
+    }
+
+    /// Shortens what a listing shows of the job: its command and its
+    /// environment, each to about `max_bytes` (see the two below). A page
+    /// of jobs must not carry every job's whole environment.
+    pub fn abbreviate(&mut self, max_bytes: usize) {
+        self.abbreviate_command(max_bytes);
+        self.abbreviate_env(max_bytes);
+    }
+
+    /// Shortens `env` to about `max_bytes` of names and values: whole
+    /// variables (in name order) while they fit, then the value of the one
+    /// that does not cut and marked with `…`, then none.
+    pub fn abbreviate_env(&mut self, max_bytes: usize) {
+        let mut used = 0;
+        let mut cut_at = None;
+        for (name, value) in self.given.env.iter_mut() {
+            if used + name.len() + value.len() <= max_bytes {
+                used += name.len() + value.len();
+                continue;
+            }
+            cut_to(value, max_bytes.saturating_sub(used + name.len()));
+            cut_at = Some(name.clone());
+            break;
+        }
+        if let Some(last) = cut_at {
+            self.given.env.retain(|name, _| *name <= last);
+            self.env_truncated = true;
+        }
     }
 
     /// Shortens `command` to about `max_bytes` of arguments for a listing:
@@ -437,6 +470,7 @@ mod tests {
             exit_code: None,
             command: vec!["sh".into(), "-c".into(), "é".repeat(3000), "tail".into()],
             command_truncated: false,
+            env_truncated: false,
             node: None,
             created_at: Timestamp(0),
             started_at: None,
@@ -459,6 +493,46 @@ mod tests {
         assert!(total <= 1000 + '…'.len_utf8(), "{total}");
         let json = serde_json::to_value(&job).unwrap();
         assert_eq!(json["command_truncated"], true);
+        assert!(json.get("env_truncated").is_none());
+    }
+
+    #[test]
+    fn listings_cut_a_large_environment() {
+        let mut job = Job {
+            id: 1,
+            name: None,
+            state: JobState::Queued,
+            exit_code: None,
+            command: vec!["true".into()],
+            command_truncated: false,
+            env_truncated: false,
+            node: None,
+            created_at: Timestamp(0),
+            started_at: None,
+            finished_at: None,
+            duration_ms: None,
+            log: LogSummary::default(),
+            result: None,
+            given: Given::default(),
+            spec: JobSpec::default(),
+        };
+        for (i, size) in [10, 2000, 3000, 50].into_iter().enumerate() {
+            job.given.env.insert(format!("V{i}"), "é".repeat(size / 2));
+        }
+        let whole = job.clone();
+        let mut short = job.clone();
+        short.abbreviate(100_000);
+        assert_eq!(short, whole, "what fits is kept whole");
+        job.abbreviate(4096);
+        assert!(job.env_truncated);
+        let names: Vec<&str> = job.given.env.keys().map(String::as_str).collect();
+        assert_eq!(names, ["V0", "V1", "V2"]);
+        assert_eq!(job.given.env["V1"], whole.given.env["V1"]);
+        assert!(job.given.env["V2"].ends_with('…'));
+        let total: usize = job.given.env.iter().map(|(k, v)| k.len() + v.len()).sum();
+        assert!(total <= 4096 + '…'.len_utf8(), "{total}");
+        let json = serde_json::to_value(&job).unwrap();
+        assert_eq!(json["env_truncated"], true);
     }
 
     #[test]

@@ -617,6 +617,7 @@ mod tests {
             exit_code: None,
             command: vec!["true".into()],
             command_truncated: false,
+            env_truncated: false,
             node: Some("a".into()),
             created_at: Timestamp(0),
             started_at: Some(Timestamp(1)),

@@ -53,6 +53,7 @@ impl JobRow {
             exit_code: self.exit_code,
             command: spec.command.clone(),
             command_truncated: false,
+            env_truncated: false,
             node: self.node,
             created_at: Timestamp(self.created_at),
             started_at: self.started_at.map(Timestamp),

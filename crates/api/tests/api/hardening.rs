@@ -207,6 +207,21 @@ async fn listings_carry_an_abbreviated_command(db: TestDatabase) {
     assert_eq!(full["command"][1].as_str().unwrap().len(), 900_000);
     assert!(full.get("command_truncated").is_none(), "{}", full["id"]);
     wait_finished(&t.router, id).await;
+    // The second probe's: large environments did the same (7.7 MB pages).
+    let env: serde_json::Map<String, serde_json::Value> = (0..40)
+        .map(|i| (format!("BIG_{i:02}"), json!("v".repeat(20_000))))
+        .collect();
+    let id = id_of(&submit(&t.router, json!({"command": ["true"], "env": env})).await);
+    let list = get(&t.router, "/api/v1/jobs").await;
+    assert!(list.body.len() < 20_000, "{} bytes", list.body.len());
+    let listed = &list.json()["jobs"][0];
+    assert_eq!(listed["id"], id);
+    assert_eq!(listed["env_truncated"], true);
+    assert!(listed["env"]["BIG_00"].as_str().unwrap().ends_with('…'));
+    let full = show(&t.router, id).await;
+    assert_eq!(full["env"].as_object().unwrap().len(), 40);
+    assert!(full.get("env_truncated").is_none());
+    wait_finished(&t.router, id).await;
     t.shutdown().await;
 }
 
