@@ -55,7 +55,7 @@ error_codes! {
     InvalidHeader = "invalid_header", BAD_REQUEST, "A header is wrong (e.g. `Last-Event-ID` that is not a seq).";
     Unauthorized = "unauthorized", UNAUTHORIZED, "The API token is missing, unknown, revoked or expired.";
     Forbidden = "forbidden", FORBIDDEN, "The token's role is too low for this route; the message names the role needed.";
-    CrossSiteRequest = "cross_site_request", FORBIDDEN, "A state change sent by a browser from another site (`Origin`, `Sec-Fetch-Site`).";
+    CrossSiteRequest = "cross_site_request", FORBIDDEN, "A state change, or a read of the API, sent by a browser from another site (`Origin`, `Sec-Fetch-Site`).";
     HostNotAllowed = "host_not_allowed", MISDIRECTED_REQUEST, "The `Host` header names a server this one is not (add it to `allowed_hosts`).";
     NotFound = "not_found", NOT_FOUND, "No such endpoint.";
     MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED, "The endpoint exists but does not take this method.";

@@ -1,6 +1,7 @@
 //! Refuses requests a browser was tricked into sending: a `Host` that is
-//! not this server's (DNS rebinding) and state changes from another site
-//! (cross-site request forgery). Clients that are not browsers (the CLI,
+//! not this server's (DNS rebinding), state changes from another site
+//! (cross-site request forgery), and reads of the API from another site
+//! (`<img src=…/api/v1/backup>` would make the server build a backup). Clients that are not browsers (the CLI,
 //! curl, scripts) send neither `Origin` nor `Sec-Fetch-Site` and pass.
 
 use axum::extract::{Request, State};
@@ -75,28 +76,48 @@ pub(crate) async fn guard(State(state): State<AppState>, req: Request, next: Nex
         if let Err(e) = same_origin(req.headers(), host.as_deref()) {
             return e.into_response();
         }
+    } else if reveals_or_costs(req.uri().path()) {
+        if let Err(e) = same_site_fetch(req.headers()) {
+            return e.into_response();
+        }
     }
     next.run(req).await
+}
+
+/// Reads that show the server's state or cost it work: every API route
+/// but its public description, and `/metrics`. The pages of the UI and
+/// `/healthz` hold nothing.
+fn reveals_or_costs(path: &str) -> bool {
+    (path.starts_with("/api/v1/") && path != "/api/v1/openapi.json") || path == "/metrics"
 }
 
 fn header_text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+fn refuse<T>(why: String) -> Result<T, ApiError> {
+    Err(ApiError::new(
+        ErrorCode::CrossSiteRequest,
+        format!("refused a cross-site request: {why}"),
+    ))
+}
+
+/// A browser's request from another site (or a sibling site) says so in
+/// `Sec-Fetch-Site`; this server's own pages say `same-origin`, and a
+/// user typing the address `none`. Other clients send nothing.
+fn same_site_fetch(headers: &HeaderMap) -> Result<(), ApiError> {
+    match header_text(headers, header::HeaderName::from_static("sec-fetch-site")) {
+        Some(site) if !matches!(site, "same-origin" | "none") => {
+            refuse(format!("Sec-Fetch-Site is {site:?}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A state change must come from this server's own pages or from a client
 /// that is not a browser.
 fn same_origin(headers: &HeaderMap, host: Option<&str>) -> Result<(), ApiError> {
-    let refuse = |why: String| {
-        Err(ApiError::new(
-            ErrorCode::CrossSiteRequest,
-            format!("refused a cross-site request: {why}"),
-        ))
-    };
-    if let Some(site) = header_text(headers, header::HeaderName::from_static("sec-fetch-site")) {
-        if !matches!(site, "same-origin" | "none") {
-            return refuse(format!("Sec-Fetch-Site is {site:?}"));
-        }
-    }
+    same_site_fetch(headers)?;
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         let origin_host = origin

@@ -376,6 +376,38 @@ async fn cross_site_requests_and_foreign_hosts_are_refused(db: TestDatabase) {
     let jobs = get_json(&t.router, "/api/v1/jobs").await;
     assert_eq!(jobs["jobs"].as_array().unwrap().len(), 1, "{jobs}");
     assert!(!t.path("pwned").exists());
+    // Reads from another site (`<img src=…/api/v1/backup>`) are refused
+    // before anything is built; the server's pages and /healthz are not
+    // state, and the same origin, a typed address or a non-browser read.
+    let read = |path: &str, site: Option<&str>| {
+        let mut req = Request::get(path);
+        if let Some(site) = site {
+            req = req.header("sec-fetch-site", site);
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    for path in [
+        "/api/v1/backup",
+        "/api/v1/jobs",
+        "/api/v1/audit",
+        "/metrics",
+    ] {
+        for site in ["cross-site", "same-site"] {
+            let reply = send(&t.router, read(path, Some(site))).await;
+            assert_error(&reply, StatusCode::FORBIDDEN, "cross_site_request");
+        }
+    }
+    for (path, site) in [
+        ("/api/v1/jobs", Some("same-origin")),
+        ("/api/v1/jobs", Some("none")),
+        ("/api/v1/jobs", None),
+        ("/healthz", Some("cross-site")),
+        ("/", Some("cross-site")),
+        ("/api/v1/openapi.json", Some("cross-site")),
+    ] {
+        let reply = send(&t.router, read(path, site)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path} {site:?}");
+    }
     t.shutdown().await;
 }
 
