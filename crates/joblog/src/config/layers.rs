@@ -112,9 +112,22 @@ fn syntax_error(path: &Path, text: &str, e: &toml::de::Error) -> anyhow::Error {
     anyhow::anyhow!(
         "invalid configuration file {}{at}: {}",
         path.display(),
-        e.message().trim().replace('\n', "; ")
+        unquoted(e.message().trim()).replace('\n', "; ")
     )
 }
+
+/// The parser's message without what it quotes between backticks (`` `…` ``):
+/// a number too large for TOML (an unquoted token) is quoted whole there.
+fn unquoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for (i, part) in message.split('`').enumerate() {
+        out.push_str(if i % 2 == 1 { "…" } else { part });
+    }
+    out
+}
+
+/// Settings holding a secret: only ever text, and never quoted in errors.
+const SECRETS: &[&str] = &["token", "database"];
 
 /// `[log] max_records = 5` → `("log.max_records", "5")`.
 fn flatten(
@@ -134,6 +147,11 @@ fn flatten(
                 continue;
             }
             toml::Value::String(s) => s,
+            // A secret is text: `token = 1.5e40` must not become a
+            // 41-digit token, and the value is never quoted back.
+            _ if SECRETS.contains(&key.as_str()) => {
+                bail!("{key}: must be a quoted string ({key} = \"…\"), not a number or other value")
+            }
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Float(f) => f.to_string(),
             toml::Value::Boolean(b) => b.to_string(),
@@ -164,6 +182,32 @@ mod tests {
         let mut layers = Layers::default();
         layers.add_file(Path::new("joblog.toml"), text)?;
         Ok(layers)
+    }
+
+    /// An unquoted token is refused, without its value in the message.
+    #[test]
+    fn a_secret_must_be_a_string() {
+        for (text, value) in [
+            (
+                "token = 123456789012345678901234567890123\n",
+                "123456789012345678901234567890123",
+            ),
+            ("token = 1.5e40\n", "1.5e40"),
+            ("database = 5432\n", "5432"),
+            ("token = true\n", "true"),
+        ] {
+            let e = format!("{:#}", file(text).err().expect(text));
+            // A number too large for TOML is refused by the parser, by
+            // place, the number not quoted.
+            assert!(
+                e.contains("must be a quoted string") || e.contains(", line 1, column 9: "),
+                "{e}"
+            );
+            assert!(!e.contains(value), "{e}");
+            assert!(!e.contains("15000000000000000"), "{e}");
+        }
+        let layers = file("token = \"a-long-enough-token-of-thirty-two-chars\"\n").unwrap();
+        assert!(layers.get::<String>("token").unwrap().is_some());
     }
 
     #[test]

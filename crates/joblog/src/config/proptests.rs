@@ -478,7 +478,8 @@ proptest! {
                 prop_assert!(shown.starts_with("invalid configuration file joblog.toml"), "{}", shown);
                 let located = shown.contains(", line ") && shown.contains(", column ");
                 let keyed = shown.contains(": unknown setting \"")
-                    || shown.contains(": a list is not a value any setting takes");
+                    || shown.contains(": a list is not a value any setting takes")
+                    || shown.contains(": must be a quoted string");
                 prop_assert!(located || keyed, "{}", shown);
             }
             Ok(()) => match Settings::resolve(&layers) {

@@ -52,6 +52,12 @@ impl Sources {
         }
         sources
     }
+
+    /// Whether the flag `--<flag>` gave a value: `--token` is in every
+    /// user's `ps`, which the server warns about.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.contains(flag)
+    }
 }
 
 impl fmt::Display for Sources {

@@ -66,6 +66,11 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let logs = logs::start(&cfg)?;
     // The first line: a stray ./joblog.toml or a forgotten variable shows.
     tracing::info!("{sources}");
+    if sources.has_flag("token") {
+        tracing::warn!(
+            "the API token was given with --token: every user of this host can read it in `ps`; keep it in a file of mode 0600 and use --token-file (or token_file in joblog.toml)"
+        );
+    }
     let mut private = vec![cfg.data_dir.as_path()];
     private.extend(cfg.sqlite_file.as_deref());
     perms::warn_if_open(&private);

@@ -146,3 +146,40 @@ async fn what_the_server_creates_is_private_whatever_the_umask() {
         "{text}"
     );
 }
+
+/// `serve --token` puts the token in every user's `ps`: the server says
+/// so at start (never printing it); `--token-file` does not warn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_given_as_a_flag_is_warned_about() {
+    const TOKEN: &str = "e2e-flag-token-0123456789abcdef0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let start = |args: Vec<String>, log: &str| {
+        let stderr = dir.path().join(log);
+        let file = std::fs::File::create(&stderr).unwrap();
+        let data = dir.path().join("data");
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut server = Server::start_with(&data, &args, |c| {
+                c.env("NO_COLOR", "1").stderr(file);
+            })
+            .await;
+            server.signal("TERM");
+            assert_eq!(server.wait_exit(), Some(0));
+            std::fs::read_to_string(&stderr).unwrap()
+        }
+    };
+    let text = start(vec!["--token".into(), TOKEN.into()], "flag.log").await;
+    assert!(
+        text.contains("the API token was given with --token: every user of this host can read it"),
+        "{text}"
+    );
+    assert!(!text.contains(TOKEN), "the token itself was printed");
+    let token_file = dir.path().join("admin.token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let text = start(
+        vec!["--token-file".into(), token_file.display().to_string()],
+        "file.log",
+    )
+    .await;
+    assert!(!text.contains("--token:"), "{text}");
+}
