@@ -230,15 +230,21 @@ impl Masker {
 }
 
 /// The other ways a value is commonly written inside text: percent-encoded
-/// (upper- and lower-case hex, space as `%20` or `+`), JSON-escaped (as
+/// (upper- and lower-case hex, space as `%20` or `+`, and keeping `/` as
+/// Python's `urllib.parse.quote` does or `!'()*` as JavaScript's
+/// `encodeURIComponent` does), JSON-escaped (as
 /// serde and Go write it, with `\/`, and with non-ASCII as `\uXXXX` as
 /// Python's `json.dumps` does). (Hex forms are added beside these.)
 fn encoded_forms(value: &str) -> Vec<String> {
-    let mut forms = Vec::with_capacity(8);
-    let url_upper = percent_encode(value.as_bytes(), false);
+    let mut forms = Vec::with_capacity(12);
+    let url_upper = percent_encode(value.as_bytes(), false, b"");
     forms.push(url_upper.replace("%20", "+"));
-    forms.push(percent_encode(value.as_bytes(), true));
+    forms.push(percent_encode(value.as_bytes(), true, b""));
     forms.push(url_upper);
+    for keep in [&b"/"[..], b"!'()*"] {
+        forms.push(percent_encode(value.as_bytes(), false, keep));
+        forms.push(percent_encode(value.as_bytes(), true, keep));
+    }
     let json = serde_json::to_string(value).unwrap_or_default();
     let json = json[1..json.len().saturating_sub(1).max(1)].to_string();
     forms.push(json.replace('/', "\\/"));
@@ -255,14 +261,19 @@ fn encoded_forms(value: &str) -> Vec<String> {
     }
     forms.push(ascii);
     forms.push(json);
+    // A value without `/` has the same form either way.
+    forms.sort_unstable();
+    forms.dedup();
     forms
 }
 
-/// RFC 3986 percent-encoding of everything but the unreserved characters.
-fn percent_encode(bytes: &[u8], lower: bool) -> String {
+/// RFC 3986 percent-encoding of everything but the unreserved characters
+/// and those of `keep`.
+fn percent_encode(bytes: &[u8], lower: bool, keep: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 3);
     for &b in bytes {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') || keep.contains(&b)
+        {
             out.push(b as char);
         } else if lower {
             out.push_str(&format!("%{b:02x}"));
@@ -350,6 +361,24 @@ mod tests {
                     "{encoded} lacks {variant} (prefix {prefix_len}, suffix {suffix_len})"
                 );
             }
+        }
+    }
+
+    /// Every common way to URL-encode a secret is masked: RFC 3986,
+    /// form encoding, Python's `quote` (keeps `/`) and JavaScript's
+    /// `encodeURIComponent` (keeps `!'()*`).
+    #[test]
+    fn url_encodings_that_keep_some_characters_are_masked() {
+        let mut m = masker(&["p/w d!(x)*é"]);
+        for encoded in [
+            "p%2Fw%20d%21%28x%29%2A%C3%A9",
+            "p%2fw%20d%21%28x%29%2a%c3%a9",
+            "p%2Fw+d%21%28x%29%2A%C3%A9",
+            "p/w%20d%21%28x%29%2A%C3%A9",
+            "p/w%20d%21%28x%29%2a%c3%a9",
+            "p%2Fw%20d!(x)*%C3%A9",
+        ] {
+            assert_eq!(m.mask(format!("url={encoded};")), "url=***;", "{encoded}");
         }
     }
 
