@@ -66,6 +66,7 @@ error_codes! {
     LogDamaged = "log_damaged", INTERNAL_SERVER_ERROR, "A sealed segment of the job's log failed its checks and that part of the log cannot be read (other jobs' logs can); the server's error log says which segment.";
     ScheduleNotFound = "schedule_not_found", NOT_FOUND, "No schedule with that id.";
     ScheduleExists = "schedule_exists", CONFLICT, "A schedule with that name exists.";
+    TooManySchedules = "too_many_schedules", CONFLICT, "`max_schedules` schedules exist already; delete one or raise the limit.";
     TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";
@@ -192,6 +193,10 @@ impl From<EngineError> for ApiError {
             EngineError::ShuttingDown => ApiError::new(
                 ErrorCode::ShuttingDown,
                 "the server is shutting down and takes no new jobs",
+            ),
+            EngineError::TooManySchedules(n) => ApiError::new(
+                ErrorCode::TooManySchedules,
+                format!("{n} schedules exist, the server's limit (max_schedules); delete one or raise the limit"),
             ),
             EngineError::QueueFull(n) => ApiError::new(
                 ErrorCode::QueueFull,

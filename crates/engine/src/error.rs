@@ -20,6 +20,8 @@ pub enum EngineError {
     ScheduleNameTaken(String),
     #[error("{0} jobs are queued, the limit (max_queued)")]
     QueueFull(u64),
+    #[error("{0} schedules exist, the limit (max_schedules)")]
+    TooManySchedules(u64),
     #[error("the store does not accept writes: {0}")]
     WritesFailing(String),
     #[error(transparent)]

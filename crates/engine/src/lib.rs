@@ -62,6 +62,9 @@ pub struct EngineConfig {
     /// Jobs that may wait in the queue (on a shared store: of all nodes);
     /// a submission past it is refused, to be retried later.
     pub max_queued: u64,
+    /// Schedules that may exist (of all nodes); creating one more is
+    /// refused.
+    pub max_schedules: u64,
     /// The server's own secrets (its API token, the database password):
     /// masked in every job's log, like a job's own secrets, in case a job
     /// finds them.
@@ -96,6 +99,7 @@ impl EngineConfig {
             max_result_bytes: 64 << 20,
             heartbeat_timeout: Duration::from_secs(30),
             max_queued: 10_000,
+            max_schedules: 1_000,
             server_secrets: Vec::new(),
             node_secrets: BTreeMap::new(),
             seal: true,

@@ -42,15 +42,44 @@ impl Clock for SystemClock {
 const MAX_SLEEP: Duration = Duration::from_secs(10);
 
 impl Engine {
+    /// Whether `max_queued` jobs wait; says so once when it becomes true
+    /// and once when it is over (`was` keeps which it was).
+    async fn queue_is_full(&self, was: &mut bool) -> bool {
+        let full = matches!(self.check_queue().await, Err(EngineError::QueueFull(_)));
+        if full != *was {
+            if full {
+                tracing::warn!(
+                    max_queued = self.inner.config.max_queued,
+                    "max_queued jobs are queued: schedules do not fire until the queue has room (fires later than a minute are then missed)"
+                );
+            } else {
+                tracing::info!("the queue has room again: schedules fire again");
+            }
+            *was = full;
+        }
+        full
+    }
+
     pub(crate) async fn schedule_loop(self) {
         let mut shutdown = self.inner.shutdown.subscribe();
         let clock = self.inner.clock.clone();
+        let mut queue_full = false;
         loop {
             if *shutdown.borrow() {
                 return;
             }
             let woken = self.inner.schedules_changed.notified();
             let now = clock.now();
+            // Fires wait while `max_queued` jobs do, as submissions are
+            // refused: a fire later than a minute is then missed, as after
+            // an outage (its `missed` policy says what becomes of it).
+            if self.queue_is_full(&mut queue_full).await {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = shutdown.wait_for(|s| *s) => return,
+                }
+                continue;
+            }
             match self.inner.pipeline.fire_due(now).await {
                 Ok(fired) => {
                     for (id, why) in &fired.broken {
@@ -104,6 +133,14 @@ impl Engine {
     /// Creates a schedule; its first fire is the first after now.
     pub async fn create_schedule(&self, new: NewSchedule) -> Result<Schedule, EngineError> {
         self.check_writable()?;
+        // Rare, so a page of them is read rather than a count kept; nodes
+        // creating at the same instant may pass it by one each.
+        let max = self.inner.config.max_schedules;
+        let limit = u32::try_from(max).unwrap_or(u32::MAX);
+        let existing = self.inner.store.list_schedules(0, limit).await?.len() as u64;
+        if existing >= max {
+            return Err(EngineError::TooManySchedules(existing));
+        }
         let now = self.inner.clock.now();
         let name = new.name.clone();
         let valid = new.validate(now)?;

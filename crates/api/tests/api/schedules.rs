@@ -22,6 +22,7 @@ joblog_store::backend_tests! {
     a_failing_run_is_retried_to_its_attempts_each_a_job_of_its_own,
     a_burst_of_submissions_is_held_to_its_concurrency_limit,
     a_run_whose_node_lacks_a_secret_fails_naming_the_variable,
+    fires_wait_while_the_queue_is_full_and_schedules_are_capped,
 }
 
 const MIN: i64 = 60_000_000;
@@ -468,5 +469,57 @@ async fn a_run_whose_node_lacks_a_secret_fails_naming_the_variable(db: TestDatab
         said.contains("set JOBLOG_SECRET_API_KEY") && said.contains("test-node"),
         "{said}"
     );
+    t.shutdown().await;
+}
+
+/// Schedules are held to `max_queued` as submissions are: while the
+/// queue is full a due fire waits (and runs once there is room, a minute
+/// late at most); and no more than `max_schedules` exist.
+async fn fires_wait_while_the_queue_is_full_and_schedules_are_capped(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock_and(db, 1, clock.clone(), |e| {
+        e.max_queued = 2;
+        e.max_schedules = 2;
+    })
+    .await;
+    let r = &t.router;
+    let sleeper = json!({"command": ["sleep", "60"]});
+    let running = id_of(&submit(r, sleeper.clone()).await);
+    wait_running(r, running).await;
+    let queued = [
+        id_of(&submit(r, sleeper.clone()).await),
+        id_of(&submit(r, sleeper.clone()).await),
+    ];
+    let s = create(
+        r,
+        json!({"name": "minutely", "cron": "* * * * *", "script": "true"}),
+    )
+    .await;
+    let id = s["id"].as_i64().unwrap();
+    clock.set(at(1));
+    // The scheduler looks at least every second while the queue is full.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert!(runs(r, id).await.is_empty(), "it fired into a full queue");
+    // A second schedule is allowed, a third is not.
+    create(
+        r,
+        json!({"name": "second", "cron": "@daily", "script": "true"}),
+    )
+    .await;
+    let third = post(
+        r,
+        "/api/v1/schedules",
+        &json!({"name": "third", "cron": "@daily", "script": "true"}),
+    )
+    .await;
+    let message = assert_error(&third, StatusCode::CONFLICT, "too_many_schedules");
+    assert!(message.contains("max_schedules"), "{message}");
+    // Room again: the fire of 00:01 runs, less than a minute late.
+    for job in queued {
+        post(r, &format!("/api/v1/jobs/{job}/cancel"), &json!({})).await;
+    }
+    let jobs = wait_runs(r, id, 1).await;
+    assert_eq!(jobs[0]["fire_time"], "2026-11-24T00:01:00.000000Z");
+    post(r, &format!("/api/v1/jobs/{running}/cancel"), &json!({})).await;
     t.shutdown().await;
 }

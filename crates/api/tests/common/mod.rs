@@ -71,6 +71,16 @@ pub async fn start_app_with_clock(
     start_app_full(db, max_concurrency, ApiOptions::default(), |_| {}, clock).await
 }
 
+/// [`start_app_with_clock`] with a last say on the engine's options.
+pub async fn start_app_with_clock_and(
+    db: TestDatabase,
+    max_concurrency: usize,
+    clock: Arc<ManualClock>,
+    engine: impl FnOnce(&mut EngineConfig),
+) -> TestApp {
+    start_app_full(db, max_concurrency, ApiOptions::default(), engine, clock).await
+}
+
 async fn start_app_full(
     db: TestDatabase,
     max_concurrency: usize,

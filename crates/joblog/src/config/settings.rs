@@ -108,6 +108,10 @@ settings! {
     /// submission past it gets `429 queue_full` with `Retry-After`.
     max_queued: u64 = engine().max_queued,
         key "max_queued", env "JOBLOG_MAX_QUEUED", flag Some("max-queued");
+    /// Schedules that may exist (of all nodes, on PostgreSQL); creating one
+    /// more gets `409 too_many_schedules`.
+    max_schedules: u64 = engine().max_schedules,
+        key "max_schedules", env "JOBLOG_MAX_SCHEDULES", flag Some("max-schedules");
     /// Connections open at once; one more is answered `503
     /// too_many_connections` and closed.
     http_max_connections: usize = 1024,

@@ -111,6 +111,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;
     engine.max_queued = s.max_queued;
+    engine.max_schedules = s.max_schedules;
     engine.seal = s.log_seal;
     // `joblog serve` is the engine's alone: it reaps every orphan it is handed.
     engine.reap_all_children = true;
@@ -201,6 +202,7 @@ fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
         Ok(())
     };
     at_least("max_queued", s.max_queued, 1, "")?;
+    at_least("max_schedules", s.max_schedules, 1, "")?;
     if s.metrics_max_job_names > MAX_JOB_NAMES {
         bail!("metrics.max_job_names: must be at most {MAX_JOB_NAMES}");
     }
