@@ -70,7 +70,7 @@ pub async fn create(
         created_at,
         expires_at,
     };
-    if !state.engine.pipeline().create_token(new).await? {
+    if !state.engine.create_token(new).await? {
         return Err(ApiError::new(
             ErrorCode::TokenExists,
             format!("a token named {:?} exists; revoke it first", req.name),
@@ -111,8 +111,8 @@ pub async fn revoke(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     // A name no token can have is not looked up (PostgreSQL refuses a NUL).
-    let exists = validate_token_name(&name).is_ok()
-        && state.engine.pipeline().revoke_token(name.clone()).await?;
+    let exists =
+        validate_token_name(&name).is_ok() && state.engine.revoke_token(name.clone()).await?;
     if !exists {
         return Err(ApiError::new(
             ErrorCode::TokenNotFound,

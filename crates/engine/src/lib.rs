@@ -431,6 +431,21 @@ impl Engine {
         Ok(())
     }
 
+    /// Stores an API token by its hash: false when one of that name
+    /// exists. Fails fast while the store refuses writes, as every other
+    /// change does: a token whose client gave up must not appear later.
+    pub async fn create_token(&self, token: joblog_core::NewToken) -> Result<bool, EngineError> {
+        self.check_writable()?;
+        Ok(self.inner.pipeline.create_token(token).await?)
+    }
+
+    /// Revokes the token of that name: false when there is none. Fails
+    /// fast while the store refuses writes.
+    pub async fn revoke_token(&self, name: String) -> Result<bool, EngineError> {
+        self.check_writable()?;
+        Ok(self.inner.pipeline.revoke_token(name).await?)
+    }
+
     /// Fails fast while the store refuses writes (a full disk, a lost
     /// database): a write asked of it would wait until it recovers, and a
     /// client that gave up and retried would then find its job twice.

@@ -396,6 +396,35 @@ async fn with_writes_failing_submissions_fail_fast_and_cancel_still_stops_the_jo
         started.elapsed() < Duration::from_secs(5),
         "the submission waited"
     );
+    // Tokens too (the second probe found both waiting, and a token made
+    // after its client had given up).
+    let token = tokio::time::timeout(
+        Duration::from_secs(10),
+        post(
+            &t.router,
+            "/api/v1/tokens",
+            &json!({"name": "late", "role": "viewer"}),
+        ),
+    )
+    .await
+    .expect("token creation answered");
+    assert_error(&token, StatusCode::SERVICE_UNAVAILABLE, "store_unavailable");
+    let revoke = tokio::time::timeout(
+        Duration::from_secs(10),
+        send(
+            &t.router,
+            Request::delete("/api/v1/tokens/late")
+                .body(Body::empty())
+                .unwrap(),
+        ),
+    )
+    .await
+    .expect("token revocation answered");
+    assert_error(
+        &revoke,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store_unavailable",
+    );
 
     // Cancel: the process goes, though its last records cannot be stored.
     let cancel = tokio::time::timeout(
@@ -422,6 +451,9 @@ async fn with_writes_failing_submissions_fail_fast_and_cancel_still_stops_the_jo
     let log = whole_log(&t.router, id).await;
     let seqs: Vec<u64> = log.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    // The refused token was never made.
+    let tokens = get_json(&t.router, "/api/v1/tokens").await;
+    assert_eq!(tokens["tokens"], json!([]), "{tokens}");
     t.shutdown().await;
 }
 
