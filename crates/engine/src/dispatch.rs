@@ -116,6 +116,7 @@ impl Engine {
                 crate::RunningJob {
                     stop: stop_tx,
                     pgid: None,
+                    key: None,
                 },
             );
         }

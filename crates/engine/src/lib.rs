@@ -183,6 +183,9 @@ struct RunningJob {
     /// too, since the supervising task may be waiting on a writer that
     /// cannot write (a full disk) and would signal only once it returns.
     pgid: Option<u32>,
+    /// The key its processes carry (`JOBLOG_JOB_KEY`), once it has
+    /// started: a process claiming this job without it is not its.
+    key: Option<String>,
 }
 
 /// Handle to the engine. Cheap to clone.
@@ -533,7 +536,11 @@ impl Engine {
                 .unwrap_or_else(|p| p.into_inner());
             let running = self.lock_running();
             (
-                running.jobs.keys().copied().collect(),
+                running
+                    .jobs
+                    .iter()
+                    .filter_map(|(id, j)| Some((*id, j.key.clone()?)))
+                    .collect(),
                 running.jobs.values().filter_map(|j| j.pgid).collect(),
             )
         });
@@ -600,9 +607,10 @@ impl Engine {
     }
 
     /// Notes the process group of a job that has started.
-    pub(crate) fn set_pgid(&self, id: JobId, pgid: Option<u32>) {
+    pub(crate) fn set_started(&self, id: JobId, pgid: Option<u32>, key: String) {
         if let Some(job) = self.lock_running().jobs.get_mut(&id) {
             job.pgid = pgid;
+            job.key = Some(key);
         }
     }
 

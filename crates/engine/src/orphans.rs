@@ -3,8 +3,11 @@
 //! not reach it. The server is made a child subreaper: such a process,
 //! once its parent is gone, becomes a child of the server instead of init,
 //! where a sweep finds it by the marks every job's environment carries
-//! (`JOBLOG_INSTANCE`, this engine's, and `JOBLOG_JOB_ID`) and kills it
-//! once its job is no longer running.
+//! (`JOBLOG_INSTANCE`, this engine's, `JOBLOG_JOB_ID` and `JOBLOG_JOB_KEY`,
+//! 128 random bits made for each job) and kills it once its job is no
+//! longer running. The key makes the claim: a daemon of one job that
+//! names another running job's id (ids are no secret) without that job's
+//! key is killed with its own job.
 //!
 //! A server that dies without stopping its jobs (`kill -9`, a crash) has
 //! the kernel kill each job's main process (`process::die_with_server`);
@@ -27,7 +30,7 @@
 //! reaped by pid, never with a wait for any child, which would steal a
 //! main process's exit status from tokio.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use joblog_core::JobId;
 use nix::sys::signal::{kill, Signal};
@@ -120,7 +123,8 @@ impl Sweeper {
     /// process and whose job is not running, and reaps the marked ones
     /// that died. Returns how many it killed.
     ///
-    /// `running` gives the running jobs and their main processes' pids. It
+    /// `running` gives the running jobs (with their keys) and their main
+    /// processes' pids. It
     /// is asked after the children are read, and must answer under the
     /// same lock a job's spawn and the recording of its pid are made
     /// under: then a main process seen here is always known as one, and is
@@ -131,12 +135,12 @@ impl Sweeper {
     pub fn sweep(
         &self,
         reap_all: bool,
-        running: impl FnOnce() -> (HashSet<JobId>, HashSet<u32>),
+        running: impl FnOnce() -> (HashMap<JobId, String>, HashSet<u32>),
     ) -> usize {
         let me = std::process::id() as i32;
         let mut marked = self.marked.lock().unwrap_or_else(|p| p.into_inner());
         let children = children_of(me);
-        let seen: Vec<(i32, bool, Option<JobId>)> = children
+        let seen: Vec<(i32, bool, Option<(JobId, Vec<u8>)>)> = children
             .iter()
             .map(|c| {
                 let job = (!c.zombie).then(|| job_of(c.pid, &self.instance)).flatten();
@@ -155,9 +159,9 @@ impl Sweeper {
                 }
                 continue;
             }
-            let Some(job) = job else { continue };
+            let Some((job, key)) = job else { continue };
             marked.insert(pid);
-            if jobs.contains(&job) {
+            if jobs.get(&job).is_some_and(|k| k.as_bytes() == key) {
                 continue;
             }
             if kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok() {
@@ -200,11 +204,32 @@ fn parse_stat(stat: &str) -> Option<(char, i32)> {
     Some((state, ppid))
 }
 
-/// The job a process was started for, if it carries `instance`'s mark,
-/// from its environment (as it was when it was executed).
-fn job_of(pid: i32, instance: &str) -> Option<JobId> {
+/// A new job's key: 128 random bits, as hex.
+pub(crate) fn job_key() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness to be had (never seen): keyed hashes of the time
+        // and a counter are still no job id a process could guess.
+        use std::hash::{BuildHasher, Hasher};
+        for half in bytes.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            half.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The job a process claims to be of and the key it carries, if it
+/// carries `instance`'s mark, from its environment (as it was when it was
+/// executed).
+fn job_of(pid: i32, instance: &str) -> Option<(JobId, Vec<u8>)> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    job_id_in(&environ, instance)
+    mark_in(&environ, instance)
 }
 
 /// Whether a process's environment marks it as a job's of `supervisor`
@@ -233,17 +258,25 @@ fn supervisor_mark(node: &str, store: &str) -> String {
     format!("{h:016x}")
 }
 
-fn job_id_in(environ: &[u8], instance: &str) -> Option<JobId> {
+fn mark_in(environ: &[u8], instance: &str) -> Option<(JobId, Vec<u8>)> {
     let mut ours = false;
     let mut job = None;
+    let mut key = Vec::new();
     for var in environ.split(|b| *b == 0) {
         if let Some(v) = var.strip_prefix(b"JOBLOG_INSTANCE=") {
             ours = v == instance.as_bytes();
         } else if let Some(v) = var.strip_prefix(b"JOBLOG_JOB_ID=") {
             job = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok());
+        } else if let Some(v) = var.strip_prefix(b"JOBLOG_JOB_KEY=") {
+            key = v.to_vec();
         }
     }
-    job.filter(|_| ours)
+    job.filter(|_| ours).map(|job| (job, key))
+}
+
+#[cfg(test)]
+fn job_id_in(environ: &[u8], instance: &str) -> Option<JobId> {
+    mark_in(environ, instance).map(|(job, _)| job)
 }
 
 #[cfg(test)]
@@ -339,31 +372,60 @@ mod tests {
     }
 
     /// A marked child whose job is not running is killed and then reaped;
-    /// an unmarked one is left alone.
+    /// an unmarked one is left alone; one that names a running job without
+    /// its key (a daemon of another job forging the id) is killed.
     #[test]
     fn a_marked_child_of_an_ended_job_is_killed_and_reaped() {
         let sweeper = Sweeper::new("n", "s");
+        let key = job_key();
+        assert_eq!(key.len(), 32);
+        assert_ne!(key, job_key());
         let mut marked = std::process::Command::new("sleep")
             .arg("30")
             .env("JOBLOG_INSTANCE", sweeper.instance())
             .env("JOBLOG_JOB_ID", "7")
+            .env("JOBLOG_JOB_KEY", &key)
             .spawn()
             .unwrap();
+        let mut forged = std::process::Command::new("sleep")
+            .arg("30")
+            .env("JOBLOG_INSTANCE", sweeper.instance())
+            .env("JOBLOG_JOB_ID", "7")
+            .env("JOBLOG_JOB_KEY", "0".repeat(32))
+            .spawn()
+            .unwrap();
+        for child in [&marked, &forged] {
+            let path = format!("/proc/{}/environ", child.id());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !std::fs::read(&path)
+                .is_ok_and(|e| e.windows(15).any(|w| w == b"JOBLOG_JOB_KEY="))
+            {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{path} never showed the key"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
         let mut other = std::process::Command::new("sleep")
             .arg("30")
             .env("JOBLOG_JOB_ID", "7")
             .spawn()
             .unwrap();
-        let none = || (HashSet::new(), HashSet::new());
+        let none = || (HashMap::new(), HashSet::new());
         assert_eq!(
-            sweeper.sweep(false, || (HashSet::from([7]), HashSet::new())),
-            0,
-            "job 7 runs"
+            sweeper.sweep(false, || (
+                HashMap::from([(7, key.clone())]),
+                HashSet::new()
+            )),
+            1,
+            "job 7 runs: its own process stays, the forger goes"
         );
+        assert!(!forged.wait().unwrap().success());
         // Job 7's main process is never touched, even once job 7 ended
         // (tokio reaps it).
         let main = HashSet::from([marked.id()]);
-        assert_eq!(sweeper.sweep(false, || (HashSet::new(), main.clone())), 0);
+        assert_eq!(sweeper.sweep(false, || (HashMap::new(), main.clone())), 0);
         assert_eq!(sweeper.sweep(false, none), 1);
         // Killed; the test reaps it itself here (the sweeper would at its
         // next round).

@@ -40,6 +40,9 @@ pub(crate) fn spawn(
     cmd.envs(&spec.env)
         .envs(secrets)
         .env("JOBLOG_JOB_ID", id.to_string())
+        // Only this job's processes know it: a process of another job
+        // that names this job's id is not taken for this job's.
+        .env("JOBLOG_JOB_KEY", marks.job_key)
         // Marks the job's processes as this engine's, for `orphans`.
         .env("JOBLOG_INSTANCE", marks.instance)
         // Marks them as this node's on this store, for the sweep at the
@@ -60,6 +63,8 @@ pub(crate) struct Marks<'a> {
     pub instance: &'a str,
     /// This node on this store, the same across restarts (`JOBLOG_SUPERVISOR`).
     pub supervisor: &'a str,
+    /// This job's own random key (`JOBLOG_JOB_KEY`).
+    pub job_key: &'a str,
 }
 
 /// Has the kernel kill the job's main process when the server dies,

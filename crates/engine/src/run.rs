@@ -106,11 +106,13 @@ impl Engine {
                     .spawning
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
+                let key = crate::orphans::job_key();
                 let spawned = spawn(
                     id,
                     &crate::process::Marks {
                         instance: self.inner.orphans.instance(),
                         supervisor: self.inner.orphans.supervisor(),
+                        job_key: &key,
                     },
                     &job.spec,
                     &secrets,
@@ -118,7 +120,7 @@ impl Engine {
                     self.inner.config.job_umask,
                 );
                 if let Ok(child) = &spawned {
-                    self.set_pgid(id, child.id());
+                    self.set_started(id, child.id(), key);
                 }
                 spawned
             };
