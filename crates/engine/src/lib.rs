@@ -73,8 +73,14 @@ pub struct EngineConfig {
     /// (a schedule keeps names only): `JOBLOG_SECRET_<NAME>` from the
     /// server's environment.
     pub node_secrets: BTreeMap<String, String>,
+    /// Which schedules may be given each node secret: a secret's name →
+    /// patterns (`*`, `?`) of the schedule names allowed it. A secret not
+    /// listed is given to no schedule.
+    pub node_secret_scopes: BTreeMap<String, Vec<String>>,
     /// Seal the logs of jobs this node ends (`crate::sealer`).
     pub seal: bool,
+    /// Run every job as this user instead of the server's own.
+    pub run_as: Option<RunAs>,
     /// The process is this engine's alone (`joblog serve`): every child it
     /// is handed that is not a job's main process is reaped when it dies,
     /// marked or not (`orphans`). Off where other code in the process has
@@ -102,11 +108,27 @@ impl EngineConfig {
             max_schedules: 1_000,
             server_secrets: Vec::new(),
             node_secrets: BTreeMap::new(),
+            node_secret_scopes: BTreeMap::new(),
+            run_as: None,
             seal: true,
             reap_all_children: false,
             job_umask: None,
         }
     }
+}
+
+/// The user every job runs as (`jobs.run_as`): its ids, looked up once at
+/// start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// Its supplementary groups.
+    pub groups: Vec<u32>,
+    /// Its home directory: a job's directory when it names none, and
+    /// `HOME`.
+    pub home: PathBuf,
 }
 
 /// Why a running job is being stopped.

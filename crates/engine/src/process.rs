@@ -13,13 +13,34 @@ use tokio::process::{Child, Command};
 /// Variables of the server's own environment a job must never see.
 const SERVER_ONLY_ENV: &[&str] = &["JOBLOG_TOKEN", "JOBLOG_DATABASE_URL"];
 
+/// How a job's process is set up besides its spec.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Setup<'a> {
+    /// Where it writes its result (`JOBLOG_RESULT`).
+    pub result: ResultPath<'a>,
+    /// The umask it starts with, when not the server's.
+    pub umask: Option<u32>,
+    /// The user it runs as, when not the server's.
+    pub run_as: Option<&'a crate::RunAs>,
+}
+
+/// Where a job writes its result.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ResultPath<'a> {
+    /// A path in the server's results directory.
+    Path(&'a Path),
+    /// An open file the job inherits as this descriptor, named
+    /// `/dev/fd/<n>`: under `run_as` the job cannot reach the server's
+    /// directories, only the one file made for it.
+    Fd(std::os::fd::RawFd),
+}
+
 pub(crate) fn spawn(
     id: JobId,
     marks: &Marks<'_>,
     spec: &JobSpec,
     secrets: &BTreeMap<String, String>,
-    result_path: &Path,
-    umask: Option<u32>,
+    setup: &Setup<'_>,
 ) -> std::io::Result<Child> {
     let (program, args) = spec
         .command
@@ -37,6 +58,25 @@ pub(crate) fn spawn(
     for k in SERVER_ONLY_ENV {
         cmd.env_remove(k);
     }
+    if let Some(user) = setup.run_as {
+        // Its own, not the server's (which a job could otherwise take
+        // for where to write).
+        cmd.env("HOME", &user.home)
+            .env("USER", &user.name)
+            .env("LOGNAME", &user.name);
+        if spec.cwd.is_none() {
+            let home = if user.home.is_dir() {
+                user.home.as_path()
+            } else {
+                Path::new("/")
+            };
+            cmd.current_dir(home);
+        }
+    }
+    let result = match setup.result {
+        ResultPath::Path(path) => path.as_os_str().to_owned(),
+        ResultPath::Fd(fd) => format!("/dev/fd/{fd}").into(),
+    };
     cmd.envs(&spec.env)
         .envs(secrets)
         .env("JOBLOG_JOB_ID", id.to_string())
@@ -48,11 +88,11 @@ pub(crate) fn spawn(
         // Marks them as this node's on this store, for the sweep at the
         // next start should this server die without stopping them.
         .env("JOBLOG_SUPERVISOR", marks.supervisor)
-        .env("JOBLOG_RESULT", result_path);
+        .env("JOBLOG_RESULT", result);
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
     }
-    die_with_server(&mut cmd, umask);
+    prepare_child(&mut cmd, setup);
     cmd.spawn()
 }
 
@@ -79,18 +119,62 @@ pub(crate) struct Marks<'a> {
 /// server, never from short-lived blocking threads.
 ///
 /// The same hook gives the job `umask` when set (the server keeps a
-/// stricter one for its own files).
+/// stricter one for its own files), keeps its result file open across
+/// exec, and switches it to `run_as`'s user, groups and supplementary
+/// groups, with every capability the server had dropped. The
+/// parent-death signal is set after the switch, which would clear it.
 #[allow(unsafe_code)]
-fn die_with_server(cmd: &mut Command, umask: Option<u32>) {
+fn prepare_child(cmd: &mut Command, setup: &Setup<'_>) {
+    use nix::unistd::{Gid, Uid};
     let server = nix::unistd::getpid();
-    let umask = umask.map(nix::sys::stat::Mode::from_bits_truncate);
+    let umask = setup.umask.map(nix::sys::stat::Mode::from_bits_truncate);
+    let result_fd = match setup.result {
+        ResultPath::Fd(fd) => Some(fd),
+        ResultPath::Path(_) => None,
+    };
+    // Made before the fork: nothing is allocated after it.
+    let user = setup.run_as.map(|u| {
+        let groups: Vec<Gid> = u.groups.iter().map(|g| Gid::from_raw(*g)).collect();
+        (Uid::from_raw(u.uid), Gid::from_raw(u.gid), groups)
+    });
     // SAFETY: the closure runs in the child between fork and exec, where
-    // only async-signal-safe calls are allowed: prctl(2), getppid(2) and
-    // umask(2) are system calls that neither allocate nor take locks.
+    // only async-signal-safe calls are allowed: umask(2), fcntl(2),
+    // setgroups(2), setresgid(2), setresuid(2), prctl(2) and getppid(2)
+    // are system calls made straight (the child has one thread, so no
+    // credential broadcast), and nothing here allocates or takes a lock.
     unsafe {
         cmd.pre_exec(move || {
             if let Some(mask) = umask {
                 nix::sys::stat::umask(mask);
+            }
+            if let Some(fd) = result_fd {
+                let flags = nix::libc::fcntl(fd, nix::libc::F_GETFD);
+                if flags < 0
+                    || nix::libc::fcntl(fd, nix::libc::F_SETFD, flags & !nix::libc::FD_CLOEXEC) < 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some((uid, gid, groups)) = &user {
+                nix::unistd::setgroups(groups)?;
+                nix::unistd::setresgid(*gid, *gid, *gid)?;
+                nix::unistd::setresuid(*uid, *uid, *uid)?;
+                // A server given capabilities (not root) keeps them across
+                // a switch between two other users: none reach the job.
+                if nix::libc::prctl(
+                    nix::libc::PR_CAP_AMBIENT,
+                    nix::libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                    0,
+                    0,
+                    0,
+                ) < 0
+                {
+                    let e = std::io::Error::last_os_error();
+                    // Kernels before 4.3 have no ambient set: nothing to clear.
+                    if e.raw_os_error() != Some(nix::libc::EINVAL) {
+                        return Err(e);
+                    }
+                }
             }
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
             // The server may have died before the line above: then the

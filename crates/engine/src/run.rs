@@ -37,11 +37,24 @@ impl Engine {
         // environment (the schedule keeps names only); a submission's are
         // in this node's memory.
         let from_node = job.spec.schedule.is_some();
+        // Only to the schedules each is allowed to (`node_secret_scopes`):
+        // whoever may create a schedule must not get every node secret.
+        let schedule_name = job.name.as_deref().unwrap_or("");
+        let refused: Vec<&String> = if from_node {
+            job.spec
+                .secret_names
+                .iter()
+                .filter(|n| !secret_allowed(&cfg.node_secret_scopes, n, schedule_name))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let secrets = if from_node {
             Some(
                 job.spec
                     .secret_names
                     .iter()
+                    .filter(|n| !refused.contains(n))
                     .filter_map(|n| cfg.node_secrets.get(n).map(|v| (n.clone(), v.clone())))
                     .collect(),
             )
@@ -68,7 +81,26 @@ impl Engine {
             .iter()
             .filter(|n| !secrets.contains_key(*n))
             .collect();
-        let ending = if !missing.is_empty() {
+        let ending = if !refused.is_empty() {
+            let names: Vec<&str> = refused.iter().map(|s| s.as_str()).collect();
+            let vars: Vec<String> = names
+                .iter()
+                .map(|n| format!("JOBLOG_ALLOW_SECRET_{n}"))
+                .collect();
+            log.note(
+                Stream::Error,
+                &format!(
+                    "joblog: not started: node {} does not allow the schedule {schedule_name:?} its secrets {}; list the schedule's name in {} in that server's environment",
+                    cfg.node,
+                    names.join(", "),
+                    vars.join(", ")
+                ),
+                None,
+                Timestamp::now(),
+                &mut out,
+            );
+            Ending::NotStarted
+        } else if !missing.is_empty() {
             let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
             let why = if from_node {
                 let vars: Vec<String> =
@@ -98,6 +130,26 @@ impl Engine {
             );
             Ending::NotStarted
         } else {
+            // Under `run_as` the job reaches its result file only through
+            // a descriptor it inherits: the results directory is the
+            // server's alone.
+            let result_file = match &cfg.run_as {
+                Some(_) => match result_file_for_another_user(&result_path) {
+                    Ok(file) => Some(file),
+                    Err(e) => {
+                        tracing::error!(job = id, error = %e, "cannot make the result file of a job");
+                        None
+                    }
+                },
+                None => None,
+            };
+            let result = match &result_file {
+                Some(file) => {
+                    use std::os::fd::AsRawFd;
+                    crate::process::ResultPath::Fd(file.as_raw_fd())
+                }
+                None => crate::process::ResultPath::Path(&result_path),
+            };
             let spawned = {
                 // With the pid recorded under the same lock, the orphan
                 // sweep never mistakes this process for an orphan.
@@ -116,14 +168,20 @@ impl Engine {
                     },
                     &job.spec,
                     &secrets,
-                    &result_path,
-                    self.inner.config.job_umask,
+                    &crate::process::Setup {
+                        result,
+                        umask: cfg.job_umask,
+                        run_as: cfg.run_as.as_ref(),
+                    },
                 );
                 if let Ok(child) = &spawned {
                     self.set_started(id, child.id(), key);
                 }
                 spawned
             };
+            // The job has its own copy; the server reads the file by its
+            // path once the job has ended.
+            drop(result_file);
             match spawned {
                 Ok(child) => self.supervise(&job, child, &mut log, &mut stop).await,
                 Err(e) => {
@@ -482,6 +540,37 @@ async fn read_no_follow(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     })
     .await
     .map_err(std::io::Error::other)?
+}
+
+/// Whether the node secret `name` may be given to the schedule
+/// `schedule`: one of the patterns (`*`, `?`) listed for it matches.
+pub(crate) fn secret_allowed(
+    scopes: &std::collections::BTreeMap<String, Vec<String>>,
+    name: &str,
+    schedule: &str,
+) -> bool {
+    scopes.get(name).is_some_and(|patterns| {
+        patterns
+            .iter()
+            .any(|p| joblog_core::NameFilter::parse(p).matches(schedule))
+    })
+}
+
+/// The result file of a job that runs as another user: made empty by the
+/// server in its own directory, writable by others (whom the directory
+/// keeps out: only the job, through the descriptor it inherits, reaches
+/// it) and readable by the server alone.
+fn result_file_for_another_user(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o602)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)?;
+    // The umask took `o+w` away.
+    file.set_permissions(std::fs::Permissions::from_mode(0o602))?;
+    Ok(file)
 }
 
 /// Removes whatever a job left at its result path: a file, a link (not

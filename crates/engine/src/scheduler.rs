@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use joblog_core::schedule::{fire_job, NewSchedule, Schedule, ScheduleId};
+use joblog_core::schedule::{fire_job, NewSchedule, Schedule, ScheduleId, ValidSchedule};
 use joblog_core::{Job, Timestamp};
 use joblog_store::ScheduleSaved;
 
@@ -144,6 +144,7 @@ impl Engine {
         let now = self.inner.clock.now();
         let name = new.name.clone();
         let valid = new.validate(now)?;
+        self.check_secret_scopes(&valid)?;
         let next = valid
             .enabled
             .then(|| valid.timing.next_after(now))
@@ -164,6 +165,7 @@ impl Engine {
         let old = self.get_schedule(id).await?;
         let now = self.inner.clock.now();
         let valid = old.patched(patch, now)?;
+        self.check_secret_scopes(&valid)?;
         let same_timing = valid.timing.cron.as_str() == old.cron
             && valid.timing.zone.name() == old.timezone
             && old.enabled;
@@ -179,6 +181,37 @@ impl Engine {
             .save_schedule(Some(id), valid, next)
             .await?;
         self.saved(saved, Some(id), name)
+    }
+
+    /// Refuses a schedule naming a node secret this node does not allow
+    /// it (`JOBLOG_ALLOW_SECRET_<NAME>`): said at once, not at its first
+    /// run. Each node checks again when it runs it, by its own rules.
+    fn check_secret_scopes(&self, valid: &ValidSchedule) -> Result<(), EngineError> {
+        let scopes = &self.inner.config.node_secret_scopes;
+        let refused: Vec<&str> = valid
+            .job
+            .spec
+            .secret_names
+            .iter()
+            .filter(|n| !crate::run::secret_allowed(scopes, n, &valid.name))
+            .map(String::as_str)
+            .collect();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        let vars: Vec<String> = refused
+            .iter()
+            .map(|n| format!("JOBLOG_ALLOW_SECRET_{n}"))
+            .collect();
+        Err(EngineError::Invalid(joblog_core::ValidationError {
+            field: "secrets",
+            message: format!(
+                "this server does not give {} to a schedule named {:?}; its administrator lists the schedules allowed each secret in {}",
+                refused.join(", "),
+                valid.name,
+                vars.join(", ")
+            ),
+        }))
     }
 
     fn saved(

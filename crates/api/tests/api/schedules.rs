@@ -449,9 +449,29 @@ async fn a_burst_of_submissions_is_held_to_its_concurrency_limit(db: TestDatabas
 
 /// A schedule keeps secret names only: a node without the variable for
 /// one does not start the run, and its log says which variable to set.
+/// A schedule may name only the secrets the node allows its name.
 async fn a_run_whose_node_lacks_a_secret_fails_naming_the_variable(db: TestDatabase) {
-    let t = start_app_with_clock(db, 1, ManualClock::at(at(0))).await;
+    let t = start_app_with_clock_and(db, 1, ManualClock::at(at(0)), |e| {
+        e.node_secret_scopes
+            .insert("API_KEY".into(), vec!["needs-*".into()]);
+        e.node_secrets.insert("DB_PASSWORD".into(), "s3cret".into());
+    })
+    .await;
     let r = &t.router;
+    // Not allowed to it: refused, naming the variable that would allow it.
+    for (name, secret) in [("sneaky", "API_KEY"), ("needs-db", "DB_PASSWORD")] {
+        let refused = post(
+            r,
+            "/api/v1/schedules",
+            &json!({"name": name, "cron": "@daily", "secrets": [secret], "command": ["true"]}),
+        )
+        .await;
+        let message = assert_error(&refused, StatusCode::BAD_REQUEST, "invalid_request");
+        assert!(
+            message.contains(&format!("JOBLOG_ALLOW_SECRET_{secret}")),
+            "{message}"
+        );
+    }
     let s = create(
         r,
         json!({"name": "needs-key", "cron": "@daily", "secrets": ["API_KEY"], "command": ["true"]}),

@@ -108,6 +108,13 @@ settings! {
     /// submission past it gets `429 queue_full` with `Retry-After`.
     max_queued: u64 = engine().max_queued,
         key "max_queued", env "JOBLOG_MAX_QUEUED", flag Some("max-queued");
+    /// Run every job as this user (a name, with its group and supplementary
+    /// groups) instead of the server's own: jobs then cannot read the
+    /// database, the token file or the logs. The server must start as
+    /// root or with CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_SYS_PTRACE,
+    /// and refuses to start if that user could read its files.
+    jobs_run_as: Option<String> = None,
+        key "jobs.run_as", env "JOBLOG_JOBS_RUN_AS", flag Some("run-as");
     /// Schedules that may exist (of all nodes, on PostgreSQL); creating one
     /// more gets `409 too_many_schedules`.
     max_schedules: u64 = engine().max_schedules,

@@ -53,6 +53,14 @@ impl Sources {
         sources
     }
 
+    /// The configuration file read, if one was.
+    pub fn config_file(&self) -> Option<&std::path::Path> {
+        match &self.file {
+            ConfigFile::Read(path) => Some(path),
+            ConfigFile::Absent(_) => None,
+        }
+    }
+
     /// Whether the flag `--<flag>` gave a value: `--token` is in every
     /// user's `ps`, which the server warns about.
     pub fn has_flag(&self, flag: &str) -> bool {

@@ -8,6 +8,7 @@ mod lock;
 mod logs;
 mod perms;
 pub(crate) mod resolve;
+mod run_as;
 mod secrets;
 
 use std::sync::Arc;
@@ -54,6 +55,7 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let (settings, sources) = config::load(&args, |var| env.get(var))?;
     let mut cfg = resolve(settings)?;
     cfg.engine.node_secrets = env.node_secrets();
+    cfg.engine.node_secret_scopes = env.node_secret_scopes();
     // Before anything is created: jobs' environments and output are in
     // these files, and other local users must not read them.
     cfg.engine.job_umask = Some(perms::private_umask());
@@ -74,6 +76,23 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let mut private = vec![cfg.data_dir.as_path()];
     private.extend(cfg.sqlite_file.as_deref());
     perms::warn_if_open(&private);
+    match &cfg.engine.run_as {
+        Some(user) => {
+            let logs_dir = cfg.logging.dir.clone().unwrap_or(cfg.data_dir.join("logs"));
+            let mut kept: Vec<&std::path::Path> = vec![&cfg.data_dir, &logs_dir];
+            kept.extend(cfg.sqlite_file.as_deref());
+            kept.extend(cfg.token_file.as_deref());
+            // The configuration file when it holds a secret (it is
+            // usually readable by all, and holds none).
+            kept.extend(sources.config_file().filter(|f| run_as::holds_secret(f)));
+            run_as::check(user, &kept)?;
+            tracing::info!(user = user.name, uid = user.uid, "jobs run as {}", user.name);
+        }
+        None if nix::unistd::geteuid().is_root() => tracing::warn!(
+            "the server runs as root and so do its jobs: any job can read the database, the tokens and every secret; set jobs.run_as (--run-as) to another user"
+        ),
+        None => {}
+    }
     // Loaded before anything starts: a bad certificate stops the server
     // at once, with the reason.
     let tls = match &cfg.tls {

@@ -41,6 +41,8 @@ pub(crate) struct ServeConfig {
     /// Audit entries older than this are deleted every `.1` (`None`: kept).
     pub(super) audit_retention: Option<(Duration, Duration)>,
     pub(super) logging: LoggingConfig,
+    /// The bootstrap token's file, kept from `jobs.run_as`.
+    pub(super) token_file: Option<PathBuf>,
 }
 
 fn hostname() -> String {
@@ -115,6 +117,12 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.seal = s.log_seal;
     // `joblog serve` is the engine's alone: it reaps every orphan it is handed.
     engine.reap_all_children = true;
+    engine.run_as = s
+        .jobs_run_as
+        .as_deref()
+        .filter(|u| !u.is_empty())
+        .map(super::run_as::look_up)
+        .transpose()?;
     engine.max_result_bytes = s.max_result.0;
     engine.server_secrets = token
         .iter()
@@ -158,6 +166,11 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         audit_retention: (!s.retention_audit.is_zero())
             .then_some((s.retention_audit, s.retention_every)),
         logging,
+        token_file: s
+            .token_file
+            .as_deref()
+            .map(|f| absolute("token_file", f))
+            .transpose()?,
     })
 }
 

@@ -18,6 +18,10 @@ const SECRET_VARS: &[&str] = &["JOBLOG_TOKEN", "JOBLOG_DATABASE_URL"];
 /// out of the environment like [`SECRET_VARS`].
 pub const NODE_SECRET_PREFIX: &str = "JOBLOG_SECRET_";
 
+/// The prefix of the lists of schedules each node secret may be given to
+/// (`JOBLOG_ALLOW_SECRET_DB_PASSWORD=nightly-*,backup`).
+pub const ALLOW_SECRET_PREFIX: &str = "JOBLOG_ALLOW_SECRET_";
+
 /// The `JOBLOG_*` environment as it was when the server started.
 #[derive(Debug, Default)]
 pub struct Environment(std::collections::HashMap<String, String>);
@@ -25,6 +29,26 @@ pub struct Environment(std::collections::HashMap<String, String>);
 impl Environment {
     pub(super) fn get(&self, var: &str) -> Option<String> {
         self.0.get(var).cloned()
+    }
+
+    /// Which schedules may be given each node secret: for the secret
+    /// `NAME`, `JOBLOG_ALLOW_SECRET_NAME` lists patterns (`*`, `?`) of
+    /// schedule names, separated by commas. A secret not listed is given
+    /// to none.
+    pub(super) fn node_secret_scopes(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        self.0
+            .iter()
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix(ALLOW_SECRET_PREFIX)?;
+                let patterns = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                (!name.is_empty()).then(|| (name.to_owned(), patterns))
+            })
+            .collect()
     }
 
     /// The secrets this node holds for schedules' runs, by name.

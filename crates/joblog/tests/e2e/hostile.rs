@@ -183,3 +183,153 @@ async fn a_token_given_as_a_flag_is_warned_about() {
     .await;
     assert!(!text.contains("--token:"), "{text}");
 }
+
+/// With `--run-as`, jobs run as that user: they cannot read the database,
+/// the data directory or the token file, write their result through the
+/// descriptor they are given, and are still cancelled; a token file that
+/// user could read keeps the server from starting, and a root server
+/// without `--run-as` says its jobs run as root. Needs root (CI is).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_run_as_another_user_cannot_reach_the_servers_files() {
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("note: run_as test SKIPPED — it needs root (to switch jobs to `nobody`)");
+        return;
+    }
+    const TOKEN: &str = "e2e-run-as-token-0123456789abcdef0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let token_file = dir.path().join("admin.token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let data = dir.path().join("data");
+    let args = [
+        "--run-as",
+        "nobody",
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ];
+    let server = Server::start(&data, &args).await;
+    let script = format!(
+        r#"echo "uid=$(id -u) home=$HOME"
+cat {db} >/dev/null 2>&1 && echo "db: READ" || echo "db: denied"
+ls {data} >/dev/null 2>&1 && echo "data: LISTED" || echo "data: denied"
+cat {token} >/dev/null 2>&1 && echo "token: READ" || echo "token: denied"
+echo '{{"ran_as": "nobody"}}' > "$JOBLOG_RESULT""#,
+        db = data.join("joblog.db").display(),
+        data = data.display(),
+        token = token_file.display(),
+    );
+    let submit = |body: serde_json::Value| {
+        let server = &server;
+        async move {
+            let r = server
+                .http
+                .post(format!("{}/api/v1/jobs", server.url))
+                .bearer_auth(TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201);
+            r.json::<serde_json::Value>().await.unwrap()["id"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let get = |path: String| {
+        let server = &server;
+        async move {
+            server
+                .http
+                .get(format!("{}{path}", server.url))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let id = submit(json!({"command": ["sh", "-c", script]})).await;
+    let job = loop {
+        let job: serde_json::Value = get(format!("/api/v1/jobs/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if !matches!(job["state"].as_str(), Some("queued" | "running")) {
+            break job;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let text = get(format!("/api/v1/jobs/{id}/log/text"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "uid=65534 home=",
+        "db: denied",
+        "data: denied",
+        "token: denied",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let result: serde_json::Value = get(format!("/api/v1/jobs/{id}/result"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(result, json!({"ran_as": "nobody"}));
+    // A job of another user is still stopped.
+    let id = submit(json!({"command": ["sleep", "60"]})).await;
+    loop {
+        let job: serde_json::Value = get(format!("/api/v1/jobs/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if job["state"] == "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cancel = server
+        .http
+        .post(format!("{}/api/v1/jobs/{id}/cancel", server.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancel.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let job: serde_json::Value = get(format!("/api/v1/jobs/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if job["state"] == "cancelled" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never cancelled: {job}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(server);
+
+    // A token file the job user could read: refused at start.
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new(super::BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("admin.token (mode 0644") && err.contains("is readable by \"nobody\""),
+        "{err}"
+    );
+}

@@ -106,9 +106,21 @@ fn assert_each_second_once(runs: &[Value]) {
 async fn schedules_through_the_cli_with_secrets_from_the_node() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &[], |c| {
-        c.env("JOBLOG_SECRET_API_KEY", "node-held-s3cr3t");
+        c.env("JOBLOG_SECRET_API_KEY", "node-held-s3cr3t")
+            .env("JOBLOG_ALLOW_SECRET_API_KEY", "tick, nightly-*");
     })
     .await;
+    // A schedule the node does not allow the secret is refused: whoever
+    // may create schedules does not get every secret of the node.
+    let (code, _, err) = cli(
+        &server,
+        &[
+            "schedule", "add", "--name", "sneaky", "--cron", "@daily", "--secret", "API_KEY", "--",
+            "env",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("JOBLOG_ALLOW_SECRET_API_KEY"), "{err}");
     let (code, out, err) = cli(
         &server,
         &[
