@@ -12,16 +12,14 @@ use anyhow::{bail, Context};
 use joblog_engine::RunAs;
 use nix::unistd::{Gid, Group, User};
 
-/// Capabilities a server that is not root needs to run jobs as another
-/// user: switch to it (SETUID, SETGID), signal its processes (KILL), and
-/// read their marks in `/proc` (SYS_PTRACE). Bit numbers of
-/// linux/capability.h.
-const NEEDED_CAPS: [(u32, &str); 4] = [
-    (5, "CAP_KILL"),
-    (6, "CAP_SETGID"),
-    (7, "CAP_SETUID"),
-    (19, "CAP_SYS_PTRACE"),
-];
+/// Capabilities the server needs to run jobs as another user: switch to
+/// it (SETUID, SETGID) and signal its processes (KILL). Bit numbers of
+/// linux/capability.h. Root has them, except in some containers.
+const NEEDED_CAPS: [(u32, &str); 3] = [(5, "CAP_KILL"), (6, "CAP_SETGID"), (7, "CAP_SETUID")];
+/// Reading another user's `/proc/<pid>/environ`: without it, a job's
+/// process that left its group cannot be told by its marks, so it is not
+/// stopped with its job (a container's root lacks it by default).
+const CAP_SYS_PTRACE: u32 = 19;
 
 /// The user `name` (or a numeric uid) with its group and supplementary
 /// groups.
@@ -63,15 +61,23 @@ pub(super) fn check(user: &RunAs, kept: &[&Path]) -> anyhow::Result<()> {
             user.name
         );
     }
-    if !me.is_root() {
-        let missing = missing_capabilities()?;
-        if !missing.is_empty() {
-            bail!(
-                "jobs.run_as: the server is not root and lacks {} to run jobs as {:?}: start it as root, or give it those capabilities (the systemd unit of docs/production.md does)",
-                missing.join(", "),
-                user.name
-            );
-        }
+    let caps = effective_capabilities()?;
+    let missing: Vec<&str> = NEEDED_CAPS
+        .iter()
+        .filter(|(bit, _)| caps & (1 << bit) == 0)
+        .map(|(_, name)| *name)
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "jobs.run_as: the server lacks {} to run jobs as {:?}: start it as root, or give it those capabilities (the systemd unit of docs/production.md does)",
+            missing.join(", "),
+            user.name
+        );
+    }
+    if caps & (1 << CAP_SYS_PTRACE) == 0 {
+        tracing::warn!(
+            "jobs.run_as: the server lacks CAP_SYS_PTRACE, so it cannot read the marks of a job's processes that left its process group (daemons): those are not stopped when their job ends; give it CAP_SYS_PTRACE (`docker run --cap-add SYS_PTRACE`)"
+        );
     }
     for path in kept {
         let Ok(meta) = std::fs::metadata(path) else {
@@ -122,21 +128,16 @@ fn open_to(user: &RunAs, meta: &std::fs::Metadata) -> Option<&'static str> {
     }
 }
 
-/// The capabilities of [`NEEDED_CAPS`] this process does not have
-/// (`CapEff` of `/proc/self/status`).
-fn missing_capabilities() -> anyhow::Result<Vec<&'static str>> {
+/// This process's effective capabilities (`CapEff` of
+/// `/proc/self/status`), as bits.
+fn effective_capabilities() -> anyhow::Result<u64> {
     let status =
         std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
-    let effective = status
+    Ok(status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .unwrap_or(0);
-    Ok(NEEDED_CAPS
-        .iter()
-        .filter(|(bit, _)| effective & (1 << bit) == 0)
-        .map(|(_, name)| *name)
-        .collect())
+        .unwrap_or(0))
 }
 
 #[cfg(test)]
