@@ -67,6 +67,7 @@ error_codes! {
     ScheduleNotFound = "schedule_not_found", NOT_FOUND, "No schedule with that id.";
     ScheduleExists = "schedule_exists", CONFLICT, "A schedule with that name exists.";
     TooManySchedules = "too_many_schedules", CONFLICT, "`max_schedules` schedules exist already; delete one or raise the limit.";
+    ServerBusy = "server_busy", SERVICE_UNAVAILABLE, "Too many request bodies are being received at once (on the connection, or by the server); retry shortly.";
     TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";

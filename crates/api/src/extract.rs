@@ -35,6 +35,24 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|rej| {
+                match crate::limits::body::BodyError::find(std::error::Error::source(&rej)) {
+                    Some(crate::limits::body::BodyError::TooSlow) => {
+                        return ApiError::new(
+                            ErrorCode::RequestTimeout,
+                            format!(
+                                "the request body came slower than {} bytes a second",
+                                crate::limits::body::MIN_RATE
+                            ),
+                        )
+                    }
+                    Some(crate::limits::body::BodyError::Busy) => {
+                        return ApiError::new(
+                            ErrorCode::ServerBusy,
+                            "the server is receiving too many request bodies at once (on this connection or in all); retry shortly",
+                        )
+                    }
+                    None => {}
+                }
                 if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
                         ErrorCode::BodyTooLarge,

@@ -45,8 +45,10 @@ const TAKE_WAITING: usize = 1024;
 pub async fn job_events(
     State(state): State<AppState>,
     identity: Option<axum::Extension<crate::auth::Identity>>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
 ) -> Result<Response, ApiError> {
-    let slot = state.viewers.admit_feed(&state.limits)?;
+    let who = crate::limits::viewer_key(identity.as_ref().map(|i| &i.0), peer.map(|p| p.0 .0));
+    let slot = state.viewers.admit_feed(&state.limits, &who)?;
     // Subscribed before the answer begins: a client that reads its page
     // once the stream is open misses nothing.
     let feed = Feed {

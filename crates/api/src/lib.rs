@@ -49,6 +49,13 @@ use prometheus_client::registry::Registry;
 pub use auth::{rules, Actor, Identity};
 pub use error::{ApiError, ErrorCode};
 
+/// Marks a request that came on one of the server's last connections
+/// (the HTTP server puts it in the request's extensions): it is answered
+/// for `/healthz` and admins only, so a client holding every other
+/// connection cannot lock the operator out.
+#[derive(Debug, Clone, Copy)]
+pub struct Reserved;
+
 /// Everything the handlers need, passed explicitly.
 #[derive(Clone)]
 pub struct AppState {
@@ -58,6 +65,8 @@ pub struct AppState {
     hosts: Arc<guard::HostGuard>,
     limits: Arc<limits::Limits>,
     viewers: Arc<limits::Viewers>,
+    /// Request bodies buffered at once, in all (`limits::body`).
+    body_budget: Arc<tokio::sync::Semaphore>,
     job_names: Arc<metrics::JobNameMetrics>,
     /// The server's own logs, when the API may reconfigure them.
     oplog: Option<joblog_pipeline::oplog::Oplog>,
@@ -104,6 +113,7 @@ impl AppState {
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
             limits: Arc::new(options.limits.clone()),
             viewers: Arc::default(),
+            body_budget: limits::body::server_budget(),
             oplog: None,
         }
     }

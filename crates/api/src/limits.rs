@@ -17,6 +17,8 @@ use joblog_core::JobId;
 use crate::error::{ApiError, ErrorCode};
 use crate::AppState;
 
+pub mod body;
+
 /// The request-level limits, each a setting of the server.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -32,6 +34,9 @@ pub struct Limits {
     pub max_viewers: usize,
     /// Live-tail viewers of one job at once on this node.
     pub max_viewers_per_job: usize,
+    /// Live viewers (tails and feeds) of one token on this node, or of one
+    /// address for callers without a token.
+    pub max_viewers_per_identity: usize,
 }
 
 /// Largest body of every other route (tokens, groom): they take a few
@@ -46,6 +51,7 @@ impl Default for Limits {
             max_body_bytes: 1 << 20,
             max_viewers: 1000,
             max_viewers_per_job: 100,
+            max_viewers_per_identity: 200,
         }
     }
 }
@@ -81,8 +87,22 @@ pub(crate) async fn enforce(State(state): State<AppState>, req: Request, next: N
             .into_response(),
         );
     }
-    // Also bounds a body sent without a length, or longer than declared.
-    let req = req.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, body_limit)));
+    // Also bounds a body sent without a length, or longer than declared;
+    // and reads it at a minimum rate, within the connection's and the
+    // server's budgets of buffered bytes, held until the answer (`body`).
+    let held = body::Held::default();
+    let budgets = body::Budgets {
+        server: state.body_budget.clone(),
+        connection: req
+            .extensions()
+            .get::<body::ConnectionBudget>()
+            .map(|c| c.0.clone()),
+    };
+    let req = req.map(|b| {
+        let limited = axum::body::Body::new(http_body_util::Limited::new(b, body_limit));
+        axum::body::Body::new(body::Metered::new(limited, budgets, held.clone()))
+    });
+    let _held = held;
     if !timed(req.uri().path()) {
         return next.run(req).await;
     }
@@ -133,6 +153,24 @@ fn close(mut response: Response) -> Response {
     response
 }
 
+/// Whose a live viewer is, for `http.max_viewers_per_identity`: a stored
+/// token by its name, the bootstrap token, or a caller without a token by
+/// its address (loopback callers without a token are one).
+pub(crate) fn viewer_key(
+    identity: Option<&crate::auth::Identity>,
+    peer: Option<std::net::SocketAddr>,
+) -> String {
+    use crate::auth::Actor;
+    match identity.map(|i| &i.actor) {
+        Some(Actor::Token(name)) => format!("token {name:?}"),
+        Some(Actor::Bootstrap) => "the configured token".into(),
+        Some(Actor::Anonymous) | None => match peer {
+            Some(peer) => format!("address {}", peer.ip()),
+            None => "callers without a token".into(),
+        },
+    }
+}
+
 /// The live viewers open on this node: log tails, counted in total and
 /// per job, and job-list feeds, counted in the total only (a feed follows
 /// no one job, and one viewer's browser may keep one open per tab).
@@ -145,6 +183,7 @@ pub(crate) struct Viewers {
 struct ViewerCounts {
     total: usize,
     per_job: HashMap<JobId, usize>,
+    per_identity: HashMap<String, usize>,
 }
 
 /// One viewer's place; given back when the stream is dropped.
@@ -153,26 +192,47 @@ pub(crate) struct ViewerSlot {
     viewers: Arc<Viewers>,
     /// The job of a log tail; `None` for a job-list feed.
     job: Option<JobId>,
+    /// Whose it is (`viewer_key`).
+    who: String,
 }
 
 impl Viewers {
     /// A place for a live tail of `job`, or an error saying which bound
     /// is reached.
-    pub fn admit(self: &Arc<Self>, job: JobId, limits: &Limits) -> Result<ViewerSlot, ApiError> {
-        self.admit_viewer(Some(job), limits)
+    pub fn admit(
+        self: &Arc<Self>,
+        job: JobId,
+        limits: &Limits,
+        who: &str,
+    ) -> Result<ViewerSlot, ApiError> {
+        self.admit_viewer(Some(job), limits, who)
     }
 
     /// A place for a job-list feed, taken from the same total as tails.
-    pub fn admit_feed(self: &Arc<Self>, limits: &Limits) -> Result<ViewerSlot, ApiError> {
-        self.admit_viewer(None, limits)
+    pub fn admit_feed(
+        self: &Arc<Self>,
+        limits: &Limits,
+        who: &str,
+    ) -> Result<ViewerSlot, ApiError> {
+        self.admit_viewer(None, limits, who)
     }
 
     fn admit_viewer(
         self: &Arc<Self>,
         job: Option<JobId>,
         limits: &Limits,
+        who: &str,
     ) -> Result<ViewerSlot, ApiError> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let of_identity = open.per_identity.get(who).copied().unwrap_or(0);
+        if of_identity >= limits.max_viewers_per_identity {
+            return Err(ApiError::new(
+                ErrorCode::TooManyViewers,
+                format!(
+                    "{of_identity} live viewers are open for {who} already, its limit (http.max_viewers_per_identity); close some"
+                ),
+            ));
+        }
         if open.total >= limits.max_viewers {
             return Err(ApiError::new(
                 ErrorCode::TooManyViewers,
@@ -195,9 +255,11 @@ impl Viewers {
             *open.per_job.entry(job).or_insert(0) += 1;
         }
         open.total += 1;
+        *open.per_identity.entry(who.to_string()).or_insert(0) += 1;
         Ok(ViewerSlot {
             viewers: self.clone(),
             job,
+            who: who.to_string(),
         })
     }
 
@@ -211,6 +273,12 @@ impl Drop for ViewerSlot {
     fn drop(&mut self) {
         let mut open = self.viewers.open.lock().unwrap_or_else(|p| p.into_inner());
         open.total = open.total.saturating_sub(1);
+        if let Some(n) = open.per_identity.get_mut(&self.who) {
+            *n -= 1;
+            if *n == 0 {
+                open.per_identity.remove(&self.who);
+            }
+        }
         let Some(job) = self.job else { return };
         if let Some(n) = open.per_job.get_mut(&job) {
             *n -= 1;
@@ -233,16 +301,37 @@ mod tests {
             ..Limits::default()
         };
         let v = Arc::new(Viewers::default());
-        let a1 = v.admit(1, &limits).unwrap();
-        let _a2 = v.admit(1, &limits).unwrap();
-        let e = v.admit(1, &limits).unwrap_err();
+        let a1 = v.admit(1, &limits, "t").unwrap();
+        let _a2 = v.admit(1, &limits, "t").unwrap();
+        let e = v.admit(1, &limits, "t").unwrap_err();
         assert!(e.message.contains("job 1"), "{}", e.message);
-        let _b1 = v.admit(2, &limits).unwrap();
-        let e = v.admit(3, &limits).unwrap_err();
+        let _b1 = v.admit(2, &limits, "t").unwrap();
+        let e = v.admit(3, &limits, "t").unwrap_err();
         assert!(e.message.contains("http.max_viewers"), "{}", e.message);
         drop(a1);
         assert_eq!(v.total(), 2);
-        let _a3 = v.admit(1, &limits).unwrap();
+        let _a3 = v.admit(1, &limits, "t").unwrap();
+    }
+
+    #[test]
+    fn one_identity_holds_at_most_its_share() {
+        let limits = Limits {
+            max_viewers: 10,
+            max_viewers_per_identity: 2,
+            ..Limits::default()
+        };
+        let v = Arc::new(Viewers::default());
+        let a = v.admit(1, &limits, "token ci").unwrap();
+        let _b = v.admit_feed(&limits, "token ci").unwrap();
+        let e = v.admit(2, &limits, "token ci").unwrap_err();
+        assert!(
+            e.message.contains("http.max_viewers_per_identity"),
+            "{}",
+            e.message
+        );
+        let _c = v.admit(2, &limits, "token other").unwrap();
+        drop(a);
+        let _d = v.admit(2, &limits, "token ci").unwrap();
     }
 
     #[test]
@@ -253,20 +342,20 @@ mod tests {
             ..Limits::default()
         };
         let v = Arc::new(Viewers::default());
-        let f1 = v.admit_feed(&limits).unwrap();
-        let _f2 = v.admit_feed(&limits).unwrap();
+        let f1 = v.admit_feed(&limits, "t").unwrap();
+        let _f2 = v.admit_feed(&limits, "t").unwrap();
         assert!(v.open.lock().unwrap().per_job.is_empty());
-        let _a = v.admit(1, &limits).unwrap();
-        let e = v.admit_feed(&limits).unwrap_err();
+        let _a = v.admit(1, &limits, "t").unwrap();
+        let e = v.admit_feed(&limits, "t").unwrap_err();
         assert!(e.message.contains("http.max_viewers"), "{}", e.message);
-        let e = v.admit(2, &limits).unwrap_err();
+        let e = v.admit(2, &limits, "t").unwrap_err();
         assert!(e.message.contains("http.max_viewers"), "{}", e.message);
         drop(f1);
         assert_eq!(v.total(), 2);
         // A tail's per-job count is its own: feeds did not touch it.
-        let e = v.admit(1, &limits).unwrap_err();
+        let e = v.admit(1, &limits, "t").unwrap_err();
         assert!(e.message.contains("job 1"), "{}", e.message);
-        let _b = v.admit(2, &limits).unwrap();
+        let _b = v.admit(2, &limits, "t").unwrap();
     }
 
     #[test]

@@ -55,6 +55,7 @@ pub struct EventsParams {
 pub async fn log_events(
     State(state): State<AppState>,
     identity: Option<axum::Extension<Identity>>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     JobIdPath(id): JobIdPath,
     QueryParams(p): QueryParams<EventsParams>,
     headers: HeaderMap,
@@ -67,7 +68,8 @@ pub async fn log_events(
     // not missed.
     let commits = state.engine.pipeline().subscribe();
     let job = load_job(&state, id).await?;
-    let slot = state.viewers.admit(id, &state.limits)?;
+    let who = crate::limits::viewer_key(identity.as_ref().map(|i| &i.0), peer.map(|p| p.0 .0));
+    let slot = state.viewers.admit(id, &state.limits, &who)?;
     // Read before any record: if it had finished then, every record it
     // wrote is committed, and reading to the end is all that is left.
     let finished = job.state.is_finished().then_some(job);

@@ -2,12 +2,18 @@
 //! limit, times out clients that are slow to send their headers (or idle
 //! between requests), bounds header sizes, and stops gracefully.
 //!
+//! One address holds at most `max_connections_per_address` of them, and
+//! the last [`reserve`] connections serve only `/healthz` and admins
+//! (`joblog_api::Reserved`), so one client that takes every connection
+//! still leaves the operator a way in.
+//!
 //! Invariants: a connection past `max_connections` is answered with a
 //! clear 503 and closed, never queued; a socket that sends nothing is
 //! closed after `header_read_timeout`; nothing here knows about jobs.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -25,6 +31,11 @@ use tower::ServiceExt;
 #[derive(Debug, Clone)]
 pub struct HttpLimits {
     pub max_connections: usize,
+    /// Connections one client address may hold at once.
+    pub max_connections_per_address: usize,
+    /// Request body bytes one connection may have buffered at once (all
+    /// its HTTP/2 streams together): the largest body a route takes.
+    pub max_body_bytes: usize,
     /// For a request's headers to arrive, and for the next request on an
     /// idle keep-alive connection.
     pub header_read_timeout: Duration,
@@ -37,6 +48,50 @@ const REFUSAL_WRITE: Duration = Duration::from_secs(1);
 
 /// How long connections get to finish once the server stops.
 const DRAIN: Duration = Duration::from_secs(2);
+
+/// The connections kept for `/healthz` and admins: 16, or an eighth of a
+/// smaller limit.
+fn reserve(max_connections: usize) -> usize {
+    16.min(max_connections / 8)
+}
+
+/// Connections open per client address.
+#[derive(Default)]
+struct Addresses(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's count in [`Addresses`], given back when it closes.
+struct AddressSlot {
+    addresses: Arc<Addresses>,
+    ip: IpAddr,
+}
+
+impl Addresses {
+    /// A place for a connection from `ip`, or the number it holds already.
+    fn admit(self: &Arc<Self>, ip: IpAddr, max: usize) -> Result<AddressSlot, usize> {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if *n >= max {
+            return Err(*n);
+        }
+        *n += 1;
+        Ok(AddressSlot {
+            addresses: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = self.addresses.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
 
 /// Serves `app` on `listener` until `stop` resolves, then lets open
 /// connections finish for a moment and returns.
@@ -53,6 +108,8 @@ pub async fn serve(
         h2: connection_builder(&limits).http2_only(),
     });
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let addresses = Arc::new(Addresses::default());
+    let reserved = reserve(limits.max_connections);
     let graceful = GracefulShutdown::new();
     let mut backoff = joblog_core::Backoff::new(Duration::from_millis(10), Duration::from_secs(1));
     tokio::pin!(stop);
@@ -73,15 +130,39 @@ pub async fn serve(
         };
         backoff = joblog_core::Backoff::new(Duration::from_millis(10), Duration::from_secs(1));
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tokio::spawn(refuse(stream, peer, limits.max_connections, tls.is_some()));
+            let why = format!(
+                "the server has {} connections open, its limit (http.max_connections); retry shortly",
+                limits.max_connections
+            );
+            tokio::spawn(refuse(stream, peer, why, tls.is_some()));
             continue;
         };
+        let address = match addresses.admit(peer.ip(), limits.max_connections_per_address) {
+            Ok(address) => address,
+            Err(held) => {
+                let why = format!(
+                    "{} has {held} connections open, the limit of one address (http.max_connections_per_address); close some",
+                    peer.ip()
+                );
+                tokio::spawn(refuse(stream, peer, why, tls.is_some()));
+                continue;
+            }
+        };
+        // Among the last few: this connection serves /healthz and admins.
+        let reserve_only = slots.available_permits() < reserved;
+        // Its request bodies in all, HTTP/2's many streams together: as
+        // much as one HTTP/1.1 request's.
+        let budget = joblog_api::limits::body::ConnectionBudget::of(limits.max_body_bytes);
         let _ = stream.set_nodelay(true);
         // The peer goes with each request, for the access and audit logs.
         let service = TowerToHyperService::new(app.clone().map_request(
             move |mut req: axum::http::Request<_>| {
                 req.extensions_mut()
                     .insert(axum::extract::ConnectInfo(peer));
+                req.extensions_mut().insert(budget.clone());
+                if reserve_only {
+                    req.extensions_mut().insert(joblog_api::Reserved);
+                }
                 req
             },
         ));
@@ -90,7 +171,7 @@ pub async fn serve(
         let tls = tls.clone();
         let header_timeout = limits.header_read_timeout;
         tokio::spawn(async move {
-            let _slot = slot;
+            let _slot = (slot, address);
             match tls {
                 None => {
                     // Until a first byte comes, hyper does not know the
@@ -183,20 +264,17 @@ fn connection_builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
 /// Answers a connection past the limit with a 503 and closes it. Over TLS
 /// there is no cheap way to answer (a handshake is the expensive part), so
 /// the connection is just closed.
-async fn refuse(mut stream: TcpStream, peer: SocketAddr, max: usize, tls: bool) {
-    tracing::warn!(%peer, max, "refused a connection: max_connections reached");
+async fn refuse(mut stream: TcpStream, peer: SocketAddr, why: String, tls: bool) {
+    tracing::warn!(%peer, "refused a connection: {why}");
     if tls {
         return;
     }
-    let body = refusal_body(max);
+    let body = refusal_body(why);
     let _ = tokio::time::timeout(REFUSAL_WRITE, write_refusal(&mut stream, &body)).await;
 }
 
-fn refusal_body(max: usize) -> String {
-    let e = ApiError::new(
-        ErrorCode::TooManyConnections,
-        format!("the server has {max} connections open, its limit (http.max_connections); retry shortly"),
-    );
+fn refusal_body(why: String) -> String {
+    let e = ApiError::new(ErrorCode::TooManyConnections, why);
     serde_json::json!({"error": {"code": e.code.as_str(), "message": e.message}}).to_string()
 }
 
@@ -241,7 +319,9 @@ mod tests {
     #[tokio::test]
     async fn a_refused_connection_gets_a_whole_json_503() {
         let (mut client, mut server) = tokio::io::duplex(4096);
-        write_refusal(&mut server, &refusal_body(7)).await.unwrap();
+        write_refusal(&mut server, &refusal_body("7 connections".into()))
+            .await
+            .unwrap();
         let mut text = String::new();
         tokio::io::AsyncReadExt::read_to_string(&mut client, &mut text)
             .await
@@ -266,5 +346,19 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("7 connections"));
+    }
+
+    #[test]
+    fn one_address_holds_at_most_its_share_and_gives_it_back() {
+        let a = Arc::new(Addresses::default());
+        let ip: IpAddr = [192, 0, 2, 1].into();
+        let first = a.admit(ip, 2).unwrap();
+        let _second = a.admit(ip, 2).unwrap();
+        assert_eq!(a.admit(ip, 2).err(), Some(2));
+        assert!(a.admit([192, 0, 2, 2].into(), 2).is_ok(), "another address");
+        drop(first);
+        assert!(a.admit(ip, 2).is_ok());
+        assert_eq!(reserve(1024), 16);
+        assert_eq!(reserve(16), 2);
     }
 }

@@ -190,6 +190,16 @@ pub(crate) async fn authorize(
         }
     };
     span.record("actor", identity.name());
+    // A connection among the server's last few serves admins only (and
+    // /healthz, public, above): whoever filled the others cannot lock the
+    // operator out.
+    if req.extensions().get::<crate::Reserved>().is_some() && identity.role < Role::Admin {
+        return ApiError::new(
+            ErrorCode::TooManyConnections,
+            "the server is at its connection limit (http.max_connections); its last connections serve /healthz and admins only; retry shortly",
+        )
+        .into_response();
+    }
     if identity.role < needed {
         return ApiError::new(
             ErrorCode::Forbidden,

@@ -123,6 +123,11 @@ settings! {
     /// too_many_connections` and closed.
     http_max_connections: usize = 1024,
         key "http.max_connections", env "JOBLOG_HTTP_MAX_CONNECTIONS", flag Some("http-max-connections");
+    /// Connections one client address may hold at once; one more gets
+    /// `503 too_many_connections`. Behind a proxy every client has the
+    /// proxy's address: raise it there.
+    http_max_connections_per_address: usize = 256,
+        key "http.max_connections_per_address", env "JOBLOG_HTTP_MAX_CONNECTIONS_PER_ADDRESS", flag Some("http-max-connections-per-address");
     /// Time a client has to send a request's headers, and that an idle
     /// keep-alive connection stays open; then it is closed.
     http_header_read_timeout: Duration = Duration::from_secs(10),
@@ -149,6 +154,11 @@ settings! {
     /// Live-tail viewers of one job at once on this node.
     http_max_viewers_per_job: usize = Limits::default().max_viewers_per_job,
         key "http.max_viewers_per_job", env "JOBLOG_HTTP_MAX_VIEWERS_PER_JOB", flag Some("http-max-viewers-per-job");
+    /// Live viewers (log tails and job-list feeds) of one token at once on
+    /// this node, or of one address for callers without a token; one more
+    /// gets `429 too_many_viewers`.
+    http_max_viewers_per_identity: usize = Limits::default().max_viewers_per_identity,
+        key "http.max_viewers_per_identity", env "JOBLOG_HTTP_MAX_VIEWERS_PER_IDENTITY", flag Some("http-max-viewers-per-identity");
     /// Job names `/metrics` gives per-name figures of (last success, last
     /// failure, finished jobs by state): the most recently finished ones;
     /// the rest are summed under `name="(other)"` (0 to 100000).

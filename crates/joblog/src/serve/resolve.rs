@@ -239,6 +239,18 @@ fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
     )?;
     at_least("http.max_viewers", s.http_max_viewers as u64, 1, "")?;
     at_least(
+        "http.max_viewers_per_identity",
+        s.http_max_viewers_per_identity as u64,
+        1,
+        "",
+    )?;
+    at_least(
+        "http.max_connections_per_address",
+        s.http_max_connections_per_address as u64,
+        1,
+        "",
+    )?;
+    at_least(
         "http.max_viewers_per_job",
         s.http_max_viewers_per_job as u64,
         1,
@@ -255,6 +267,8 @@ fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
     Ok((
         HttpLimits {
             max_connections: s.http_max_connections,
+            max_connections_per_address: s.http_max_connections_per_address,
+            max_body_bytes: size(s.http_max_body_bytes),
             header_read_timeout: s.http_header_read_timeout,
             max_header_bytes: size(s.http_max_header_bytes),
         },
@@ -264,6 +278,7 @@ fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
             max_body_bytes: size(s.http_max_body_bytes),
             max_viewers: s.http_max_viewers,
             max_viewers_per_job: s.http_max_viewers_per_job,
+            max_viewers_per_identity: s.http_max_viewers_per_identity,
         },
     ))
 }

@@ -333,3 +333,147 @@ echo '{{"ran_as": "nobody"}}' > "$JOBLOG_RESULT""#,
         "{err}"
     );
 }
+
+/// Sends `GET /healthz` on a fresh connection from `local` and returns
+/// what came back (status line and body).
+async fn healthz_from(server: &Server, local: std::net::IpAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr: std::net::SocketAddr = server.url.trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind((local, 0).into()).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut text)).await;
+    text
+}
+
+/// Opens `n` idle connections from `local` (they send nothing).
+async fn idle_connections(
+    server: &Server,
+    local: std::net::IpAddr,
+    n: usize,
+) -> Vec<tokio::net::TcpStream> {
+    let addr: std::net::SocketAddr = server.url.trim_start_matches("http://").parse().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..n {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind((local, 0).into()).unwrap();
+        held.push(socket.connect(addr).await.unwrap());
+    }
+    held
+}
+
+/// One address cannot take every connection, one token cannot take every
+/// live viewer, and the last connections still let an admin (and
+/// `/healthz`) in while a viewer is turned away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_of_one_address_and_streams_of_one_identity_are_bounded() {
+    const TOKEN: &str = "e2e-limits-token-0123456789abcdef0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("admin.token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let args = [
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--http-max-connections",
+        "32",
+        "--http-max-connections-per-address",
+        "8",
+        "--http-max-viewers-per-identity",
+        "3",
+    ];
+    let server = Server::start(&dir.path().join("data"), &args).await;
+    let a: std::net::IpAddr = [127, 0, 0, 2].into();
+    let held = idle_connections(&server, a, 8).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let refused = healthz_from(&server, a).await;
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(
+        refused.contains("http.max_connections_per_address"),
+        "{refused}"
+    );
+    let other = healthz_from(&server, [127, 0, 0, 3].into()).await;
+    assert!(
+        other.starts_with("HTTP/1.1 200"),
+        "another address: {other}"
+    );
+    drop(held);
+
+    // A viewer's live feeds: three, not four.
+    let made: serde_json::Value = server
+        .http
+        .post(format!("{}/api/v1/tokens", server.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({"name": "watcher", "role": "viewer"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let viewer = made["token"].as_str().unwrap().to_string();
+    let feed = || {
+        server
+            .http
+            .get(format!("{}/api/v1/events", server.url))
+            .bearer_auth(&viewer)
+            .send()
+    };
+    let mut feeds = Vec::new();
+    for _ in 0..3 {
+        let r = feed().await.unwrap();
+        assert_eq!(r.status(), 200);
+        feeds.push(r);
+    }
+    let fourth = feed().await.unwrap();
+    assert_eq!(fourth.status(), 429);
+    let body: serde_json::Value = fourth.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("http.max_viewers_per_identity"),
+        "{body}"
+    );
+    drop(feeds);
+
+    // 28 of 32 connections held (from four addresses): the last four are
+    // the reserve, for /healthz and admins only.
+    let mut held = Vec::new();
+    for k in 10..14u8 {
+        held.extend(idle_connections(&server, [127, 0, 0, k].into(), 7).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let fresh = http_client_for_reserve();
+    let as_viewer = fresh
+        .get(format!("{}/api/v1/jobs", server.url))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_viewer.status(), 503, "a viewer on a reserved connection");
+    let fresh = http_client_for_reserve();
+    let as_admin = fresh
+        .get(format!("{}/api/v1/jobs", server.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_admin.status(), 200, "an admin on a reserved connection");
+    let health = healthz_from(&server, [127, 0, 0, 20].into()).await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    drop(held);
+}
+
+/// A client with a connection of its own (not the shared pool's).
+fn http_client_for_reserve() -> reqwest::Client {
+    joblog::client::install_tls_provider();
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap()
+}
