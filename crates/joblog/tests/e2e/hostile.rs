@@ -477,3 +477,57 @@ fn http_client_for_reserve() -> reqwest::Client {
         .build()
         .unwrap()
 }
+
+/// HTTP/2 runs many requests on one connection: their bodies together are
+/// held to one connection's budget (the largest body a route takes, 1 MiB
+/// by default), so a client cannot make the server buffer a hundred
+/// bodies at once. Two submissions of 700 KB each, sent at once on one
+/// h2c connection and held open: one is refused `503 server_busy`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_streams_share_one_connections_body_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &[]).await;
+    joblog::client::install_tls_provider();
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    // 700 KB of a submission's JSON at once, the rest 2 s later.
+    let body = || {
+        let head = format!(
+            "{{\"command\": [\"true\"], \"env\": {{\"PAD\": \"{}",
+            "x".repeat(700_000)
+        );
+        let pieces: Vec<Result<Vec<u8>, std::io::Error>> =
+            vec![Ok(head.into_bytes()), Ok(b"\"}}".to_vec())];
+        let stream = futures_util::stream::iter(pieces.into_iter().enumerate()).then(
+            |(i, piece)| async move {
+                if i == 1 {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+                piece
+            },
+        );
+        reqwest::Body::wrap_stream(stream)
+    };
+    use futures_util::StreamExt;
+    let send = || {
+        h2.post(format!("{}/api/v1/jobs", server.url))
+            .header("content-type", "application/json")
+            .body(body())
+            .send()
+    };
+    let (a, b) = tokio::join!(send(), send());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.version(), reqwest::Version::HTTP_2);
+    let mut statuses = [a.status().as_u16(), b.status().as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(
+        statuses,
+        [201, 503],
+        "one fits the connection's budget, not two"
+    );
+    let busy = if a.status() == 503 { a } else { b };
+    let e: serde_json::Value = busy.json().await.unwrap();
+    assert_eq!(e["error"]["code"], "server_busy", "{e}");
+}
