@@ -140,7 +140,7 @@ impl Sweeper {
         let me = std::process::id() as i32;
         let mut marked = self.marked.lock().unwrap_or_else(|p| p.into_inner());
         let children = children_of(me);
-        let seen: Vec<(i32, bool, Option<(JobId, Vec<u8>)>)> = children
+        let seen: Vec<(i32, bool, Option<Mark>)> = children
             .iter()
             .map(|c| {
                 let job = (!c.zombie).then(|| job_of(c.pid, &self.instance)).flatten();
@@ -204,6 +204,9 @@ fn parse_stat(stat: &str) -> Option<(char, i32)> {
     Some((state, ppid))
 }
 
+/// The job a process claims to be of, and the key it shows for it.
+type Mark = (JobId, Vec<u8>);
+
 /// A new job's key: 128 random bits, as hex.
 pub(crate) fn job_key() -> String {
     let mut bytes = [0u8; 16];
@@ -227,7 +230,7 @@ pub(crate) fn job_key() -> String {
 /// The job a process claims to be of and the key it carries, if it
 /// carries `instance`'s mark, from its environment (as it was when it was
 /// executed).
-fn job_of(pid: i32, instance: &str) -> Option<(JobId, Vec<u8>)> {
+fn job_of(pid: i32, instance: &str) -> Option<Mark> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     mark_in(&environ, instance)
 }
@@ -258,7 +261,7 @@ fn supervisor_mark(node: &str, store: &str) -> String {
     format!("{h:016x}")
 }
 
-fn mark_in(environ: &[u8], instance: &str) -> Option<(JobId, Vec<u8>)> {
+fn mark_in(environ: &[u8], instance: &str) -> Option<Mark> {
     let mut ours = false;
     let mut job = None;
     let mut key = Vec::new();

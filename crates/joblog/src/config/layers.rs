@@ -196,7 +196,7 @@ mod tests {
             ("database = 5432\n", "5432"),
             ("token = true\n", "true"),
         ] {
-            let e = format!("{:#}", file(text).err().expect(text));
+            let e = format!("{:#}", file(text).expect_err(text));
             // A number too large for TOML is refused by the parser, by
             // place, the number not quoted.
             assert!(

@@ -249,7 +249,7 @@ async fn audit_retention_loop(pipeline: Pipeline, older: Duration, every: Durati
 /// `365 days` rather than humantime's months of 30.44 days.
 fn in_days(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs >= 86_400 && secs % 86_400 == 0 {
+    if secs >= 86_400 && secs.is_multiple_of(86_400) {
         format!("{} days", secs / 86_400)
     } else {
         humantime::format_duration(Duration::from_secs(secs)).to_string()
