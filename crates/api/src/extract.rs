@@ -62,6 +62,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                     ApiError::new(ErrorCode::InvalidBody, rej.body_text())
                 }
             })?;
+        // serde reads a struct from an array too (its fields in order):
+        // `[["true"]]` would submit a job. Every body is an object.
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first.is_some_and(|b| *b != b'{') {
+            return Err(ApiError::new(
+                ErrorCode::InvalidJson,
+                "request body: must be a JSON object ({…})",
+            ));
+        }
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("request body: {e}")))

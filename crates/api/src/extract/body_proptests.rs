@@ -360,6 +360,31 @@ proptest! {
         }
     }
 
+    /// Any JSON value that is not an object (an array above all: serde
+    /// reads a struct from one) is refused as `400 invalid_json`, for
+    /// every body type.
+    #[test]
+    fn a_body_that_is_not_a_json_object_is_refused(
+        value in any_json().prop_map(|v| match v {
+            // An object becomes the array of its values: never an object.
+            Value::Object(m) => Value::Array(m.into_iter().map(|(_, v)| v).collect()),
+            other => other,
+        }),
+    ) {
+        for e in [
+            json_body::<NewJobRequest>(&value).err(),
+            json_body::<CreateToken>(&value).err(),
+            json_body::<GroomRequest>(&value).err(),
+            json_body::<joblog_pipeline::oplog::LoggingConfig>(&value).err(),
+        ] {
+            let e = e.expect("not an object, yet read");
+            prop_assert_eq!(e.code, ErrorCode::InvalidJson, "{}", e.message);
+        }
+        let array = json!([["true"]]);
+        let e = json_body::<NewJobRequest>(&array).err().expect("an array read as a job");
+        prop_assert!(e.message.contains("must be a JSON object"), "{}", e.message);
+    }
+
     /// A valid submission sent as JSON is read back exactly and validates
     /// to exactly what was sent (a script becomes `<shell> -c <script>`).
     #[test]

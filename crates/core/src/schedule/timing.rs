@@ -84,9 +84,14 @@ impl CronExpr {
             .seconds(croner::parser::Seconds::Optional)
             .year(croner::parser::Year::Disallowed)
             .build();
-        let cron = parser
-            .parse(pattern)
-            .map_err(|e| invalid(field, format!("{trimmed:?} is not a cron expression: {e}")))?;
+        let cron = parser.parse(pattern).map_err(|e| {
+            // croner says "Number out of bounds" without saying where.
+            let why = out_of_range(&fields, seconds).unwrap_or_else(|| e.to_string());
+            invalid(
+                field,
+                format!("{trimmed:?} is not a cron expression: {why}"),
+            )
+        })?;
         Ok(CronExpr {
             text: trimmed.to_string(),
             cron,
@@ -130,6 +135,37 @@ impl Zone {
     }
 }
 
+/// The first field of `fields` holding a number outside its range, said
+/// with the field's name and range: `the hour field "25" is out of
+/// range (0–23)`. Steps (after `/`) are counts, not bounds.
+fn out_of_range(fields: &[&str], seconds: bool) -> Option<String> {
+    const NAMED: [(&str, u32, u32); 6] = [
+        ("second", 0, 59),
+        ("minute", 0, 59),
+        ("hour", 0, 23),
+        ("day-of-month", 1, 31),
+        ("month", 1, 12),
+        ("day-of-week", 0, 7),
+    ];
+    let names = if seconds { &NAMED[..] } else { &NAMED[1..] };
+    for (text, (name, low, high)) in fields.iter().zip(names) {
+        for item in text.split(',') {
+            let range = item.split('/').next().unwrap_or("");
+            for bound in range.split('-') {
+                let Ok(n) = bound.parse::<u32>() else {
+                    continue;
+                };
+                if n < *low || n > *high {
+                    return Some(format!(
+                        "the {name} field {text:?} is out of range ({low}–{high})"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// When a schedule fires: its expression in its zone.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timing {
@@ -160,5 +196,47 @@ impl Timing {
     /// The fires after `after`, in order.
     pub fn fires_after(&self, after: Timestamp) -> impl Iterator<Item = Timestamp> + '_ {
         std::iter::successors(self.next_after(after), move |t| self.next_after(*t))
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    /// A number out of its field's range is named with the field and the
+    /// range, for 5 and 6 fields; steps are not bounds.
+    #[test]
+    fn an_out_of_range_field_is_named_with_its_range() {
+        for (expr, said) in [
+            ("0 25 * * *", "the hour field \"25\" is out of range (0–23)"),
+            (
+                "61 * * * *",
+                "the minute field \"61\" is out of range (0–59)",
+            ),
+            (
+                "0 0 32 * *",
+                "the day-of-month field \"32\" is out of range (1–31)",
+            ),
+            (
+                "0 0 1 13 *",
+                "the month field \"13\" is out of range (1–12)",
+            ),
+            (
+                "0 0 * * 1-9",
+                "the day-of-week field \"1-9\" is out of range (0–7)",
+            ),
+            (
+                "70 0 0 * * *",
+                "the second field \"70\" is out of range (0–59)",
+            ),
+            (
+                "0 0-24/2 * * *",
+                "the hour field \"0-24/2\" is out of range (0–23)",
+            ),
+        ] {
+            let e = CronExpr::parse(expr).unwrap_err();
+            assert!(e.message.ends_with(said), "{expr}: {}", e.message);
+        }
+        assert!(CronExpr::parse("0 */5 * * *").is_ok());
     }
 }
