@@ -373,6 +373,10 @@ async fn sigterm_stores_every_line_printed_before_the_stop() {
     }
     server.signal("TERM");
     assert_eq!(server.wait_exit(), Some(0), "graceful stop exits 0");
+    // The WAL was folded into the database at the stop: joblog.db alone
+    // is the whole store.
+    let wal = std::fs::metadata(dir.path().join("joblog.db-wal")).map_or(0, |m| m.len());
+    assert_eq!(wal, 0, "joblog.db-wal holds {wal} bytes after a clean stop");
 
     let db = server.db();
     let state = |id: i64| -> String {

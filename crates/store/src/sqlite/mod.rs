@@ -504,6 +504,26 @@ struct SqliteWriter {
     conn: Connection,
 }
 
+/// The writer goes last, at a clean stop: what the WAL holds is folded
+/// into the database file and the WAL emptied, so `joblog.db` alone is
+/// the whole store (a copy of it is a backup; a `-wal` left beside it is
+/// empty). Failing that, the WAL stays as it was and is read at the next
+/// open: nothing is lost.
+impl Drop for SqliteWriter {
+    fn drop(&mut self) {
+        let checkpoint = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            });
+        match checkpoint {
+            Ok(0) => {}
+            Ok(_) => tracing::info!("the WAL could not be emptied at the stop (a reader held it); it is read at the next start"),
+            Err(e) => tracing::warn!(error = %e, "checkpointing the WAL at the stop failed; it is read at the next start"),
+        }
+    }
+}
+
 impl StoreWriter for SqliteWriter {
     fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>> {
         let tx = self
