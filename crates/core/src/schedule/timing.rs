@@ -40,8 +40,11 @@ impl CronExpr {
     /// with the seconds first, or `@yearly`, `@annually`, `@monthly`,
     /// `@weekly`, `@daily`, `@midnight`, `@hourly`. Names of months and
     /// days (`JAN`, `MON`) and croner's `L`, `#` and `W` are taken. A
-    /// day of month and a day of week both given match either (as Vixie
-    /// cron does).
+    /// day of month and a day of week both given match either, even when
+    /// one of them starts with `*` (`*/2 * MON` is every other day *or*
+    /// Monday; crontab(5) would take the `*` field for "any" and match
+    /// both). `N/S` is `N-<field's last>/S` (`5/20` in the minutes is
+    /// 5, 25, 45), as croniter and cronsim read it.
     ///
     /// Every second (`*` in the seconds field) is refused: a sixth field
     /// given by mistake (a year, or a copy from another tool) would fire
@@ -84,7 +87,8 @@ impl CronExpr {
             .seconds(croner::parser::Seconds::Optional)
             .year(croner::parser::Year::Disallowed)
             .build();
-        let cron = parser.parse(pattern).map_err(|e| {
+        let expanded = expand_steps(&fields, seconds);
+        let cron = parser.parse(&expanded).map_err(|e| {
             // croner says "Number out of bounds" without saying where.
             let why = out_of_range(&fields, seconds).unwrap_or_else(|| e.to_string());
             invalid(
@@ -133,6 +137,36 @@ impl Zone {
     pub fn name(self) -> &'static str {
         self.0.name()
     }
+}
+
+/// `fields` as croner takes them: each `N/S` item becomes `N-<last>/S`,
+/// the last value of its field (croner refuses `N/S`). A shortcut
+/// (`@daily`) is one field and passes as it is.
+fn expand_steps(fields: &[&str], seconds: bool) -> String {
+    const LAST: [u32; 6] = [59, 59, 23, 31, 12, 6];
+    let lasts = if seconds { &LAST[..] } else { &LAST[1..] };
+    if fields.len() != lasts.len() {
+        return fields.join(" ");
+    }
+    let field = |(text, last): (&&str, &u32)| -> String {
+        text.split(',')
+            .map(|item| match item.split_once('/') {
+                Some((start, step))
+                    if !start.is_empty() && start.bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    format!("{start}-{last}/{step}")
+                }
+                _ => item.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    fields
+        .iter()
+        .zip(lasts)
+        .map(field)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The first field of `fields` holding a number outside its range, said
@@ -202,6 +236,42 @@ impl Timing {
 #[cfg(test)]
 mod range_tests {
     use super::*;
+
+    /// `N/S` runs from N to the field's end, every S: `5/20` in the
+    /// minutes fires at :05, :25 and :45 of each hour; the text stays as
+    /// written.
+    #[test]
+    fn n_slash_s_runs_from_n_to_the_end_of_its_field() {
+        assert_eq!(
+            expand_steps(&["5/20", "*", "*", "*", "*"], false),
+            "5-59/20 * * * *"
+        );
+        assert_eq!(
+            expand_steps(&["0", "1/6,3", "*/2", "1/3", "0/2"], false),
+            "0 1-23/6,3 */2 1-12/3 0-6/2"
+        );
+        assert_eq!(
+            expand_steps(&["10/15", "0", "*", "*", "*", "*"], true),
+            "10-59/15 0 * * * *"
+        );
+        let minutes = CronExpr::parse("5/20 * * * *").unwrap();
+        let timing = Timing {
+            cron: minutes,
+            zone: Zone::parse("UTC").unwrap(),
+        };
+        // 2026-11-24T00:00:00Z and the next three fires: :05, :25, :45.
+        let mut at = Timestamp(1_795_478_400_000_000);
+        let mut minutes_seen = Vec::new();
+        for _ in 0..4 {
+            at = timing.next_after(at).unwrap();
+            minutes_seen.push((at.0 - 1_795_478_400_000_000) / 60_000_000);
+        }
+        assert_eq!(minutes_seen, [5, 25, 45, 65]);
+        assert_eq!(
+            CronExpr::parse("0 5/20 * * *").unwrap().as_str(),
+            "0 5/20 * * *"
+        );
+    }
 
     /// A number out of its field's range is named with the field and the
     /// range, for 5 and 6 fields; steps are not bounds.
