@@ -91,7 +91,9 @@ pub(crate) struct Auth {
     /// When each token's use was last written.
     touched: Mutex<HashMap<String, Instant>>,
     /// Which refused tokens reach the audit trail (a few per address).
-    refusals: refusals::Refusals,
+    refusals: refusals::Refusals<Option<std::net::IpAddr>>,
+    /// Which refused roles reach the audit trail (a few per actor).
+    forbidden: refusals::Refusals<String>,
 }
 
 impl Auth {
@@ -100,6 +102,7 @@ impl Auth {
             bootstrap: bootstrap.filter(|t| !t.is_empty()).map(secret::hash),
             touched: Mutex::new(HashMap::new()),
             refusals: refusals::Refusals::default(),
+            forbidden: refusals::Refusals::default(),
         }
     }
 
@@ -201,6 +204,24 @@ pub(crate) async fn authorize(
         .into_response();
     }
     if identity.role < needed {
+        // An attempt above one's role is the audit's business (once a
+        // minute per actor, the rest counted into the next entry).
+        if let Some(before) = state
+            .auth
+            .forbidden
+            .admit(identity.name().to_string(), Instant::now())
+        {
+            tracing::info!(
+                audit = "access.refused",
+                actor = identity.name(),
+                attempted = format!("{} {}", req.method(), path.as_str()),
+                needed = %needed,
+                refused_before = before,
+                "{} refused: {} needs the {needed} role",
+                identity.name(),
+                path.as_str()
+            );
+        }
         return ApiError::new(
             ErrorCode::Forbidden,
             format!(

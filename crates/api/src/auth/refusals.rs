@@ -1,10 +1,13 @@
-//! Which refused tokens are written to the audit trail: the first from an
-//! address, then at most one per [`WINDOW`], carrying how many were
-//! refused from it in between. A client trying made-up tokens as fast as
-//! it can costs the trail one entry per address per minute, not one per
-//! request; the access log still has every request.
+//! Which refusals are written to the audit trail: the first of a kind
+//! from one source (refused tokens by address, refused roles by actor),
+//! then at most one per [`WINDOW`], carrying how many were refused in
+//! between. A client trying made-up tokens, or a viewer trying admin
+//! routes, as fast as it can costs the trail one entry a minute, not one
+//! per request; the access log still has every request.
 
 use std::collections::HashMap;
+use std::hash::Hash;
+#[cfg(test)]
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -15,9 +18,17 @@ pub(crate) const WINDOW: Duration = Duration::from_secs(60);
 /// forgotten address's next refusal is written, with what it had).
 const MAX_ADDRESSES: usize = 4096;
 
-#[derive(Debug, Default)]
-pub(crate) struct Refusals {
-    by_peer: Mutex<HashMap<Option<IpAddr>, Seen>>,
+#[derive(Debug)]
+pub(crate) struct Refusals<K> {
+    by_peer: Mutex<HashMap<K, Seen>>,
+}
+
+impl<K> Default for Refusals<K> {
+    fn default() -> Self {
+        Refusals {
+            by_peer: Mutex::new(HashMap::new()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -27,11 +38,11 @@ struct Seen {
     held: u64,
 }
 
-impl Refusals {
+impl<K: Hash + Eq + Clone> Refusals<K> {
     /// Whether a refusal from `peer` at `now` is written: `Some(n)` with
     /// the `n` refusals from it not written since its last entry, or
     /// `None` (counted, for the next).
-    pub(crate) fn admit(&self, peer: Option<IpAddr>, now: Instant) -> Option<u64> {
+    pub(crate) fn admit(&self, peer: K, now: Instant) -> Option<u64> {
         let mut by_peer = self.by_peer.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(seen) = by_peer.get_mut(&peer) {
             if now.duration_since(seen.written_at) < WINDOW {
@@ -52,7 +63,7 @@ impl Refusals {
                 let oldest = by_peer
                     .iter()
                     .min_by_key(|(_, s)| s.written_at)
-                    .map(|(p, _)| *p);
+                    .map(|(p, _)| p.clone());
                 if let Some(oldest) = oldest {
                     by_peer.remove(&oldest);
                 }
@@ -75,7 +86,7 @@ mod tests {
 
     #[test]
     fn one_entry_per_address_per_window_carrying_the_rest() {
-        let r = Refusals::default();
+        let r = Refusals::<Option<IpAddr>>::default();
         let a = Some(IpAddr::from([10, 0, 0, 1]));
         let b = Some(IpAddr::from([10, 0, 0, 2]));
         let t0 = Instant::now();
@@ -90,7 +101,7 @@ mod tests {
 
     #[test]
     fn the_addresses_remembered_are_bounded() {
-        let r = Refusals::default();
+        let r = Refusals::<Option<IpAddr>>::default();
         let t0 = Instant::now();
         for i in 0..(MAX_ADDRESSES as u32 + 100) {
             let peer = Some(IpAddr::from(i.to_be_bytes()));

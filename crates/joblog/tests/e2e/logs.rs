@@ -448,6 +448,46 @@ async fn tokens_made_used_and_refused_are_audited_by_name_never_by_text() {
         2,
         "type and action of one entry: {text}"
     );
+    // A viewer trying an admin's route: refused, and audited once a
+    // minute, naming what was tried and the role it needs.
+    for _ in 0..5 {
+        let r = server
+            .http
+            .post(format!("{}/api/v1/tokens", server.url))
+            .bearer_auth(&ci)
+            .json(&json!({"name": "mine", "role": "admin"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403);
+    }
+    let refused = wait_line(&audit, "the refused role", |l| {
+        l["type"] == "access.refused"
+    })
+    .await;
+    assert_eq!(refused["actor"], "ci");
+    assert_eq!(refused["detail"]["attempted"], "POST /api/v1/tokens");
+    assert_eq!(refused["detail"]["needed"], "admin");
+    server
+        .http
+        .get(format!("{}/nope-after-refusals", server.url))
+        .send()
+        .await
+        .unwrap();
+    wait_line(
+        &data.join("logs").join("access.log"),
+        "a request after the refusals",
+        |l| l["path"] == "/nope-after-refusals",
+    )
+    .await;
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("\"access.refused\""))
+            .count(),
+        1,
+        "{text}"
+    );
     for secret in [BOOTSTRAP, ci.as_str(), "jl_not-a-token"] {
         for log in ["access.log", "audit.log", "error.log", "slow.log"] {
             let body = std::fs::read_to_string(data.join("logs").join(log)).unwrap_or_default();
