@@ -68,6 +68,21 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
     let logs = logs::start(&cfg)?;
     // The first line: a stray ./joblog.toml or a forgotten variable shows.
     tracing::info!("{sources}");
+    // Names only, never values: which secrets this node gives schedules,
+    // and to which (JOBLOG_SECRET_* are taken out of the environment at
+    // start, so the line above does not show them).
+    if !cfg.engine.node_secrets.is_empty() {
+        let held: Vec<String> = cfg
+            .engine
+            .node_secrets
+            .keys()
+            .map(|name| match cfg.engine.node_secret_scopes.get(name) {
+                Some(scope) if !scope.is_empty() => format!("{name} (to {})", scope.join(", ")),
+                _ => format!("{name} (to no schedule: set JOBLOG_ALLOW_SECRET_{name})"),
+            })
+            .collect();
+        tracing::info!("secrets for schedules: {}", held.join("; "));
+    }
     if sources.has_flag("token") {
         tracing::warn!(
             "the API token was given with --token: every user of this host can read it in `ps`; keep it in a file of mode 0600 and use --token-file (or token_file in joblog.toml)"

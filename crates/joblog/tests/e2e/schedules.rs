@@ -105,11 +105,24 @@ fn assert_each_second_once(runs: &[Value]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schedules_through_the_cli_with_secrets_from_the_node() {
     let dir = tempfile::tempdir().unwrap();
+    let stderr = dir.path().join("stderr.log");
+    let file = std::fs::File::create(&stderr).unwrap();
     let server = Server::start_with(dir.path(), &[], |c| {
         c.env("JOBLOG_SECRET_API_KEY", "node-held-s3cr3t")
-            .env("JOBLOG_ALLOW_SECRET_API_KEY", "tick, nightly-*");
+            .env("JOBLOG_ALLOW_SECRET_API_KEY", "tick, nightly-*")
+            .env("JOBLOG_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stderr(file);
     })
     .await;
+    // The node says which secrets it holds, by name, and for which
+    // schedules; never a value.
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        said.contains("secrets for schedules: API_KEY (to tick, nightly-*)"),
+        "{said}"
+    );
+    assert!(!said.contains("node-held-s3cr3t"), "{said}");
     // A schedule the node does not allow the secret is refused: whoever
     // may create schedules does not get every secret of the node.
     let (code, _, err) = cli(
