@@ -181,6 +181,7 @@ class JobPage {
     fact("exit", j.exit_code);
     fact("node", j.node);
     fact("created", when(j.created_at));
+    if (j.state === "queued") fact("runs after", when(j.run_after));
     fact("started", when(j.started_at));
     fact("finished", when(j.finished_at));
     fact("duration", duration(j));

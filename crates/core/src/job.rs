@@ -117,6 +117,9 @@ pub struct Job {
     /// What it was given besides its command, as the job JSON shows it.
     #[serde(flatten)]
     pub given: Given,
+    /// A queued retry's backoff: it starts no earlier than this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_after: Option<Timestamp>,
     /// Not part of the job JSON: how the job is run.
     #[serde(skip)]
     pub spec: JobSpec,
@@ -471,6 +474,7 @@ mod tests {
             command: vec!["sh".into(), "-c".into(), "é".repeat(3000), "tail".into()],
             command_truncated: false,
             env_truncated: false,
+            run_after: None,
             node: None,
             created_at: Timestamp(0),
             started_at: None,
@@ -506,6 +510,7 @@ mod tests {
             command: vec!["true".into()],
             command_truncated: false,
             env_truncated: false,
+            run_after: None,
             node: None,
             created_at: Timestamp(0),
             started_at: None,

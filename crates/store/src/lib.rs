@@ -618,6 +618,7 @@ mod tests {
             command: vec!["true".into()],
             command_truncated: false,
             env_truncated: false,
+            run_after: None,
             node: Some("a".into()),
             created_at: Timestamp(0),
             started_at: Some(Timestamp(1)),

@@ -13,7 +13,7 @@ use crate::{Result, StoreError};
 macro_rules! job_columns {
     () => {
         "id, name, state, exit_code, spec, node, created_at, started_at, finished_at, \
-         log_records, log_bytes, log_truncated, log_streams, result_bytes"
+         log_records, log_bytes, log_truncated, log_streams, result_bytes, run_after"
     };
 }
 pub(crate) use job_columns;
@@ -37,6 +37,7 @@ pub(crate) struct JobRow {
     pub log_truncated: bool,
     pub log_streams: String,
     pub result_bytes: Option<i64>,
+    pub run_after: Option<i64>,
 }
 
 impl JobRow {
@@ -67,6 +68,7 @@ impl JobRow {
             },
             result: None,
             given: Given::of(&spec),
+            run_after: self.run_after.map(Timestamp),
             spec,
         };
         job.set_result_bytes(self.result_bytes.map(|b| b as u64));

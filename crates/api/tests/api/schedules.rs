@@ -23,6 +23,7 @@ joblog_store::backend_tests! {
     a_burst_of_submissions_is_held_to_its_concurrency_limit,
     a_run_whose_node_lacks_a_secret_fails_naming_the_variable,
     fires_wait_while_the_queue_is_full_and_schedules_are_capped,
+    a_retry_waiting_out_its_backoff_says_when_it_may_start,
 }
 
 const MIN: i64 = 60_000_000;
@@ -541,5 +542,42 @@ async fn fires_wait_while_the_queue_is_full_and_schedules_are_capped(db: TestDat
     let jobs = wait_runs(r, id, 1).await;
     assert_eq!(jobs[0]["fire_time"], "2026-11-24T00:01:00.000000Z");
     post(r, &format!("/api/v1/jobs/{running}/cancel"), &json!({})).await;
+    t.shutdown().await;
+}
+
+/// A retry queued behind its backoff carries `run_after`, later than its
+/// creation; a job that is no retry has none.
+async fn a_retry_waiting_out_its_backoff_says_when_it_may_start(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock(db, 2, clock.clone()).await;
+    let r = &t.router;
+    let s = create(
+        r,
+        json!({"name": "patient", "cron": "@hourly", "script": "exit 3",
+               "retries": {"attempts": 2, "backoff_s": 3600}}),
+    )
+    .await;
+    let id = s["id"].as_i64().unwrap();
+    clock.set(at(60));
+    let jobs = wait_runs(r, id, 2).await;
+    let first = wait_finished(r, id_of(&jobs[0])).await;
+    assert!(first.get("run_after").is_none(), "{first}");
+    let second = get_json(r, &format!("/api/v1/jobs/{}", id_of(&jobs[1]))).await;
+    assert_eq!(second["state"], "queued", "{second}");
+    let after = second["run_after"]
+        .as_str()
+        .expect("a retry says when it may start");
+    assert!(
+        after > second["created_at"].as_str().unwrap(),
+        "{after} is not after its creation: {second}"
+    );
+    let listed = runs(r, id).await;
+    assert_eq!(listed[1]["run_after"], after, "listings carry it too");
+    post(
+        r,
+        &format!("/api/v1/jobs/{}/cancel", id_of(&jobs[1])),
+        &json!({}),
+    )
+    .await;
     t.shutdown().await;
 }

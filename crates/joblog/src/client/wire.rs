@@ -26,6 +26,9 @@ pub(crate) struct JobView {
     pub started_at: Option<String>,
     #[serde(default)]
     pub finished_at: Option<String>,
+    /// A queued retry's backoff: it starts no earlier.
+    #[serde(default)]
+    pub run_after: Option<String>,
     #[serde(default)]
     pub duration_ms: Option<f64>,
     #[serde(default)]

@@ -25,6 +25,7 @@ fn job_from_row(row: &Row) -> Result<Job> {
         log_truncated: row.try_get(11)?,
         log_streams: row.try_get(12)?,
         result_bytes: row.try_get(13)?,
+        run_after: row.try_get(14)?,
     }
     .into_job()
 }
@@ -37,8 +38,8 @@ pub(super) fn jobs_from_rows(rows: &[Row]) -> Result<Vec<Job>> {
 pub(super) fn victim_from_row(row: &Row) -> Result<(Job, Option<String>, Option<Timestamp>)> {
     Ok((
         job_from_row(row)?,
-        row.try_get(14)?,
-        row.try_get::<_, Option<i64>>(15)?.map(Timestamp),
+        row.try_get(15)?,
+        row.try_get::<_, Option<i64>>(16)?.map(Timestamp),
     ))
 }
 

@@ -227,6 +227,7 @@ fn job_from_row(row: &Row) -> rusqlite::Result<Result<Job>> {
         log_truncated: row.get(11)?,
         log_streams: row.get(12)?,
         result_bytes: row.get(13)?,
+        run_after: row.get(14)?,
     };
     Ok(r.into_job())
 }

@@ -206,6 +206,20 @@ pub(super) fn show_text(j: &JobView) -> String {
         ),
         ("records".into(), j.log.records.to_string()),
     ];
+    // A retry waiting out its backoff says when it may start.
+    if let Some(after) = j.run_after.as_deref() {
+        let at = rows
+            .iter()
+            .position(|(k, _)| k == "created")
+            .map_or(rows.len(), |i| i + 1);
+        rows.insert(
+            at,
+            (
+                "runs after".into(),
+                escape_display(after, false).into_owned(),
+            ),
+        );
+    }
     let at = rows
         .iter()
         .position(|(k, _)| k == "command")
@@ -341,5 +355,14 @@ mod tests {
         assert!(t.contains("result:    120 bytes"), "{t}");
         assert!(t.contains("truncated: no"), "{t}");
         assert!(t.contains("duration:  28ms\n"), "{t}");
+        assert!(!t.contains("runs after"), "{t}");
+        let retry = job(json!({"id": 43, "state": "queued",
+            "created_at": "2026-11-22T10:15:01.000001Z",
+            "run_after": "2026-11-22T11:15:01.000001Z"}));
+        let t = show_text(&retry);
+        assert!(
+            t.contains("\nruns after: 2026-11-22T11:15:01.000001Z\n"),
+            "{t}"
+        );
     }
 }
