@@ -132,6 +132,12 @@ class JobPage {
       this.counts[r.stream] = (this.counts[r.stream] ?? 0) + 1;
       this.liveGroup(r);
       if (r.stream === "progress") this.showProgress(r);
+      // The first error that arrives live enables "First error" at once.
+      if (r.stream === "error" && !this.outline.first_error_seq) {
+        this.outline.first_error_seq = r.seq;
+        const first = document.getElementById("first-error");
+        if (first) first.disabled = false;
+      }
     }
     this.seqSource.append(batch);
     if (this.filter) this.filter.append(batch);
@@ -289,9 +295,17 @@ class JobPage {
       button("↓", "small", () => this.nextMatch(1), "next match (n)"),
       this.searchInfo,
     );
+    // Enter searches; Enter again on the same words goes to the next
+    // match (Shift+Enter: the previous one), as in a browser's find.
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      this.runSearch(this.searchInput.value).catch((err) => fail(this.status, err));
+      const q = this.searchInput.value.trim();
+      const again = this.search && q && this.search.q === q;
+      const done = again ? this.nextMatch(this.shiftEnter ? -1 : 1) : this.runSearch(q);
+      done.catch((err) => fail(this.status, err));
+    });
+    this.searchInput.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") this.shiftEnter = e.shiftKey;
     });
     const firstError = button("First error", null, () => this.firstError(), "jump to the first error (e: next error)");
     firstError.id = "first-error";

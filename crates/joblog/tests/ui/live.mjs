@@ -16,6 +16,7 @@ await scenario("live", async (step) => {
     `while [ ! -e ${go} ]; do sleep 0.05; done`,
     "i=0",
     "while [ $i -lt 20 ]; do i=$((i+1)); echo \"tick $i $(date +%s%3N)\"; sleep 0.1; done",
+    "echo 'a first error, written live' >&2",
     "echo '::warning file=a.py,line=3::almost done'",
     `rm -f ${go}`,
   ].join("\n");
@@ -47,6 +48,13 @@ await scenario("live", async (step) => {
   await shot(page, "job-live");
   await until("the job's end on its page", async () => (await page.textContent(".job-head")).includes("succeeded"), 20000);
   step("the page shows the job's end");
+  // No error when the page opened: "First error" was disabled; the error
+  // that came live enables it, without a reload, and it jumps there.
+  await until("First error enabled", async () => !(await page.$eval("#first-error", (b) => b.disabled)), 5000);
+  await page.click("#first-error");
+  await until("the error in view", async () =>
+    (await page.$$eval(".log-rows .row", (rs) => rs.map((r) => r.textContent))).some((t) => t.includes("a first error, written live")));
+  step("an error that arrived live enables First error");
   await until(
     "the finished state in the list",
     async () => (await list.getAttribute(`tr[data-id='${id}']`, "class")).split(" ").includes("st-succeeded"),

@@ -77,7 +77,14 @@ await scenario("log", async (step) => {
   await until("match 3", async () => (await current()) === alpha[2]);
   await page.keyboard.press("N");
   await until("back to match 2", async () => (await current()) === alpha[1]);
-  step("server-side search: 3 matches, n/N move between them");
+  // Enter again in the box goes on to the next match (Shift+Enter back),
+  // as a browser's find does; it does not start over.
+  await page.focus("#search");
+  await page.press("#search", "Enter");
+  await until("Enter: match 3", async () => (await current()) === alpha[2]);
+  await page.press("#search", "Shift+Enter");
+  await until("Shift+Enter: match 2", async () => (await current()) === alpha[1]);
+  step("server-side search: 3 matches, n/N and Enter/Shift+Enter move between them");
   await shot(page, "job-search");
   await page.keyboard.press("Escape");
 
