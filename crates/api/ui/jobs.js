@@ -234,8 +234,24 @@ class JobsPage {
       const b = el("button", "button small danger");
       b.type = "button";
       b.textContent = "Cancel";
+      b.title = "cancel this job (asks first)";
+      // Asked first, in place: a first click arms it for a few seconds,
+      // a second one cancels (a list that moves must not cancel by a slip).
       b.addEventListener("click", async (e) => {
         e.stopPropagation();
+        if (!b.dataset.armed) {
+          b.dataset.armed = "1";
+          b.textContent = `Cancel #${j.id}?`;
+          b.setAttribute("aria-label", `Confirm: cancel job ${j.id}`);
+          setTimeout(() => {
+            if (!b.disabled) {
+              delete b.dataset.armed;
+              b.textContent = "Cancel";
+              b.removeAttribute("aria-label");
+            }
+          }, 5000);
+          return;
+        }
         b.disabled = true;
         try {
           await post(`/api/v1/jobs/${j.id}/cancel`);

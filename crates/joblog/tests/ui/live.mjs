@@ -64,5 +64,22 @@ await scenario("live", async (step) => {
   assert.equal(warnings, "1");
   step("the list shows it finished, with its warning count, without a reload");
   await shot(list, "jobs");
+  // Cancel in the list asks first: one click arms it, the second cancels.
+  const { id: sleeper } = await submit({ name: "to-cancel", command: ["sleep", "60"] });
+  await until("the sleeper running", async () => (await job(sleeper)).state === "running");
+  const cancel = `tr[data-id='${sleeper}'] button.danger`;
+  // Once the list shows it running, nothing redraws its row in between.
+  await until(
+    "the sleeper running in the list",
+    async () => ((await list.getAttribute(`tr[data-id='${sleeper}']`, "class")) ?? "").split(" ").includes("st-running"),
+    5000,
+  );
+  await list.click(cancel);
+  await until("the question", async () => (await list.textContent(cancel)) === `Cancel #${sleeper}?`);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal((await job(sleeper)).state, "running", "one click cancelled the job");
+  await list.click(cancel);
+  await until("the sleeper cancelled", async () => (await job(sleeper)).state === "cancelled");
+  step("Cancel in the list asks first, then cancels");
   await b.close();
 });
