@@ -30,10 +30,16 @@ export function clear(node) {
   while (node.firstChild) node.firstChild.remove();
 }
 
-export function stateBadge(state) {
+export function stateBadge(state, { label = false } = {}) {
   const s = text(state, `state st-${state}`);
   s.title = state;
-  return s;
+  if (!label) return s;
+  // The dot, and the state in words beside it: failed, timed out and
+  // interrupted share a red dot but not a style.
+  s.setAttribute("aria-hidden", "true");
+  const both = el("span", `state-badge st-${state}`);
+  both.append(s, text(state.replace("_", " "), `state-label st-${state}`));
+  return both;
 }
 
 // Whether the caller's role is at least `role`.

@@ -175,7 +175,7 @@ class JobPage {
     const j = this.job;
     clear(this.header);
     const title = el("h1");
-    title.append(stateBadge(j.state), text(` ${j.name ?? "(unnamed)"} `), text(`#${j.id}`, "muted"));
+    title.append(stateBadge(j.state, { label: true }), text(` ${j.name ?? "(unnamed)"} `), text(`#${j.id}`, "muted"));
     const facts = el("div", "head-facts");
     const fact = (k, v) => {
       if (v === null || v === undefined || v === "") return;

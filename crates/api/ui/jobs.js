@@ -208,7 +208,7 @@ class JobsPage {
     link.href = `/jobs/${j.id}`;
     link.textContent = j.id;
     const dot = el("td");
-    dot.append(stateBadge(j.state));
+    dot.append(stateBadge(j.state, { label: true }));
     const id = el("td", "num");
     id.append(link);
     const name = el("td", "name");

@@ -81,5 +81,10 @@ await scenario("live", async (step) => {
   await list.click(cancel);
   await until("the sleeper cancelled", async () => (await job(sleeper)).state === "cancelled");
   step("Cancel in the list asks first, then cancels");
+  // The state is said in words beside its dot, each with a style of its own.
+  await until("the cancelled state in words", async () =>
+    (await list.textContent(`tr[data-id='${sleeper}'] .state-label`)) === "cancelled");
+  assert.equal(await list.textContent(`tr[data-id='${id}'] .state-label`), "succeeded");
+  step("the list says each job's state in words");
   await b.close();
 });
