@@ -13,6 +13,8 @@ mod given;
 mod job;
 mod navigation;
 mod node;
+#[cfg(test)]
+mod proptests;
 mod query;
 mod record;
 pub mod result_blob;

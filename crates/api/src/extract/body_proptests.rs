@@ -381,7 +381,7 @@ proptest! {
             prop_assert_eq!(e.code, ErrorCode::InvalidJson, "{}", e.message);
         }
         let array = json!([["true"]]);
-        let e = json_body::<NewJobRequest>(&array).err().expect("an array read as a job");
+        let e = json_body::<NewJobRequest>(&array).expect_err("an array read as a job");
         prop_assert!(e.message.contains("must be a JSON object"), "{}", e.message);
     }
 

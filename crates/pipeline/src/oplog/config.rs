@@ -636,4 +636,43 @@ mod tests {
             assert_eq!(result.is_ok(), pattern != "ab*é", "{pattern}: {result:?}");
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(2000),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any Unicode in any text field of a sink (names, ignore entries,
+        /// paths, sizes, addresses, facilities): the section is planned or
+        /// refused naming its sink, never a panic (an ignore entry ending
+        /// in `é` was sliced inside the character).
+        #[test]
+        fn any_text_in_a_sink_is_planned_or_refused(
+            texts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::any::<String>(),
+                    "[a-zé*✓\\u{202e}/.]{0,12}",
+                ],
+                7,
+            ),
+        ) {
+            let file = serde_json::json!({
+                "kind": "file", "logs": ["access"], "name": texts[0], "ignore": [texts[1], texts[2]],
+                "path": texts[3], "rotate_size": texts[4],
+            });
+            let syslog = serde_json::json!({
+                "kind": "syslog", "logs": ["error"], "address": texts[5], "facility": texts[6],
+            });
+            for sink in [file, syslog] {
+                if let Err(e) = parse(serde_json::json!({ "sinks": [sink] })) {
+                    proptest::prop_assert!(
+                        e.starts_with("logging sink 1 (") || e.contains("two logging sinks"),
+                        "{}",
+                        e
+                    );
+                }
+            }
+        }
+    }
 }
