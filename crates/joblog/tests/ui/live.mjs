@@ -86,5 +86,16 @@ await scenario("live", async (step) => {
     (await list.textContent(`tr[data-id='${sleeper}'] .state-label`)) === "cancelled");
   assert.equal(await list.textContent(`tr[data-id='${id}'] .state-label`), "succeeded");
   step("the list says each job's state in words");
+  // On a phone (390 px) the list fits: nothing scrolls sideways, and each
+  // row shows its name, state, id and start.
+  await list.setViewportSize({ width: 390, height: 800 });
+  await until("the narrow layout", async () =>
+    (await list.evaluate(() => document.documentElement.scrollWidth)) <= 390);
+  for (const part of [".name", ".state-label", "td.num a"]) {
+    const box = await list.locator(`tr[data-id='${id}'] ${part}`).first().boundingBox();
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `${part} out of view at 390 px: ${JSON.stringify(box)}`);
+  }
+  await shot(list, "jobs-phone");
+  step("on a 390 px screen the list fits and shows name, state and id");
   await b.close();
 });

@@ -144,6 +144,18 @@ await scenario("schedules", async (step) => {
   );
   await shot(page, "schedules");
   step("listed with its cron, zone, next fire and last run");
+  // On a phone (390 px) the list fits: no sideways scroll, each schedule's
+  // name and cron in view.
+  await page.setViewportSize({ width: 390, height: 800 });
+  await until("the narrow layout", async () =>
+    (await page.evaluate(() => document.documentElement.scrollWidth)) <= 390);
+  for (const part of ["td.name", "td.cron"]) {
+    const box = await page.locator(`#schedules tr[data-id='${id}'] ${part}`).boundingBox();
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `${part} out of view at 390 px: ${JSON.stringify(box)}`);
+  }
+  await shot(page, "schedules-phone");
+  await page.setViewportSize({ width: 1280, height: 800 });
+  step("on a 390 px screen the schedule list fits");
 
   // Disable: no next fire, on its page and in the list.
   await page.click(`#schedules a[href="/schedules/${id}"]`);
