@@ -85,12 +85,27 @@ enum Handed {
 impl SinkHandle {
     /// Hands `msg` to the sink's queue under its policy, but never waits
     /// longer than [`STALL`], and not at all for a stalled sink.
+    ///
+    /// Entries go by the sink's policy and are counted when dropped; a
+    /// flush or a reopen must arrive, so it waits for room (up to
+    /// [`STALL`]) whatever the policy, and is no entry to count.
     fn hand(&self, msg: Msg) -> Handed {
+        let entry = matches!(msg, Msg::Entry(_));
+        let policy = if entry {
+            self.tx.policy()
+        } else {
+            Overflow::Block
+        };
         let stalled = self.stalled.get();
-        let pushed = if stalled || self.tx.policy() == Overflow::DropNewest {
+        let pushed = if stalled || policy == Overflow::DropNewest {
             self.tx.push_as(msg, Overflow::DropNewest)
         } else {
             self.tx.push_within(msg, STALL)
+        };
+        let count = |counter: &std::sync::atomic::AtomicU64| {
+            if entry {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
         };
         match (pushed, stalled) {
             (Pushed::Queued, false) => Handed::Queued,
@@ -98,8 +113,8 @@ impl SinkHandle {
                 self.stalled.set(false);
                 Handed::Recovered
             }
-            (Pushed::Dropped, _) if stalled || self.tx.policy() == Overflow::Block => {
-                self.stats.stalled.fetch_add(1, Ordering::Relaxed);
+            (Pushed::Dropped, _) if stalled || policy == Overflow::Block => {
+                count(&self.stats.stalled);
                 self.stalled.set(true);
                 if stalled {
                     Handed::Dropped
@@ -108,7 +123,7 @@ impl SinkHandle {
                 }
             }
             (Pushed::Dropped | Pushed::Closed, _) => {
-                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+                count(&self.stats.dropped);
                 Handed::Dropped
             }
         }
