@@ -479,9 +479,43 @@ class JobPage {
     }
   }
 
-  async rerun() {
+  // A job with secrets asks for their values first (never kept, so never
+  // prefilled), in the page; one without reruns at once.
+  rerun() {
+    const names = this.job.secret_names ?? [];
+    if (!names.length) return this.sendRerun({});
+    if (this.header.querySelector(".rerun-secrets")) return;
+    const form = el("form", "rerun-secrets");
+    form.append(text("Its secrets are not kept: give them again to rerun. ", "muted"));
+    const inputs = names.map((name) => {
+      const label = el("label");
+      const input = el("input");
+      input.type = "password";
+      input.autocomplete = "off";
+      input.name = name;
+      input.required = true;
+      label.append(text(`${name} `), input);
+      form.append(label, text(" "));
+      return input;
+    });
+    const go = el("button", "button");
+    go.type = "submit";
+    go.textContent = "Rerun with these";
+    go.id = "rerun-with-secrets";
+    const keep = button("Keep", null, () => form.remove());
+    form.append(go, text(" "), keep);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const secrets = Object.fromEntries(inputs.map((i) => [i.name, i.value]));
+      this.sendRerun({ secrets });
+    });
+    this.header.append(form);
+    inputs[0].focus();
+  }
+
+  async sendRerun(body) {
     try {
-      const job = await post(`/api/v1/jobs/${this.job.id}/rerun`);
+      const job = await post(`/api/v1/jobs/${this.job.id}/rerun`, body);
       location.assign(`/jobs/${job.id}`);
     } catch (err) {
       fail(this.status, err);

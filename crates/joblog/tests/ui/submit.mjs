@@ -2,7 +2,7 @@
 // secret becomes a job; its page shows the output, the secret masked, and
 // the secret's name (never its value) in the details.
 
-import { scenario, browser, rows, shot, assert, URL, until } from "./lib.mjs";
+import { scenario, browser, rows, shot, assert, URL, until, job } from "./lib.mjs";
 
 await scenario("submit", async (step) => {
   const b = await browser();
@@ -43,6 +43,25 @@ await scenario("submit", async (step) => {
   assert.deepEqual(shown, ['{…} 2 keys {"count":42,"items":[…]}', '"count" 42', '"items" […] 1 item ["a"]']);
   assert.equal(asked.length, 1);
   step("the result, fetched when asked and shown as a tree");
+
+  // Rerun asks for the secrets again (never prefilled), then reruns.
+  const jobOf = (url) => Number(/\/jobs\/(\d+)/.exec(url)?.[1]);
+  const original = jobOf(page.url());
+  await page.click("text=Rerun");
+  await until("the secrets' prompt", () => page.$(".rerun-secrets input[name=API_KEY]"));
+  assert.equal(await page.inputValue(".rerun-secrets input[name=API_KEY]"), "", "never prefilled");
+  assert.equal(await page.getAttribute(".rerun-secrets input[name=API_KEY]", "type"), "password");
+  await page.fill(".rerun-secrets input[name=API_KEY]", "another-s3cr3t-43");
+  await page.click("#rerun-with-secrets");
+  await until("the rerun's page", async () => jobOf(page.url()) > original);
+  const rerunId = jobOf(page.url());
+  const rerun = await job(rerunId);
+  assert.equal(rerun.rerun_of, original);
+  assert.deepEqual(rerun.secret_names, ["API_KEY"]);
+  await until("the rerun's masked secret", async () =>
+    (await rows(page)).some((r) => r.text === "the secret is ***"));
+  assert.ok(!(await page.textContent("main")).includes("another-s3cr3t-43"), "the value is never shown");
+  step("Rerun asks for the job's secrets again, then reruns it");
 
   // A refused submission says why, in the API's words.
   await page.goto(`${URL}/submit`);
