@@ -464,14 +464,14 @@ impl NewJobRequest {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_long_command_is_abbreviated_for_listings() {
-        let mut job = Job {
+    /// A queued job of `command`, nothing else given.
+    fn queued(command: Vec<String>) -> Job {
+        Job {
             id: 1,
             name: None,
             state: JobState::Queued,
             exit_code: None,
-            command: vec!["sh".into(), "-c".into(), "é".repeat(3000), "tail".into()],
+            command,
             command_truncated: false,
             env_truncated: false,
             run_after: None,
@@ -484,7 +484,17 @@ mod tests {
             result: None,
             given: Given::default(),
             spec: JobSpec::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_long_command_is_abbreviated_for_listings() {
+        let mut job = queued(vec![
+            "sh".into(),
+            "-c".into(),
+            "é".repeat(3000),
+            "tail".into(),
+        ]);
         let mut short = job.clone();
         short.abbreviate_command(10_000);
         assert!(!short.command_truncated);
@@ -502,25 +512,7 @@ mod tests {
 
     #[test]
     fn listings_cut_a_large_environment() {
-        let mut job = Job {
-            id: 1,
-            name: None,
-            state: JobState::Queued,
-            exit_code: None,
-            command: vec!["true".into()],
-            command_truncated: false,
-            env_truncated: false,
-            run_after: None,
-            node: None,
-            created_at: Timestamp(0),
-            started_at: None,
-            finished_at: None,
-            duration_ms: None,
-            log: LogSummary::default(),
-            result: None,
-            given: Given::default(),
-            spec: JobSpec::default(),
-        };
+        let mut job = queued(vec!["true".into()]);
         for (i, size) in [10, 2000, 3000, 50].into_iter().enumerate() {
             job.given.env.insert(format!("V{i}"), "é".repeat(size / 2));
         }

@@ -278,13 +278,12 @@ fn mark_in(environ: &[u8], instance: &str) -> Option<Mark> {
 }
 
 #[cfg(test)]
-fn job_id_in(environ: &[u8], instance: &str) -> Option<JobId> {
-    mark_in(environ, instance).map(|(job, _)| job)
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
+
+    fn job_id_in(environ: &[u8], instance: &str) -> Option<JobId> {
+        mark_in(environ, instance).map(|(job, _)| job)
+    }
 
     #[test]
     fn stat_lines_are_read_after_the_command_name() {

@@ -101,6 +101,20 @@ impl Server {
         }
     }
 
+    /// The same server, its client sending `token` with every request (so
+    /// `submit`, `job` and the waits work on a server that needs one).
+    fn with_token(mut self, token: &str) -> Server {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let value = format!("Bearer {token}").parse().expect("a header value");
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        joblog::client::install_tls_provider();
+        self.http = reqwest::Client::builder()
+            .default_headers(headers)
+            .build()
+            .expect("an HTTP client");
+        self
+    }
+
     fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -78,7 +78,6 @@ async fn orphans_that_exit_at_once_are_reaped_even_under_a_fork_storm() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_server_creates_is_private_whatever_the_umask() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
     let mode = |p: &std::path::Path| {
         std::fs::metadata(p)
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
@@ -89,15 +88,15 @@ async fn what_the_server_creates_is_private_whatever_the_umask() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let job_file = dir.path().join("made-by-the-job");
+    // The same command, started by a shell that set umask 000 first.
     let server = Server::start_with(&data, &[], |c| {
-        // SAFETY: umask(2) only, between fork and exec.
-        #[allow(unsafe_code)]
-        unsafe {
-            c.pre_exec(|| {
-                nix::sys::stat::umask(nix::sys::stat::Mode::empty());
-                Ok(())
-            });
-        }
+        let mut wrapped = std::process::Command::new("sh");
+        wrapped
+            .args(["-c", "umask 000 && exec \"$0\" \"$@\"", super::BIN])
+            .args(c.get_args())
+            .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .stdin(std::process::Stdio::null());
+        *c = wrapped;
     })
     .await;
     let id = server
@@ -220,50 +219,16 @@ echo '{{"ran_as": "nobody"}}' > "$JOBLOG_RESULT""#,
         data = data.display(),
         token = token_file.display(),
     );
-    let submit = |body: serde_json::Value| {
-        let server = &server;
-        async move {
-            let r = server
-                .http
-                .post(format!("{}/api/v1/jobs", server.url))
-                .bearer_auth(TOKEN)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 201);
-            r.json::<serde_json::Value>().await.unwrap()["id"]
-                .as_i64()
-                .unwrap()
-        }
-    };
-    let get = |path: String| {
-        let server = &server;
-        async move {
-            server
-                .http
-                .get(format!("{}{path}", server.url))
-                .bearer_auth(TOKEN)
-                .send()
-                .await
-                .unwrap()
-        }
-    };
-    let id = submit(json!({"command": ["sh", "-c", script]})).await;
-    let job = loop {
-        let job: serde_json::Value = get(format!("/api/v1/jobs/{id}"))
-            .await
-            .json()
-            .await
-            .unwrap();
-        if !matches!(job["state"].as_str(), Some("queued" | "running")) {
-            break job;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let server = server.with_token(TOKEN);
+    let id = server
+        .submit(json!({"command": ["sh", "-c", script]}))
+        .await;
+    let job = server.wait_finished(id).await;
     assert_eq!(job["state"], "succeeded", "{job}");
+    let get = |path: String| server.http.get(format!("{}{path}", server.url)).send();
     let text = get(format!("/api/v1/jobs/{id}/log/text"))
         .await
+        .unwrap()
         .text()
         .await
         .unwrap();
@@ -277,45 +242,27 @@ echo '{{"ran_as": "nobody"}}' > "$JOBLOG_RESULT""#,
     }
     let result: serde_json::Value = get(format!("/api/v1/jobs/{id}/result"))
         .await
+        .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(result, json!({"ran_as": "nobody"}));
     // A job of another user is still stopped.
-    let id = submit(json!({"command": ["sleep", "60"]})).await;
-    loop {
-        let job: serde_json::Value = get(format!("/api/v1/jobs/{id}"))
-            .await
-            .json()
-            .await
-            .unwrap();
-        if job["state"] == "running" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let id = server.submit(json!({"command": ["sleep", "60"]})).await;
+    server
+        .wait_until(id, "running", |j| j["state"] == "running")
+        .await;
     let cancel = server
         .http
         .post(format!("{}/api/v1/jobs/{id}/cancel", server.url))
-        .bearer_auth(TOKEN)
         .json(&json!({}))
         .send()
         .await
         .unwrap();
     assert_eq!(cancel.status(), 200);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let job: serde_json::Value = get(format!("/api/v1/jobs/{id}"))
-            .await
-            .json()
-            .await
-            .unwrap();
-        if job["state"] == "cancelled" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never cancelled: {job}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    server
+        .wait_until(id, "cancelled", |j| j["state"] == "cancelled")
+        .await;
     drop(server);
 
     // A token file the job user could read: refused at start.

@@ -205,7 +205,7 @@ impl Oplog {
             .name("log-router".into())
             .spawn(move || run_router(&rx, routes))
             .map_err(|e| OplogError::Open(format!("cannot start the log router: {e}")))?;
-        let trusted_dir = config.dir.clone().unwrap_or(options.default_dir.clone());
+        let trusted_dir = logging_dir(&config, &options);
         Ok(Oplog {
             inner: Arc::new(Inner {
                 submitter,
@@ -262,7 +262,7 @@ impl Oplog {
                 .map_err(OplogError::Invalid)?,
             Source::File => {
                 state.trusted.clone_from(&plans);
-                state.trusted_dir = config.dir.clone().unwrap_or(options.default_dir.clone());
+                state.trusted_dir = logging_dir(&config, options);
             }
         }
         if state.config == config {
@@ -363,6 +363,14 @@ impl Oplog {
     pub(crate) fn router_depth(&self) -> usize {
         self.inner.router_drops.depth()
     }
+}
+
+/// Where `config`'s relative file sinks go.
+fn logging_dir(config: &LoggingConfig, options: &OplogOptions) -> std::path::PathBuf {
+    config
+        .dir
+        .clone()
+        .unwrap_or_else(|| options.default_dir.clone())
 }
 
 fn route_options(config: &LoggingConfig, options: &OplogOptions, plans: &[Plan]) -> RouteOptions {
