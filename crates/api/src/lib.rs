@@ -67,7 +67,7 @@ pub struct AppState {
     viewers: Arc<limits::Viewers>,
     /// Request bodies buffered at once, in all (`limits::body`).
     body_budget: Arc<tokio::sync::Semaphore>,
-    job_names: Arc<metrics::JobNameMetrics>,
+    store_metrics: Arc<metrics::StoreMetrics>,
     /// The server's own logs, when the API may reconfigure them.
     oplog: Option<joblog_pipeline::oplog::Oplog>,
 }
@@ -104,10 +104,10 @@ impl Default for ApiOptions {
 
 impl AppState {
     pub fn new(engine: Engine, mut registry: Registry, options: &ApiOptions) -> AppState {
-        let job_names = metrics::JobNameMetrics::register(&mut registry, options.max_job_names);
+        let store_metrics = metrics::StoreMetrics::register(&mut registry, options.max_job_names);
         AppState {
             engine,
-            job_names: Arc::new(job_names),
+            store_metrics: Arc::new(store_metrics),
             registry: Arc::new(registry),
             auth: Arc::new(auth::Auth::new(options.token.as_deref())),
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),

@@ -1087,10 +1087,14 @@ async fn metrics_healthz_and_openapi(db: TestDatabase) {
     let job = run_sh(&t.router, "echo one; echo two; echo three").await;
     assert_eq!(job["log"]["records"], 3);
 
+    // Without Accept, and to text-format scrapers, the Prometheus text
+    // format: a counter's TYPE names its _total sample.
     let metrics = get(&t.router, "/metrics").await;
     assert_eq!(metrics.status, StatusCode::OK);
-    let content_type = metrics.content_type.clone().unwrap_or_default();
-    assert!(content_type.contains("text"), "{content_type}");
+    assert_eq!(
+        metrics.content_type.as_deref(),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
     let text = metrics.text();
     assert!(text.contains("joblog_store_batch_records"), "{text}");
     let written: f64 = text
@@ -1102,10 +1106,49 @@ async fn metrics_healthz_and_openapi(db: TestDatabase) {
         .unwrap();
     assert!(written >= 3.0, "{written} records written");
     assert!(
-        text.trim_end().ends_with("# EOF"),
+        text.lines()
+            .any(|l| l == "# TYPE joblog_log_records_written_total counter"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("# EOF") && !text.contains("# UNIT"),
+        "{text}"
+    );
+    // Histogram bounds as written, without float noise.
+    for line in text.lines().filter(|l| l.contains("_bucket{")) {
+        let le = line
+            .split("le=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert!(
+            le == "+Inf" || le.len() <= 8,
+            "a bound with float noise: {line}"
+        );
+    }
+    // What Prometheus asks for first: OpenMetrics.
+    let accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let request = Request::get("/metrics")
+        .header(header::ACCEPT, accept)
+        .body(Body::empty())
+        .unwrap();
+    let open = send(&t.router, request).await;
+    assert_eq!(
+        open.content_type.as_deref(),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    let open = open.text();
+    assert!(
+        open.trim_end().ends_with("# EOF"),
         "OpenMetrics text ends with # EOF"
     );
-
+    assert!(
+        open.lines()
+            .any(|l| l == "# TYPE joblog_log_records_written counter"),
+        "{open}"
+    );
     let health = get(&t.router, "/healthz").await;
     assert_eq!(health.status, StatusCode::OK);
     let health = health.json();

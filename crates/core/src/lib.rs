@@ -7,6 +7,7 @@
 //! SQL, HTTP, processes or files.
 
 mod audit;
+mod buckets;
 mod duration;
 mod escape;
 mod given;
@@ -25,6 +26,7 @@ mod time;
 mod token;
 
 pub use audit::{AuditEntry, AuditQuery, NewAudit, MAX_AUDIT_FIELD, MAX_AUDIT_LIMIT};
+pub use buckets::exponential_buckets;
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use escape::{escape_display, is_hidden_format};
 pub use given::Given;

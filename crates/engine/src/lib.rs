@@ -29,7 +29,7 @@ use joblog_store::{GroomPolicy, Store};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::sync::{watch, Notify, Semaphore};
 
@@ -291,12 +291,12 @@ impl Engine {
             );
         }
         let metrics = Metrics {
-            queue_wait: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
-            run_time: Histogram::new(exponential_buckets(0.01, 4.0, 10)),
+            queue_wait: Histogram::new(joblog_core::exponential_buckets(0.001, 4.0, 10)),
+            run_time: Histogram::new(joblog_core::exponential_buckets(0.01, 4.0, 10)),
             finished: Family::default(),
             in_use: Gauge::default(),
             // 0.5 ms to 16 s, doubling: fine enough to read a p99 of a few ms.
-            fire_lateness: Histogram::new(exponential_buckets(0.0005, 2.0, 16)),
+            fire_lateness: Histogram::new(joblog_core::exponential_buckets(0.0005, 2.0, 16)),
             fires: Counter::default(),
             fires_skipped: Counter::default(),
         };

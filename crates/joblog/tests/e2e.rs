@@ -16,6 +16,8 @@ mod listing;
 mod logs;
 #[path = "e2e/nodes.rs"]
 mod nodes;
+#[path = "e2e/prometheus.rs"]
+mod prometheus;
 #[path = "e2e/rerun.rs"]
 mod rerun;
 #[path = "e2e/schedules.rs"]

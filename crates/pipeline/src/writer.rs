@@ -19,7 +19,7 @@ use joblog_core::{Backoff, JobId, LogSummary, Record};
 use joblog_store::{Committed, Outcome, StoreError, StoreWriter, WriteOp};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::sync::{broadcast, oneshot, Semaphore};
 
@@ -78,8 +78,8 @@ impl Metrics {
             bytes: Counter::default(),
             commits: Counter::default(),
             errors: Counter::default(),
-            batch_records: Histogram::new(exponential_buckets(1.0, 4.0, 9)),
-            commit_seconds: Histogram::new(exponential_buckets(0.0001, 3.0, 12)),
+            batch_records: Histogram::new(joblog_core::exponential_buckets(1.0, 4.0, 9)),
+            commit_seconds: Histogram::new(joblog_core::exponential_buckets(0.0001, 3.0, 12)),
             pending_bytes: Gauge::default(),
             healthy: Gauge::default(),
         };

@@ -139,6 +139,11 @@ pub trait Store: Send + Sync + 'static {
     /// a covering index, not the log.
     async fn finished_by_name(&self) -> Result<Vec<FinishedByName>>;
 
+    /// Per schedule, when its last job that succeeded, and its last that
+    /// failed, timed out or was interrupted, finished (for per-schedule
+    /// metrics). One pass over a covering index of scheduled jobs.
+    async fn finished_by_schedule(&self) -> Result<Vec<FinishedBySchedule>>;
+
     /// The nodes that have run on this store (a node silent for a week is
     /// forgotten), by name, with the jobs each has running.
     async fn list_nodes(&self) -> Result<Vec<NodeInfo>>;
@@ -314,6 +319,21 @@ pub struct FinishedByName {
 pub(crate) const FINISHED_BY_NAME: &str =
     "SELECT name, state, count(*), max(finished_at) FROM jobs \
      WHERE state NOT IN ('queued', 'running') GROUP BY name, state";
+
+/// When the last job of one schedule in one final state finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedBySchedule {
+    pub schedule_id: ScheduleId,
+    pub state: JobState,
+    pub last_finished: Timestamp,
+}
+
+/// The query both stores answer [`Store::finished_by_schedule`] with.
+pub(crate) const FINISHED_BY_SCHEDULE: &str =
+    "SELECT schedule_id, state, max(finished_at) FROM jobs \
+     WHERE schedule_id IS NOT NULL \
+     AND state IN ('succeeded', 'failed', 'timed_out', 'interrupted') \
+     GROUP BY schedule_id, state";
 
 /// Message bytes after which a log page ends, whatever its `limit`.
 pub const MAX_PAGE_BYTES: usize = 1 << 20;

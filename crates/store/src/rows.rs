@@ -216,3 +216,20 @@ pub(crate) fn finished_by_name(
         last_finished: Timestamp(last_finished.unwrap_or(0)),
     })
 }
+
+/// A row of [`crate::FINISHED_BY_SCHEDULE`].
+pub(crate) fn finished_by_schedule(
+    schedule_id: i64,
+    state: &str,
+    last_finished: Option<i64>,
+) -> Result<crate::FinishedBySchedule> {
+    Ok(crate::FinishedBySchedule {
+        state: JobState::parse(state).ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "jobs of schedule {schedule_id} have state {state:?}"
+            ))
+        })?,
+        schedule_id,
+        last_finished: Timestamp(last_finished.unwrap_or(0)),
+    })
+}

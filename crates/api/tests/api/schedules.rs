@@ -24,6 +24,7 @@ joblog_store::backend_tests! {
     a_run_whose_node_lacks_a_secret_fails_naming_the_variable,
     fires_wait_while_the_queue_is_full_and_schedules_are_capped,
     a_retry_waiting_out_its_backoff_says_when_it_may_start,
+    each_schedule_has_its_metrics_from_its_creation,
 }
 
 const MIN: i64 = 60_000_000;
@@ -579,5 +580,93 @@ async fn a_retry_waiting_out_its_backoff_says_when_it_may_start(db: TestDatabase
         &json!({}),
     )
     .await;
+    t.shutdown().await;
+}
+
+/// Per schedule, by name: 0 for what has not happened yet (so an alert on
+/// a schedule that never succeeded has a series to fire on), its own last
+/// success and failure, its next fire, its longest gap between fires and
+/// whether it is enabled.
+async fn each_schedule_has_its_metrics_from_its_creation(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock(db, 2, clock.clone()).await;
+    let r = &t.router;
+    let nightly = create(
+        r,
+        json!({"name": "nightly", "cron": "30 2 * * *", "timezone": "Europe/Berlin", "script": "exit 3"}),
+    )
+    .await;
+    let weekdays = create(
+        r,
+        json!({"name": "weekdays", "cron": "0 9 * * 1-5", "script": "true"}),
+    )
+    .await;
+    let idle = create(
+        r,
+        json!({"name": "idle", "cron": "@hourly", "script": "true"}),
+    )
+    .await;
+    let off = patch(
+        r,
+        &format!("/api/v1/schedules/{}", idle["id"]),
+        &json!({"enabled": false}),
+    )
+    .await;
+    assert_eq!(off.status, StatusCode::OK);
+    let mut finished = Vec::new();
+    for s in [&nightly, &weekdays] {
+        let job = post(r, &format!("/api/v1/schedules/{}/run", s["id"]), &json!({})).await;
+        finished.push(wait_finished(r, id_of(&job.json())).await);
+    }
+    let text = get(r, "/metrics").await.text();
+    let sample = |metric: &str, schedule: &str| -> f64 {
+        let prefix = format!("joblog_schedule_{metric}{{schedule=\"{schedule}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no `{prefix}` in\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    let seconds = |v: &Value| -> f64 {
+        let t = humantime::parse_rfc3339(v.as_str().unwrap()).unwrap();
+        t.duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-3;
+    let failed = sample("last_failure_timestamp_seconds", "nightly");
+    assert!(
+        close(failed, seconds(&finished[0]["finished_at"])),
+        "{failed}"
+    );
+    assert_eq!(sample("last_success_timestamp_seconds", "nightly"), 0.0);
+    let succeeded = sample("last_success_timestamp_seconds", "weekdays");
+    assert!(close(succeeded, seconds(&finished[1]["finished_at"])));
+    assert_eq!(sample("last_failure_timestamp_seconds", "weekdays"), 0.0);
+    for s in [&nightly, &weekdays] {
+        let name = s["name"].as_str().unwrap();
+        assert!(close(
+            sample("next_fire_timestamp_seconds", name),
+            seconds(&s["next_fire"])
+        ));
+        assert!(close(
+            sample("created_timestamp_seconds", name),
+            seconds(&s["created_at"])
+        ));
+        assert_eq!(sample("enabled", name), 1.0);
+    }
+    // A day; a weekday schedule's longest gap is its weekend.
+    assert_eq!(sample("period_seconds", "nightly"), 86_400.0);
+    assert_eq!(sample("period_seconds", "weekdays"), 3.0 * 86_400.0);
+    // Never ran, disabled: every series is there, at 0.
+    for metric in [
+        "last_success_timestamp_seconds",
+        "last_failure_timestamp_seconds",
+        "next_fire_timestamp_seconds",
+        "enabled",
+    ] {
+        assert_eq!(sample(metric, "idle"), 0.0, "{metric}");
+    }
+    assert_eq!(sample("period_seconds", "idle"), 3_600.0);
     t.shutdown().await;
 }

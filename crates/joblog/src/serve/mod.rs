@@ -285,9 +285,9 @@ async fn wait_for_signal() -> anyhow::Result<&'static str> {
 /// of the store's read pool. Near zero while requests do not fight over
 /// the pool (`joblog bench dispatch` reports it).
 fn read_wait_metric(registry: &mut prometheus_client::registry::Registry) -> ReadWait {
-    use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+    use prometheus_client::metrics::histogram::Histogram;
     // 10 µs to about 2.6 s.
-    let histogram = Histogram::new(exponential_buckets(0.000_01, 4.0, 10));
+    let histogram = Histogram::new(joblog_core::exponential_buckets(0.000_01, 4.0, 10));
     registry.register(
         "joblog_store_read_wait_seconds",
         "Time a read waited for a connection of the store's read pool",

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::{cli, Server};
 
 impl Server {
-    async fn create_schedule(&self, body: Value) -> i64 {
+    pub(crate) async fn create_schedule(&self, body: Value) -> i64 {
         let r = self
             .http
             .post(format!("{}/api/v1/schedules", self.url))

@@ -483,6 +483,25 @@ impl Store for PgStore {
             .await
     }
 
+    async fn finished_by_schedule(&self) -> Result<Vec<crate::FinishedBySchedule>> {
+        self.pool
+            .read(|c| {
+                Box::pin(async move {
+                    let rows = c.query(crate::FINISHED_BY_SCHEDULE, &[]).await?;
+                    rows.iter()
+                        .map(|r| {
+                            crate::rows::finished_by_schedule(
+                                r.try_get(0)?,
+                                r.try_get::<_, &str>(1)?,
+                                r.try_get(2)?,
+                            )
+                        })
+                        .collect()
+                })
+            })
+            .await
+    }
+
     async fn finished_by_name(&self) -> Result<Vec<crate::FinishedByName>> {
         self.pool
             .read(|c| {

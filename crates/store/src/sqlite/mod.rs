@@ -26,8 +26,8 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use crate::rows::{fields_text, streams_to_text, JobRow, RecordRow, JOB_COLUMNS};
 use crate::{
-    FinishedByName, GroomPolicy, Outcome, Result, Snapshot, Store, StoreError, StoreOptions,
-    StoreWriter, SyncMode, WriteOp,
+    FinishedByName, FinishedBySchedule, GroomPolicy, Outcome, Result, Snapshot, Store, StoreError,
+    StoreOptions, StoreWriter, SyncMode, WriteOp,
 };
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how
@@ -79,6 +79,9 @@ CREATE TABLE results (
     ResultsToBlobs,
     Sql(schedules::MIGRATION),
     Sql(sealed::MIGRATION),
+    // Per-schedule metrics read (schedule_id, state, finished_at) of every
+    // scheduled job: from this index alone.
+    Sql("CREATE INDEX jobs_schedule_state ON jobs(schedule_id, state, finished_at);"),
 ];
 
 /// One step of the schema.
@@ -452,6 +455,26 @@ impl Store for SqliteStore {
             for row in rows {
                 let (name, state, jobs, last) = row?;
                 out.push(crate::rows::finished_by_name(name, &state, jobs, last)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn finished_by_schedule(&self) -> Result<Vec<FinishedBySchedule>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(crate::FINISHED_BY_SCHEDULE)?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (schedule, state, last) = row?;
+                out.push(crate::rows::finished_by_schedule(schedule, &state, last)?);
             }
             Ok(out)
         })

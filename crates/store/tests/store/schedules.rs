@@ -17,6 +17,7 @@ joblog_store::backend_tests! {
     a_schedule_whose_row_cannot_be_read_is_disabled_not_fatal,
     a_failed_run_is_retried_after_its_backoff_and_no_more,
     jobs_over_their_concurrency_limit_stay_queued_without_blocking_others,
+    each_schedules_last_success_and_failure_are_read_per_state,
 }
 
 const MIN: i64 = 60_000_000;
@@ -465,4 +466,47 @@ async fn postgres_claims_of_several_nodes_hold_a_concurrency_limit() {
     assert_eq!(claimed.len(), 20 + 3, "every free job, and three keyed");
     let queued = store.count_queued(1000).await.unwrap();
     assert_eq!(queued, 40 - 3);
+}
+
+/// What per-schedule metrics read: per schedule and final state (cancels
+/// aside), when its last such job finished; jobs of no schedule are not
+/// read.
+async fn each_schedules_last_success_and_failure_are_read_per_state(db: TestDatabase) {
+    let mut t = open_store(db);
+    let a = t.create(json!({"name": "a"}), at(1));
+    let b = t.create(json!({"name": "b"}), at(1));
+    let of = |jobs: &[Job], s: i64| {
+        jobs.iter()
+            .find(|j| j.spec.schedule.map(|r| r.schedule_id) == Some(s))
+            .unwrap()
+            .id
+    };
+    let first = t.fire(at(1)).jobs;
+    t.claim("n");
+    t.claim("n");
+    let a_failed = t.finish(of(&first, a.id), JobState::Failed, Some(1));
+    let b_timed_out = t.finish(of(&first, b.id), JobState::TimedOut, None);
+    let second = t.fire(at(2)).jobs;
+    t.claim("n");
+    t.claim("n");
+    let a_ok = t.finish(of(&second, a.id), JobState::Succeeded, Some(0));
+    t.finish(of(&second, b.id), JobState::Cancelled, None);
+    let free = t.insert(Some("a"));
+    t.claim("n");
+    t.finish(free.id, JobState::Succeeded, Some(0));
+    let mut rows = t.store.finished_by_schedule().await.unwrap();
+    rows.sort_by_key(|r| (r.schedule_id, r.state.name()));
+    let row = |schedule_id, state, job: &Job| joblog_store::FinishedBySchedule {
+        schedule_id,
+        state,
+        last_finished: job.finished_at.unwrap(),
+    };
+    assert_eq!(
+        rows,
+        [
+            row(a.id, JobState::Failed, &a_failed),
+            row(a.id, JobState::Succeeded, &a_ok),
+            row(b.id, JobState::TimedOut, &b_timed_out),
+        ]
+    );
 }

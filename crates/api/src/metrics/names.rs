@@ -1,53 +1,41 @@
-//! `GET /metrics`: the registry's metrics, plus per job name the time of
-//! the last success and of the last failure and the finished jobs kept by
-//! final state — what cron-style alerting asks ("has `backup` succeeded in
-//! the last 25 hours?"). Those are read from the store, which every node
-//! shares, at most every [`REFRESH`], and bounded to `max_names` names (the
-//! most recently finished; the rest are summed under `(other)`), so that a
-//! name per job cannot blow up the series count.
+//! Per job name: the time of the last success and of the last failure and
+//! the finished jobs kept by final state — what cron-style alerting of
+//! jobs submitted by hand or by other tools asks. Bounded to `max_names`
+//! names (the most recently finished; the rest are summed under
+//! `(other)`), so that a name per job cannot blow up the series count.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
 use joblog_core::JobState;
-use joblog_store::{FinishedByName, Store};
+use joblog_store::FinishedByName;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::AppState;
+use super::Labels;
 
-/// How stale the per-name figures may be: scrapes within it reuse them.
-const REFRESH: Duration = Duration::from_secs(10);
 /// The name unnamed jobs are exported under.
-pub const UNNAMED: &str = "(unnamed)";
+const UNNAMED: &str = "(unnamed)";
 /// The name the least recent names past the bound are summed under.
-pub const OTHER: &str = "(other)";
+const OTHER: &str = "(other)";
 
-type Labels = Vec<(String, String)>;
-
-pub(crate) struct JobNameMetrics {
+pub(super) struct JobNameMetrics {
     last_success: Family<Labels, Gauge<f64, AtomicU64>>,
     last_failure: Family<Labels, Gauge<f64, AtomicU64>>,
     finished: Family<Labels, Gauge>,
     folded: Gauge,
     max_names: usize,
-    refreshed: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl JobNameMetrics {
-    pub(crate) fn register(registry: &mut Registry, max_names: usize) -> JobNameMetrics {
+    pub(super) fn register(registry: &mut Registry, max_names: usize) -> JobNameMetrics {
         let m = JobNameMetrics {
             last_success: Family::default(),
             last_failure: Family::default(),
             finished: Family::default(),
             folded: Gauge::default(),
             max_names,
-            refreshed: tokio::sync::Mutex::new(None),
         };
         registry.register(
             "joblog_job_last_success_timestamp_seconds",
@@ -72,14 +60,9 @@ impl JobNameMetrics {
         m
     }
 
-    /// Reads the store unless the figures are fresher than [`REFRESH`].
-    async fn refresh(&self, store: &dyn Store) -> Result<(), joblog_store::StoreError> {
-        let mut refreshed = self.refreshed.lock().await;
-        if refreshed.is_some_and(|at| at.elapsed() < REFRESH) {
-            return Ok(());
-        }
-        let rows = store.finished_by_name().await?;
-        let (names, folded) = fold(&rows, self.max_names);
+    /// Replaces the figures with those of `rows`.
+    pub(super) fn update(&self, rows: &[FinishedByName]) {
+        let (names, folded) = fold(rows, self.max_names);
         self.last_success.clear();
         self.last_failure.clear();
         self.finished.clear();
@@ -102,8 +85,6 @@ impl JobNameMetrics {
             }
         }
         self.folded.set(folded as i64);
-        *refreshed = Some(Instant::now());
-        Ok(())
     }
 }
 
@@ -183,26 +164,6 @@ fn max_of(a: Option<f64>, b: Option<f64>) -> Option<f64> {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
     }
-}
-
-pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
-    if let Err(e) = state.job_names.refresh(state.engine.store().as_ref()).await {
-        // The other metrics still matter most when the store is away.
-        tracing::error!(error = %e, "reading per-name job metrics");
-    }
-    let mut body = String::new();
-    if let Err(e) = prometheus_client::encoding::text::encode(&mut body, &state.registry) {
-        tracing::error!(error = %e, "encoding metrics");
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        body,
-    )
-        .into_response()
 }
 
 #[cfg(test)]
