@@ -25,6 +25,7 @@ joblog_store::backend_tests! {
     fires_wait_while_the_queue_is_full_and_schedules_are_capped,
     a_retry_waiting_out_its_backoff_says_when_it_may_start,
     each_schedule_has_its_metrics_from_its_creation,
+    fixed_times_fire_once_through_both_daylight_saving_changes,
 }
 
 const MIN: i64 = 60_000_000;
@@ -491,6 +492,11 @@ async fn a_run_whose_node_lacks_a_secret_fails_naming_the_variable(db: TestDatab
         said.contains("set JOBLOG_SECRET_API_KEY") && said.contains("test-node"),
         "{said}"
     );
+    // Which node holds which secret is listed, by name only.
+    let nodes = get(r, "/api/v1/nodes").await.text();
+    let listed: Value = serde_json::from_str(&nodes).unwrap();
+    assert_eq!(listed["nodes"][0]["secret_names"], json!(["DB_PASSWORD"]));
+    assert!(!nodes.contains("s3cret"), "{nodes}");
     t.shutdown().await;
 }
 
@@ -668,5 +674,106 @@ async fn each_schedule_has_its_metrics_from_its_creation(db: TestDatabase) {
         assert_eq!(sample(metric, "idle"), 0.0, "{metric}");
     }
     assert_eq!(sample("period_seconds", "idle"), 3_600.0);
+    t.shutdown().await;
+}
+
+fn utc(text: &str) -> Timestamp {
+    let t = humantime::parse_rfc3339(text).unwrap();
+    Timestamp(t.duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as i64)
+}
+
+/// The live scheduler, its clock walked minute by minute through the
+/// nights Berlin's clocks change: a fixed time written as a list or a
+/// range (also with seconds) fires right after the skipped hour, once,
+/// and once in the repeated hour — the promise of docs/cli.md, kept by
+/// what runs, not only by the preview of next fires.
+async fn fixed_times_fire_once_through_both_daylight_saving_changes(db: TestDatabase) {
+    let crons = [
+        "30,40 2 * * *",
+        "30 2,3 * * *",
+        "30 1-3 * * *",
+        "0 30,40 2 * * *",
+    ];
+    // Fire times in UTC. Spring, 2026-03-29: 02:00 CET (01:00Z) becomes
+    // 03:00 CEST. Autumn, 2026-10-25: 03:00 CEST (01:00Z) goes back to
+    // 02:00 CET.
+    let spring: [&[&str]; 4] = [
+        &["2026-03-29T01:00:00.000000Z"],
+        &["2026-03-29T01:00:00.000000Z", "2026-03-29T01:30:00.000000Z"],
+        &[
+            "2026-03-29T00:30:00.000000Z",
+            "2026-03-29T01:00:00.000000Z",
+            "2026-03-29T01:30:00.000000Z",
+        ],
+        &["2026-03-29T01:00:00.000000Z"],
+    ];
+    let autumn: [&[&str]; 4] = [
+        &["2026-10-25T00:30:00.000000Z", "2026-10-25T00:40:00.000000Z"],
+        &["2026-10-25T00:30:00.000000Z", "2026-10-25T02:30:00.000000Z"],
+        &[
+            "2026-10-24T23:30:00.000000Z",
+            "2026-10-25T00:30:00.000000Z",
+            "2026-10-25T02:30:00.000000Z",
+        ],
+        &["2026-10-25T00:30:00.000000Z", "2026-10-25T00:40:00.000000Z"],
+    ];
+    // Midnight local to 04:00 local, each night.
+    let nights = [
+        ("2026-03-28T23:00:00Z", 180, spring),
+        ("2026-10-24T22:00:00Z", 300, autumn),
+    ];
+    let clock = ManualClock::at(utc(nights[0].0));
+    let t = start_app_with_clock(db, 4, clock.clone()).await;
+    let r = &t.router;
+    for (night, (start, minutes, expected)) in nights.into_iter().enumerate() {
+        clock.set(utc(start));
+        let mut ids = Vec::new();
+        for (i, cron) in crons.iter().enumerate() {
+            let s = create(
+                r,
+                json!({"name": format!("dst-{night}-{i}"), "cron": cron,
+                       "timezone": "Europe/Berlin", "script": "true"}),
+            )
+            .await;
+            ids.push(s["id"].as_i64().unwrap());
+        }
+        for minute in 1..=minutes {
+            let now = Timestamp(utc(start).0 + minute * MIN);
+            clock.set(now);
+            // The scheduler has done this minute when every next fire is
+            // past it.
+            let deadline = tokio::time::Instant::now() + PATIENCE;
+            loop {
+                let mut behind = false;
+                for id in &ids {
+                    let s = get_json(r, &format!("/api/v1/schedules/{id}")).await;
+                    let next = utc(s["next_fire"].as_str().unwrap());
+                    behind |= next <= now;
+                }
+                if !behind {
+                    break;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the scheduler never passed {start} + {minute} min"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
+        for ((id, cron), want) in ids.iter().zip(crons).zip(expected) {
+            let fired: Vec<String> = runs(r, *id)
+                .await
+                .iter()
+                .map(|j| j["fire_time"].as_str().unwrap().to_string())
+                .collect();
+            assert_eq!(fired, want, "{cron} on the night of {start}");
+        }
+        for id in ids {
+            assert_eq!(
+                delete(r, &format!("/api/v1/schedules/{id}")).await.status,
+                StatusCode::NO_CONTENT
+            );
+        }
+    }
     t.shutdown().await;
 }

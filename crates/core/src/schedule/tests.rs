@@ -77,6 +77,107 @@ fn a_fixed_time_in_the_repeated_autumn_hour_fires_once() {
     );
 }
 
+/// Lists and ranges of hours and minutes are fixed times too (Vixie
+/// cron's rule: a field not starting with `*`): the skipped hour's fires
+/// run once right after it, the repeated hour's once, the first time —
+/// also with a seconds field, and walking back as forth.
+#[test]
+fn lists_and_ranges_are_fixed_times_through_both_changes() {
+    let berlin = "Europe/Berlin";
+    let spring = at(berlin, 2026, 3, 28, 12, 0);
+    let autumn = at(berlin, 2026, 10, 24, 12, 0);
+    for (cron, in_spring, in_autumn) in [
+        (
+            "30,40 2 * * *",
+            &["2026-03-29 03:00:00 CEST", "2026-03-30 02:30:00 CEST"][..],
+            &[
+                "2026-10-25 02:30:00 CEST",
+                "2026-10-25 02:40:00 CEST",
+                "2026-10-26 02:30:00 CET",
+            ][..],
+        ),
+        (
+            "30 2,3 * * *",
+            &["2026-03-29 03:00:00 CEST", "2026-03-29 03:30:00 CEST"][..],
+            &[
+                "2026-10-25 02:30:00 CEST",
+                "2026-10-25 03:30:00 CET",
+                "2026-10-26 02:30:00 CET",
+            ][..],
+        ),
+        (
+            "30 1-3 * * *",
+            &[
+                "2026-03-29 01:30:00 CET",
+                "2026-03-29 03:00:00 CEST",
+                "2026-03-29 03:30:00 CEST",
+            ][..],
+            &[
+                "2026-10-25 01:30:00 CEST",
+                "2026-10-25 02:30:00 CEST",
+                "2026-10-25 03:30:00 CET",
+            ][..],
+        ),
+        (
+            "0 30,40 2 * * *",
+            &["2026-03-29 03:00:00 CEST", "2026-03-30 02:30:00 CEST"][..],
+            &[
+                "2026-10-25 02:30:00 CEST",
+                "2026-10-25 02:40:00 CEST",
+                "2026-10-26 02:30:00 CET",
+            ][..],
+        ),
+        (
+            "0 5/20 2 * * *",
+            &["2026-03-29 03:00:00 CEST", "2026-03-30 02:05:00 CEST"][..],
+            &[
+                "2026-10-25 02:05:00 CEST",
+                "2026-10-25 02:25:00 CEST",
+                "2026-10-25 02:45:00 CEST",
+                "2026-10-26 02:05:00 CET",
+            ][..],
+        ),
+    ] {
+        let t = timing(cron, berlin);
+        let from_spring = at(berlin, 2026, 3, 29, 0, 0);
+        assert_eq!(fires(&t, from_spring, in_spring.len()), in_spring, "{cron}");
+        let from_autumn = at(berlin, 2026, 10, 25, 0, 0);
+        assert_eq!(fires(&t, from_autumn, in_autumn.len()), in_autumn, "{cron}");
+        // Walking back gives the same fires, each once.
+        for (from, expected) in [(spring, in_spring), (autumn, in_autumn)] {
+            let last = t.fires_after(from).take(expected.len() + 2).last().unwrap();
+            let mut back = Vec::new();
+            let mut cursor = last;
+            while let Some(f) = t.previous_before(cursor).filter(|f| *f > from) {
+                back.push(f);
+                cursor = f;
+            }
+            back.reverse();
+            let forth: Vec<Timestamp> = t.fires_after(from).take(back.len()).collect();
+            assert_eq!(back, forth, "{cron}: back and forth differ");
+        }
+    }
+    // From inside the repeated hour's second half, a fixed time of that
+    // hour has fired already; walking back from there finds it.
+    let t = timing("30,40 2 * * *", berlin);
+    let second_half = Timestamp(at(berlin, 2026, 10, 25, 2, 35).0 + 3_600_000_000);
+    assert_eq!(wall(berlin, second_half), "2026-10-25 02:35:00 CET");
+    assert_eq!(fires(&t, second_half, 1), ["2026-10-26 02:30:00 CET"]);
+    let back = t.previous_before(second_half).unwrap();
+    assert_eq!(wall(berlin, back), "2026-10-25 02:40:00 CEST");
+    // The interval forms stay by the wall clock: `*` starts a field.
+    let t = timing("*/20 2 * * *", berlin);
+    assert_eq!(
+        fires(&t, at(berlin, 2026, 10, 25, 0, 0), 4),
+        [
+            "2026-10-25 02:00:00 CEST",
+            "2026-10-25 02:20:00 CEST",
+            "2026-10-25 02:40:00 CEST",
+            "2026-10-25 02:00:00 CET"
+        ]
+    );
+}
+
 #[test]
 fn an_interval_fires_by_the_wall_clock_through_both_changes() {
     // The repeated hour has its fires twice, once in each offset.

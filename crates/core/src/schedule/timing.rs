@@ -3,20 +3,32 @@
 //! time zone. Pure computation on instants (`Timestamp`s): no clock, no
 //! storage — the scheduler asks, with the time it has.
 //!
-//! Daylight saving time follows the Open Cron Pattern Specification
-//! (croner implements it): a fixed-time fire that falls in a gap (02:30 on
-//! the night clocks spring forward) fires at the first instant after the
-//! gap; one that falls in a repeated hour fires once, the first time.
-//! Interval patterns (`*/15 * * * *`, `0 * * * *`) fire by the clock on
-//! the wall in each offset, so a repeated hour has its fires twice and a
-//! skipped hour has none.
+//! Daylight saving time follows Debian's (Vixie) cron: an expression
+//! whose minute and hour fields both do not start with `*` is a fixed
+//! time (`30 2 * * *`, `30,40 2 * * *`, `30 1-3 * * *`, `@daily`): a
+//! fire that falls in a skipped hour (02:30 on the night clocks spring
+//! forward) fires at the first instant after it, once however many fall
+//! there, and one that falls in a repeated hour fires once, the first
+//! time. The others (`*/15 * * * *`, `0 * * * *`, `@hourly`) fire by the
+//! clock on the wall in each offset, so a repeated hour has their fires
+//! twice and a skipped hour has none. Fixed times are walked on the wall
+//! clock (croner in UTC standing in for it) and placed in the zone here;
+//! croner's own rule, which takes only single values for fixed, would
+//! skip `30,40 2 * * *` in the gap and run it twice in the repeated hour.
 
 use std::str::FromStr;
 
-use chrono::TimeZone as _;
+use chrono::{DateTime, LocalResult, NaiveDateTime, TimeZone as _, Utc};
 
 use crate::job::invalid;
 use crate::{Timestamp, ValidationError};
+
+/// Wall-clock times a fixed-time walk places before it gives up: more
+/// than the fires of a repeated hour (3,600 with a seconds field).
+const MAX_PLACED: usize = 4_000;
+/// The longest gap a zone's change skips that is searched past (a day:
+/// Pacific/Apia skipped 2011-12-30).
+const MAX_GAP_MINUTES: usize = 1_500;
 
 /// A cron expression as given, and parsed.
 #[derive(Debug, Clone)]
@@ -24,6 +36,8 @@ pub struct CronExpr {
     text: String,
     cron: croner::Cron,
     seconds: bool,
+    /// A fixed time (see the module's doc), not a wall-clock interval.
+    fixed: bool,
 }
 
 impl PartialEq for CronExpr {
@@ -100,6 +114,7 @@ impl CronExpr {
             text: trimmed.to_string(),
             cron,
             seconds,
+            fixed: is_fixed_time(pattern, &fields, seconds),
         })
     }
 
@@ -137,6 +152,19 @@ impl Zone {
     pub fn name(self) -> &'static str {
         self.0.name()
     }
+}
+
+/// Whether an expression is a fixed time: its minute and hour fields both
+/// do not start with `*` (or `?`). Of the shortcuts, only `@hourly` runs
+/// by the wall clock.
+fn is_fixed_time(pattern: &str, fields: &[&str], seconds: bool) -> bool {
+    if pattern.starts_with('@') {
+        return !pattern.eq_ignore_ascii_case("@hourly");
+    }
+    let first = usize::from(seconds);
+    fields[first..first + 2]
+        .iter()
+        .all(|f| !f.starts_with(['*', '?']))
 }
 
 /// `fields` as croner takes them: each `N/S` item becomes `N-<last>/S`,
@@ -212,19 +240,89 @@ impl Timing {
     /// never fires again (`0 0 30 2 *`, or past croner's year 5000).
     pub fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
         let start = self.zone.0.timestamp_micros(after.0).single()?;
-        let next = self.cron.cron.find_next_occurrence(&start, false).ok()?;
-        Some(Timestamp(next.timestamp_micros()))
+        if !self.cron.fixed {
+            let next = self.cron.cron.find_next_occurrence(&start, false).ok()?;
+            return Some(Timestamp(next.timestamp_micros()));
+        }
+        // Wall-clock times after `after`'s own, each placed in the zone;
+        // one placed at or before `after` (the first half of a repeated
+        // hour, or the end of a gap) has fired already.
+        let mut wall = Utc.from_utc_datetime(&start.naive_local());
+        for _ in 0..MAX_PLACED {
+            wall = self.cron.cron.find_next_occurrence(&wall, false).ok()?;
+            let placed = self.place(wall.naive_utc())?;
+            if placed > after {
+                return Some(placed);
+            }
+        }
+        None
     }
 
     /// The last fire strictly before `before`, if any.
     pub fn previous_before(&self, before: Timestamp) -> Option<Timestamp> {
         let start = self.zone.0.timestamp_micros(before.0).single()?;
-        let prev = self
-            .cron
-            .cron
-            .find_previous_occurrence(&start, false)
-            .ok()?;
-        Some(Timestamp(prev.timestamp_micros()))
+        if !self.cron.fixed {
+            let prev = self
+                .cron
+                .cron
+                .find_previous_occurrence(&start, false)
+                .ok()?;
+            return Some(Timestamp(prev.timestamp_micros()));
+        }
+        // In the later half of a repeated hour, the wall-clock times up to
+        // the hour's end fired (in its first half) before `before`: the
+        // walk back starts from the wall clock of the earlier offset.
+        let local = start.naive_local();
+        let from = match self.zone.0.from_local_datetime(&local) {
+            LocalResult::Ambiguous(earlier, later) if later == start => {
+                local + (later.naive_utc() - earlier.naive_utc())
+            }
+            _ => local,
+        };
+        let mut wall = Utc.from_utc_datetime(&from);
+        for _ in 0..MAX_PLACED {
+            wall = self.cron.cron.find_previous_occurrence(&wall, false).ok()?;
+            let placed = self.place(wall.naive_utc())?;
+            if placed < before {
+                return Some(placed);
+            }
+        }
+        None
+    }
+
+    /// The instant a fixed time on the wall fires at: itself, the first of
+    /// its two instants in a repeated hour, or in a skipped hour the first
+    /// instant after it.
+    fn place(&self, wall: NaiveDateTime) -> Option<Timestamp> {
+        let zone = self.zone.0;
+        let placed: DateTime<chrono_tz::Tz> = match zone.from_local_datetime(&wall) {
+            LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => t,
+            LocalResult::None => {
+                // The first whole minute past the gap, then back to its
+                // first second (some zones' old offsets had seconds).
+                let minute = chrono::Duration::minutes(1);
+                let second = chrono::Duration::seconds(1);
+                let mut after = wall;
+                let mut found = None;
+                for _ in 0..MAX_GAP_MINUTES {
+                    after += minute;
+                    if let Some(t) = zone.from_local_datetime(&after).earliest() {
+                        found = Some(t);
+                        break;
+                    }
+                }
+                let mut first = found?;
+                while let Some(t) = zone
+                    .from_local_datetime(&(first.naive_local() - second))
+                    .earliest()
+                    .filter(|t| t.naive_local() > wall)
+                {
+                    first = t;
+                }
+                first
+            }
+        };
+        Some(Timestamp(placed.timestamp_micros()))
     }
 
     /// The fires after `after`, in order.
