@@ -19,6 +19,9 @@ pub struct NodeInfo {
     pub stopped_at: Option<Timestamp>,
     /// Jobs the store has as `running` on it.
     pub running_jobs: u64,
+    /// The names of the secrets it holds for schedules
+    /// (`JOBLOG_SECRET_<NAME>`), as of its last start; never their values.
+    pub secret_names: Vec<String>,
 }
 
 /// What a node is doing, judged from its store row.
@@ -64,6 +67,7 @@ mod tests {
             heartbeat_at: Timestamp(10_000_000),
             stopped_at: None,
             running_jobs: 0,
+            secret_names: Vec::new(),
         };
         let timeout = Duration::from_secs(30);
         assert_eq!(node.state(Timestamp(40_000_000), timeout), NodeState::Up);

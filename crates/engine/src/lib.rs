@@ -267,7 +267,11 @@ impl Engine {
         // Registered before taking jobs. Judging the others waits for the
         // heartbeat loop (see `heartbeats`).
         pipeline
-            .register_node(config.node.clone(), env!("CARGO_PKG_VERSION").to_string())
+            .register_node(
+                config.node.clone(),
+                env!("CARGO_PKG_VERSION").to_string(),
+                config.node_secrets.keys().cloned().collect(),
+            )
             .await?;
         std::fs::create_dir_all(config.data_dir.join("results")).map_err(|e| {
             EngineError::Io(format!(

@@ -193,10 +193,20 @@ impl Pipeline {
         )
     }
 
-    /// Records that `node` started, running joblog `version`.
-    pub async fn register_node(&self, node: String, version: String) -> Result<(), PipelineError> {
+    /// Records that `node` started, running joblog `version` and holding
+    /// the secrets named `secret_names`.
+    pub async fn register_node(
+        &self,
+        node: String,
+        version: String,
+        secret_names: Vec<String>,
+    ) -> Result<(), PipelineError> {
         match self
-            .execute(WriteOp::RegisterNode { node, version })
+            .execute(WriteOp::RegisterNode {
+                node,
+                version,
+                secret_names,
+            })
             .await?
         {
             Outcome::Done => Ok(()),

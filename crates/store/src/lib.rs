@@ -443,9 +443,14 @@ pub enum WriteOp {
         node: String,
         lapse: Option<std::time::Duration>,
     },
-    /// Records that `node` (re)started with joblog `version`: its start
-    /// time, a fresh heartbeat, no longer stopped. → [`Outcome::Done`]
-    RegisterNode { node: String, version: String },
+    /// Records that `node` (re)started with joblog `version`, holding the
+    /// secrets named `secret_names` (names only): its start time, a fresh
+    /// heartbeat, no longer stopped. → [`Outcome::Done`]
+    RegisterNode {
+        node: String,
+        version: String,
+        secret_names: Vec<String>,
+    },
     /// Records that `node` stopped gracefully. → [`Outcome::Done`]
     NodeStopped { node: String },
     /// Asks the node running `job` to stop it (carried to other nodes by

@@ -180,6 +180,8 @@ pub(crate) struct NodeRow {
     pub heartbeat_at: i64,
     pub stopped_at: Option<i64>,
     pub running_jobs: i64,
+    /// A JSON array of names (`NULL`: registered before they were kept).
+    pub secret_names: Option<String>,
 }
 
 impl NodeRow {
@@ -190,6 +192,15 @@ impl NodeRow {
                 self.name, self.running_jobs
             ))
         })?;
+        let secret_names = match &self.secret_names {
+            None => Vec::new(),
+            Some(text) => serde_json::from_str(text).map_err(|e| {
+                StoreError::Corrupt(format!(
+                    "node {:?} has secret names {text:?}: {e}",
+                    self.name
+                ))
+            })?,
+        };
         Ok(NodeInfo {
             name: self.name,
             version: self.version,
@@ -197,6 +208,7 @@ impl NodeRow {
             heartbeat_at: Timestamp(self.heartbeat_at),
             stopped_at: self.stopped_at.map(Timestamp),
             running_jobs,
+            secret_names,
         })
     }
 }

@@ -576,6 +576,7 @@ async fn nodes_are_remembered_with_their_heartbeats_stops_and_running_jobs(db: T
     let register = |node: &str| WriteOp::RegisterNode {
         node: node.into(),
         version: "9.9.9".into(),
+        secret_names: vec![format!("{node}_KEY").to_uppercase().replace('-', "_")],
     };
     t.apply(vec![register("node-a"), register("node-b")]);
     let job = t.insert(None);
@@ -584,6 +585,7 @@ async fn nodes_are_remembered_with_their_heartbeats_stops_and_running_jobs(db: T
     let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["node-a", "node-b"]);
     assert_eq!(nodes[0].version.as_deref(), Some("9.9.9"));
+    assert_eq!(nodes[1].secret_names, ["NODE_B_KEY"]);
     assert_eq!((nodes[0].running_jobs, nodes[1].running_jobs), (0, 1));
     assert_eq!(nodes[0].stopped_at, None);
     let first = nodes[0].heartbeat_at;

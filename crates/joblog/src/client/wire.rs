@@ -165,6 +165,9 @@ pub(crate) struct NodeView {
     pub started_at: String,
     pub heartbeat_at: String,
     pub running_jobs: u64,
+    /// Names only: a node never tells its secrets' values.
+    #[serde(default)]
+    pub secret_names: Vec<String>,
 }
 
 /// A schedule as `GET /api/v1/schedules/{id}` gives it (the fields the

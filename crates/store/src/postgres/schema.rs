@@ -118,6 +118,8 @@ CREATE INDEX audit_job ON audit (job_id, id);
     // Per-schedule metrics read (schedule_id, state, finished_at) of every
     // scheduled job: from this index alone.
     Sql("CREATE INDEX jobs_schedule_state ON jobs (schedule_id, state, finished_at);"),
+    // The names of the secrets each node holds (a JSON array).
+    Sql("ALTER TABLE nodes ADD COLUMN secret_names text;"),
 ];
 
 /// One step of the schema.

@@ -51,6 +51,7 @@ pub(super) fn node_from_row(row: &Row) -> Result<NodeInfo> {
         heartbeat_at: row.try_get(3)?,
         stopped_at: row.try_get(4)?,
         running_jobs: row.try_get(5)?,
+        secret_names: row.try_get(6)?,
     }
     .into_info()
 }
@@ -166,17 +167,18 @@ pub(super) const HEARTBEAT: &str =
     "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now()";
 pub(super) const REGISTER_NODE: &str =
-    "INSERT INTO nodes (name, heartbeat_at, started_at, version) VALUES ($1, now(), now(), $2) \
+    "INSERT INTO nodes (name, heartbeat_at, started_at, version, secret_names) \
+     VALUES ($1, now(), now(), $2, $3) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now(), started_at = now(), \
-     version = $2, stopped_at = NULL";
+     version = $2, stopped_at = NULL, secret_names = $3";
 pub(super) const NODE_STOPPED: &str =
     "UPDATE nodes SET stopped_at = now(), heartbeat_at = now() WHERE name = $1";
 pub(super) const LIST_NODES: &str = "SELECT name, version, \
      (extract(epoch FROM started_at) * 1000000)::bigint, \
      (extract(epoch FROM heartbeat_at) * 1000000)::bigint, \
      (extract(epoch FROM stopped_at) * 1000000)::bigint, \
-     (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name) \
-     FROM nodes ORDER BY name";
+     (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name), \
+     secret_names FROM nodes ORDER BY name";
 /// Nodes silent for a week are forgotten (listed until then as lapsed or
 /// stopped).
 pub(super) const FORGET_LAPSED: &str =

@@ -82,6 +82,8 @@ CREATE TABLE results (
     // Per-schedule metrics read (schedule_id, state, finished_at) of every
     // scheduled job: from this index alone.
     Sql("CREATE INDEX jobs_schedule_state ON jobs(schedule_id, state, finished_at);"),
+    // The names of the secrets each node holds (a JSON array).
+    Sql("ALTER TABLE nodes ADD COLUMN secret_names TEXT;"),
 ];
 
 /// One step of the schema.
@@ -723,7 +725,11 @@ fn apply_one(
             records: 0,
         }),
         WriteOp::Heartbeat { node, .. } => nodes::heartbeat(tx, node, now),
-        WriteOp::RegisterNode { node, version } => nodes::register(tx, node, version, now),
+        WriteOp::RegisterNode {
+            node,
+            version,
+            secret_names,
+        } => nodes::register(tx, node, version, secret_names, now),
         WriteOp::NodeStopped { node } => nodes::stopped(tx, node, now),
         WriteOp::RequestCancel { .. } => Ok(Outcome::Done),
         WriteOp::CreateToken(token) => tokens::create(tx, token),

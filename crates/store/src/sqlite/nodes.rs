@@ -24,13 +24,25 @@ CREATE TABLE nodes (
 /// A node silent this long is forgotten (its row, not its jobs).
 const FORGET_AFTER_MICROS: i64 = 7 * 86_400 * 1_000_000;
 
-pub(super) fn register(tx: &Transaction, node: &str, version: &str, now: i64) -> Result<Outcome> {
+/// The names of the secrets a node holds, as the nodes table keeps them.
+fn names_text(names: &[String]) -> String {
+    serde_json::Value::from(names.to_vec()).to_string()
+}
+
+pub(super) fn register(
+    tx: &Transaction,
+    node: &str,
+    version: &str,
+    secret_names: &[String],
+    now: i64,
+) -> Result<Outcome> {
     tx.prepare_cached(
-        "INSERT INTO nodes (name, version, started_at, heartbeat_at) VALUES (?1, ?2, ?3, ?3) \
+        "INSERT INTO nodes (name, version, started_at, heartbeat_at, secret_names) \
+         VALUES (?1, ?2, ?3, ?3, ?4) \
          ON CONFLICT (name) DO UPDATE SET version = ?2, started_at = ?3, heartbeat_at = ?3, \
-         stopped_at = NULL",
+         stopped_at = NULL, secret_names = ?4",
     )?
-    .execute(params![node, version, now])?;
+    .execute(params![node, version, now, names_text(secret_names)])?;
     tx.prepare_cached("DELETE FROM nodes WHERE heartbeat_at < ?1")?
         .execute([now - FORGET_AFTER_MICROS])?;
     Ok(Outcome::Done)
@@ -117,7 +129,9 @@ fn last_heartbeat(c: &Connection, node: &str) -> Result<Option<Timestamp>> {
 
 pub(super) fn list(c: &Connection) -> Result<Vec<NodeInfo>> {
     let mut stmt = c.prepare_cached(
-        "SELECT name, version, started_at, heartbeat_at, stopped_at,          (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name)          FROM nodes ORDER BY name",
+        "SELECT name, version, started_at, heartbeat_at, stopped_at, \
+         (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name), \
+         secret_names FROM nodes ORDER BY name",
     )?;
     let rows = stmt.query_map([], |r| {
         Ok(NodeRow {
@@ -127,6 +141,7 @@ pub(super) fn list(c: &Connection) -> Result<Vec<NodeInfo>> {
             heartbeat_at: r.get(3)?,
             stopped_at: r.get(4)?,
             running_jobs: r.get(5)?,
+            secret_names: r.get(6)?,
         })
     })?;
     rows.map(|r| r?.into_info()).collect()

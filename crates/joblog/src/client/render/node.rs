@@ -12,8 +12,9 @@ pub(super) fn nodes_table(list: &NodeList) -> String {
         "LAST HEARTBEAT",
         "STARTED",
         "VERSION",
+        "SECRETS",
     ];
-    let rows: Vec<[String; 6]> = list
+    let rows: Vec<[String; 7]> = list
         .nodes
         .iter()
         .map(|n| {
@@ -31,10 +32,19 @@ pub(super) fn nodes_table(list: &NodeList) -> String {
                     || "-".to_string(),
                     |v| escape_display(v, false).into_owned(),
                 ),
+                if n.secret_names.is_empty() {
+                    "-".to_string()
+                } else {
+                    escape_display(&n.secret_names.join(","), false).into_owned()
+                },
             ]
         })
         .collect();
-    let mut text = table(&header, &rows, &[false, false, true, false, false, false]);
+    let mut text = table(
+        &header,
+        &rows,
+        &[false, false, true, false, false, false, false],
+    );
     text.push_str("(* the node that answered; times are UTC)\n");
     text
 }
@@ -53,6 +63,11 @@ mod tests {
             started_at: "2026-11-22T08:00:00.000000Z".into(),
             heartbeat_at: "2026-11-22T10:15:01.000000Z".into(),
             running_jobs: running,
+            secret_names: if running > 5 {
+                vec!["API_KEY".into(), "DB_PASSWORD".into()]
+            } else {
+                Vec::new()
+            },
         };
         let list = NodeList {
             nodes: vec![node("a:7878", "up", 3), node("b:7878", "lapsed", 12)],
@@ -60,9 +75,9 @@ mod tests {
         };
         assert_eq!(
             nodes_table(&list),
-            "NAME      STATE   RUNNING  LAST HEARTBEAT       STARTED              VERSION\n\
-             a:7878 *  up            3  2026-11-22 10:15:01  2026-11-22 08:00:00  0.1.0\n\
-             b:7878    lapsed       12  2026-11-22 10:15:01  2026-11-22 08:00:00  0.1.0\n\
+            "NAME      STATE   RUNNING  LAST HEARTBEAT       STARTED              VERSION  SECRETS\n\
+             a:7878 *  up            3  2026-11-22 10:15:01  2026-11-22 08:00:00  0.1.0    -\n\
+             b:7878    lapsed       12  2026-11-22 10:15:01  2026-11-22 08:00:00  0.1.0    API_KEY,DB_PASSWORD\n\
              (* the node that answered; times are UTC)\n"
         );
     }

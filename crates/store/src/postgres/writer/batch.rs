@@ -214,9 +214,14 @@ pub(super) async fn apply_batch(
                     None => Outcome::Interrupted(Vec::new()),
                 }
             }
-            WriteOp::RegisterNode { node, version } => {
+            WriteOp::RegisterNode {
+                node,
+                version,
+                secret_names,
+            } => {
                 let st = prepared(statements, &tx, REGISTER_NODE).await?;
-                tx.execute(&st, &[node, version]).await?;
+                let names = serde_json::Value::from(secret_names.clone()).to_string();
+                tx.execute(&st, &[node, version, &names]).await?;
                 Outcome::Done
             }
             WriteOp::NodeStopped { node } => {
