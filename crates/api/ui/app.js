@@ -2,7 +2,7 @@
 // server wants one), then shows the page the URL names.
 
 import { get, setToken, token, onUnauthorized, ApiError } from "./api.js";
-import { el, text, clear, fail, can } from "./dom.js";
+import { el, text, clear, fail, can, zoneMode, setZoneMode, zoneLabel } from "./dom.js";
 import { jobsPage } from "./jobs.js";
 import { jobPage, prefetchJob } from "./job.js";
 import { submitPage } from "./submit.js";
@@ -82,6 +82,7 @@ function askToken(problem) {
   input.name = "token";
   input.autocomplete = "off";
   input.placeholder = "jl_…";
+  input.setAttribute("aria-label", "API token");
   input.required = true;
   const go = el("button", "button primary");
   go.type = "submit";
@@ -94,10 +95,25 @@ function askToken(problem) {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     setToken(input.value.trim());
-    boot();
+    zoneSetting();
+boot();
   });
   main.append(form);
   input.focus();
+}
+
+// The one setting for every time shown: local (the browser's zone) or
+// UTC. A page redraws its times when it changes.
+function zoneSetting() {
+  const select = document.getElementById("time-zone");
+  const here = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  select.options[0].textContent = `local (${zoneLabel(new Date(), false)})`;
+  select.title = `Times are shown in this zone: local is ${here ?? "the browser's zone"}`;
+  select.value = zoneMode();
+  select.addEventListener("change", () => {
+    setZoneMode(select.value);
+    page?.retime?.();
+  });
 }
 
 document.addEventListener("keydown", (e) => {
@@ -110,4 +126,5 @@ document.addEventListener("keydown", (e) => {
   if (page?.key?.(e)) e.preventDefault();
 });
 
+zoneSetting();
 boot();

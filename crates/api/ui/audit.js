@@ -4,7 +4,7 @@
 // come from token names and requests.
 
 import { get } from "./api.js";
-import { el, text, clear, when, fail, filterInput } from "./dom.js";
+import { el, text, clear, when, fail, filterInput, headerRow } from "./dom.js";
 
 const LIMIT = 50;
 // An id above any entry's: the page below it is the newest.
@@ -70,11 +70,11 @@ class AuditPage {
     clear(this.bar);
     const form = el("form", "filter-form");
     form.id = "audit-filter";
-    const input = (key, placeholder, title) =>
-      filterInput(form, this.filters, key, placeholder, title);
-    input("actor", "actor", "who acted, exactly: a token's name, bootstrap, anonymous or system");
-    input("action", "action", "what was done, exactly: job.submitted, job.cancelled, token.created …");
-    input("job_id", "job id", "entries about this job").inputMode = "numeric";
+    const input = (key, placeholder, title, label) =>
+      filterInput(form, this.filters, key, placeholder, title, label);
+    input("actor", "actor", "who acted, exactly: a token's name, bootstrap, anonymous or system", "Actor");
+    input("action", "action", "what was done, exactly: job.submitted, job.cancelled, token.created …", "Action");
+    input("job_id", "job id", "entries about this job", "Job id").inputMode = "numeric";
     const go = el("button", "button");
     go.type = "submit";
     go.textContent = "Filter";
@@ -84,18 +84,14 @@ class AuditPage {
       for (const k of FILTERS) this.filters[k] = form.elements[k].value.trim();
       this.navigate(null);
     });
-    this.bar.append(form);
+    this.bar.append(text("Audit trail", null, "h1"), form);
   }
 
   renderTable() {
     const t = this.table;
     clear(t);
     const head = el("thead");
-    const hr = el("tr");
-    for (const h of ["time", "actor", "action", "job", "from", "request id", "detail"]) {
-      hr.append(text(h, null, "th"));
-    }
-    head.append(hr);
+    head.append(headerRow(["time", "actor", "action", "job", "from", "request id", "detail"]));
     const body = el("tbody");
     for (const e of this.entries) body.append(this.row(e));
     if (!this.entries.length) {
@@ -121,6 +117,10 @@ class AuditPage {
       older.addEventListener("click", () => this.navigate(String(this.next)));
       this.footer.append(older);
     }
+  }
+
+  retime() {
+    this.renderTable();
   }
 
   row(e) {

@@ -14,16 +14,43 @@ export function text(value, cls, tag = "span") {
   return e;
 }
 
-// A search box of a filter form, named `key`, showing `filters[key]`.
-export function filterInput(form, filters, key, placeholder, title) {
+// A search box of a filter form, named `key`, showing `filters[key]`. A
+// placeholder is no label: `label` is its accessible name, `title` the
+// longer hint.
+export function filterInput(form, filters, key, placeholder, title, label) {
   const i = el("input");
   i.type = "search";
   i.name = key;
   i.placeholder = placeholder;
   i.title = title;
+  i.setAttribute("aria-label", label);
   i.value = filters[key];
   form.append(i);
   return i;
+}
+
+// Text for screen readers only (a table header over dots or symbols).
+export function srOnly(value) {
+  return text(value, "sr-only");
+}
+
+// A table's header row. A column headed by a symbol or by nothing visible
+// ({sym, name} or {name, hidden}) still has a name for screen readers.
+export function headerRow(heads) {
+  const tr = el("tr");
+  for (const h of heads) {
+    const th = el("th");
+    th.scope = "col";
+    if (typeof h === "string") th.textContent = h;
+    else if (h.sym) {
+      th.title = h.name;
+      const sym = text(h.sym);
+      sym.setAttribute("aria-hidden", "true");
+      th.append(sym, srOnly(h.name));
+    } else th.append(srOnly(h.name));
+    tr.append(th);
+  }
+  return tr;
 }
 
 export function clear(node) {
@@ -47,13 +74,68 @@ export function can(me, role) {
   return !!me && ROLES.indexOf(me.role) >= ROLES.indexOf(role);
 }
 
-export function when(ts) {
+// Times are shown in one zone, the browser's local one or UTC (a setting
+// of the top bar, kept in localStorage), and always say which.
+const ZONE_KEY = "joblog.times";
+
+let zone = (() => {
+  try {
+    return localStorage.getItem(ZONE_KEY) === "utc" ? "utc" : "local";
+  } catch {
+    return "local";
+  }
+})();
+
+export function zoneMode() {
+  return zone;
+}
+
+export function setZoneMode(mode) {
+  zone = mode === "utc" ? "utc" : "local";
+  try {
+    localStorage.setItem(ZONE_KEY, zone);
+  } catch {
+    // No storage: the choice lasts as long as the page.
+  }
+}
+
+const utc = () => zone === "utc";
+
+// The zone's label for the instant `d`: "UTC", or the local offset
+// ("+01:00"), which daylight saving changes within a year.
+export function zoneLabel(d = new Date(), inUtc = utc()) {
+  if (inUtc) return "UTC";
+  const off = -d.getTimezoneOffset();
+  const a = Math.abs(off);
+  return `${off < 0 ? "-" : "+"}${p2(Math.floor(a / 60))}:${p2(a % 60)}`;
+}
+
+const p2 = (n) => String(n).padStart(2, "0");
+
+function fields(d, inUtc) {
+  return inUtc
+    ? [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()]
+    : [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds(), d.getMilliseconds()];
+}
+
+// "2026-11-25 03:10:05 UTC" or "2026-11-25 04:10:05 +01:00".
+export function when(ts, { ms = false } = {}) {
   if (!ts) return null;
   const d = new Date(ts);
   if (Number.isNaN(d.getTime())) return ts;
-  // Local time, as people read it at a glance: 2026-11-22 10:15:01.
-  const p = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  const inUtc = utc();
+  const [y, mo, da, h, mi, s, milli] = fields(d, inUtc);
+  const frac = ms ? `.${String(milli).padStart(3, "0")}` : "";
+  return `${y}-${p2(mo)}-${p2(da)} ${p2(h)}:${p2(mi)}:${p2(s)}${frac} ${zoneLabel(d, inUtc)}`;
+}
+
+// A log record's time of day, to the millisecond: "03:10:05.123 UTC".
+export function clock(ts) {
+  const d = new Date(ts);
+  if (Number.isNaN(d.getTime())) return ts ?? "";
+  const inUtc = utc();
+  const [, , , h, mi, s, milli] = fields(d, inUtc);
+  return `${p2(h)}:${p2(mi)}:${p2(s)}.${String(milli).padStart(3, "0")} ${zoneLabel(d, inUtc)}`;
 }
 
 // A job's run time: finished − started, or started → now while running.

@@ -209,6 +209,7 @@ class JobPage {
   renderDetails() {
     const j = this.job;
     this.closeResult();
+    this.fireText = null;
     clear(this.details);
     const sum = el("summary");
     sum.textContent = "Details";
@@ -241,6 +242,7 @@ class JobPage {
       const fire = j.fire_time ? `fire of ${when(j.fire_time)}` : "run now";
       const what = wrap("span", a);
       what.append(text(` · ${fire} · attempt ${j.attempt}`));
+      this.fireText = what.lastChild;
       row("schedule", what);
     }
     if (j.rerun_of) {
@@ -287,6 +289,7 @@ class JobPage {
     this.searchInput.type = "search";
     this.searchInput.placeholder = "Search the log  (/)";
     this.searchInput.id = "search";
+    this.searchInput.setAttribute("aria-label", "Search the log");
     this.searchInfo = text("", "search-info");
     this.searchInfo.id = "search-info";
     form.append(
@@ -323,6 +326,7 @@ class JobPage {
     }
     const ts = button("Timestamps", "toggle", () => this.toggleTimestamps(), "show each record's time (t)");
     ts.id = "timestamps";
+    ts.setAttribute("aria-pressed", "false");
     this.followButton = button("↓ Follow", "toggle", () => this.viewer.toEnd(), "follow the end of the log (f)");
     this.followButton.id = "follow";
     t.append(
@@ -338,7 +342,9 @@ class JobPage {
 
   toggleTimestamps() {
     const on = this.logEl.classList.toggle("show-ts");
-    document.getElementById("timestamps").classList.toggle("on", on);
+    const b = document.getElementById("timestamps");
+    b.classList.toggle("on", on);
+    b.setAttribute("aria-pressed", String(on));
   }
 
   toggleStream(s, chip) {
@@ -539,6 +545,17 @@ class JobPage {
     else if (k === "Escape") this.clearSearch();
     else return false;
     return true;
+  }
+
+  // The time zone setting changed: every time shown is drawn again (the
+  // details only in words if a result is open, which they hold).
+  retime() {
+    this.renderHeader();
+    if (!this.result) this.renderDetails();
+    else if (this.fireText && this.job.fire_time) {
+      this.fireText.textContent = ` · fire of ${when(this.job.fire_time)} · attempt ${this.job.attempt}`;
+    }
+    this.viewer.refresh();
   }
 
   destroy() {

@@ -3,7 +3,7 @@
 // its page when a change concerns it; it never polls).
 
 import { get, post, stream } from "./api.js";
-import { el, text, clear, stateBadge, duration, when, can, fail, filterInput } from "./dom.js";
+import { el, text, clear, stateBadge, duration, when, can, fail, filterInput, headerRow } from "./dom.js";
 
 const STATES = ["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted"];
 const LIMIT = 50;
@@ -142,11 +142,11 @@ class JobsPage {
       chips.append(c);
     }
     const form = el("form", "filter-form");
-    const input = (key, placeholder, title) =>
-      filterInput(form, this.filters, key, placeholder, title);
-    input("name", "name (backup-*)", "a job name, or a pattern with * and ?");
-    input("node", "node", "the node that ran the job");
-    input("since", "since (24h)", "created since: a duration back (24h, 7d) or an RFC 3339 time");
+    const input = (key, placeholder, title, label) =>
+      filterInput(form, this.filters, key, placeholder, title, label);
+    input("name", "name (backup-*)", "a job name, or a pattern with * and ?", "Job name or pattern");
+    input("node", "node", "the node that ran the job", "Node");
+    input("since", "since (24h)", "created since: a duration back (24h, 7d) or an RFC 3339 time", "Created since");
     const go = el("button", "button");
     go.type = "submit";
     go.textContent = "Filter";
@@ -156,7 +156,7 @@ class JobsPage {
       for (const k of ["name", "node", "since"]) this.filters[k] = form.elements[k].value.trim();
       this.navigate(null);
     });
-    this.bar.append(chips, form);
+    this.bar.append(text("Jobs", null, "h1"), chips, form);
   }
 
   renderTable() {
@@ -167,13 +167,20 @@ class JobsPage {
     const t = this.table;
     clear(t);
     const head = el("thead");
-    const hr = el("tr");
-    for (const h of ["", "id", "name", "node", "started", "duration", "exit", "⚠", "✖", ""]) {
-      hr.append(text(h, null, "th"));
-    }
-    hr.children[7].title = "warnings";
-    hr.children[8].title = "errors";
-    head.append(hr);
+    head.append(
+      headerRow([
+        "state",
+        "id",
+        "name",
+        "node",
+        "started",
+        "duration",
+        "exit",
+        { sym: "⚠", name: "warnings" },
+        { sym: "✖", name: "errors" },
+        { name: "actions" },
+      ]),
+    );
     const body = el("tbody");
     for (const j of this.jobs) body.append(this.row(j));
     t.append(head, body);
@@ -223,7 +230,7 @@ class JobsPage {
       id,
       name,
       text(j.node ?? "", null, "td"),
-      text(when(j.started_at ?? j.created_at) ?? "", null, "td"),
+      text(when(j.started_at ?? j.created_at) ?? "", "started", "td"),
       text(duration(j) ?? "", "duration num", "td"),
       text(j.exit_code ?? "", "num", "td"),
       text(streams.warning ?? "", "num warn", "td"),
@@ -268,6 +275,10 @@ class JobsPage {
       location.assign(`/jobs/${j.id}`);
     });
     return tr;
+  }
+
+  retime() {
+    this.renderTable();
   }
 
   destroy() {

@@ -2,7 +2,7 @@
 // `GET /api/v1/jobs?schedule_id=N`, paged back by `before_id`.
 
 import { get } from "./api.js";
-import { el, text, clear, stateBadge, duration, when, fail, link, timeCell, button } from "./dom.js";
+import { el, text, clear, stateBadge, duration, when, fail, link, timeCell, button, headerRow } from "./dom.js";
 
 const LIMIT = 25;
 
@@ -47,11 +47,7 @@ export class ScheduleRuns {
     const t = this.table;
     clear(t);
     const head = el("thead");
-    const hr = el("tr");
-    for (const h of ["", "job", "state", "fire time", "attempt", "started", "duration", "exit"]) {
-      hr.append(text(h, null, "th"));
-    }
-    head.append(hr);
+    head.append(headerRow([{ name: "state mark" }, "job", "state", "fire time", "attempt", "started", "duration", "exit"]));
     const body = el("tbody");
     for (const j of this.jobs) body.append(row(j));
     if (!this.jobs.length) {

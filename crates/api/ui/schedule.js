@@ -3,7 +3,7 @@
 // of the definition, and its runs. Kept current by the job feed.
 
 import { get, patch, del, post, stream } from "./api.js";
-import { el, text, clear, stateBadge, can, fail, link, button, timeCell, tickRelative } from "./dom.js";
+import { el, text, clear, stateBadge, can, fail, link, button, timeCell, tickRelative, zoneMode } from "./dom.js";
 import { scheduleForm } from "./schedule-form.js";
 import { ScheduleRuns } from "./schedule-runs.js";
 import { policies } from "./schedules.js";
@@ -138,7 +138,7 @@ class SchedulePage {
   // a selection in it); the next fires every time.
   renderBody() {
     const drawn = this.body.querySelector("#definition");
-    const key = `${this.s.updated_at} ${this.s.skipped_fires}`;
+    const key = `${this.s.updated_at} ${this.s.skipped_fires} ${zoneMode()}`;
     const def = drawn && drawn.dataset.key === key ? drawn : this.definition(key);
     clear(this.body);
     this.body.append(def, this.fires());
@@ -187,11 +187,13 @@ class SchedulePage {
     fires.id = "next-fires";
     fires.append(text("Next fires", null, "h2"));
     if (s.next_fires.length) {
-      const here = Intl.DateTimeFormat().resolvedOptions().timeZone;
+      // The wall clock of the schedule's own zone too, when the times
+      // shown are in another.
+      const here = zoneMode() === "utc" ? "UTC" : Intl.DateTimeFormat().resolvedOptions().timeZone;
       const list = el("ol", "fire-list");
       for (const f of s.next_fires) {
         const li = timeCell(f, "li");
-        if (s.timezone !== here) li.append(text(` ${inZone(f, s.timezone)} ${s.timezone}`, "zone muted"));
+        if (s.timezone !== here) li.append(text(` · ${inZone(f, s.timezone)} ${s.timezone}`, "zone muted"));
         list.append(li);
       }
       fires.append(list);
@@ -267,6 +269,13 @@ class SchedulePage {
     q.append(yes, text(" "), no);
     say(this.note, q);
     yes.focus();
+  }
+
+  // The time zone setting changed.
+  retime() {
+    if (!this.editing) this.render();
+    else this.renderHeader();
+    this.runs.render();
   }
 
   destroy() {

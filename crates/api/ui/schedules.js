@@ -4,7 +4,7 @@
 // next fires passing; it never polls.
 
 import { get, stream } from "./api.js";
-import { el, text, clear, stateBadge, can, fail, link, when, relative, timeCell, tickRelative } from "./dom.js";
+import { el, text, clear, stateBadge, can, fail, link, when, relative, timeCell, tickRelative, headerRow } from "./dom.js";
 
 const LIMIT = 50;
 // The list is re-read at most this often, however busy the server.
@@ -106,11 +106,7 @@ class SchedulesPage {
     const t = this.table;
     clear(t);
     const head = el("thead");
-    const hr = el("tr");
-    for (const h of ["name", "cron · time zone", "", "next fire", "last run", "policies"]) {
-      hr.append(text(h, null, "th"));
-    }
-    head.append(hr);
+    head.append(headerRow(["name", "cron · time zone", "status", "next fire", "last run", "policies"]));
     const body = el("tbody");
     for (const s of this.schedules) body.append(row(s));
     if (!this.schedules.length) {
@@ -132,6 +128,10 @@ class SchedulesPage {
       });
       this.footer.append(more);
     }
+  }
+
+  retime() {
+    this.render();
   }
 
   destroy() {

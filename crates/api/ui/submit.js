@@ -48,11 +48,13 @@ export function submitPage(main) {
     const row = el("div", "secret");
     const k = el("input");
     k.placeholder = "NAME";
+    k.setAttribute("aria-label", "Secret name");
     k.className = "secret-name";
     const v = el("input");
     v.type = "password";
     v.autocomplete = "off";
     v.placeholder = "value (masked in the log)";
+    v.setAttribute("aria-label", "Secret value");
     v.className = "secret-value";
     row.append(k, v);
     secrets.append(row);

@@ -5,7 +5,7 @@
 // HTML.
 
 import { render } from "./ansi.js";
-import { el } from "./dom.js";
+import { el, clock, when } from "./dom.js";
 
 // Browsers cap an element's height (Firefox near 17.9 million px); past
 // this the scroll position maps to rows proportionally.
@@ -175,8 +175,8 @@ export class Viewer {
     if (this.current === rec.seq) r.classList.add("cur");
     ln.textContent = rec.seq;
     ln.href = `#seq-${rec.seq}`;
-    ts.textContent = rec.ts.slice(11, 23);
-    ts.title = rec.ts;
+    ts.textContent = clock(rec.ts);
+    ts.title = when(rec.ts, { ms: true });
     mk.textContent = MARKERS[rec.stream] ?? "?";
     mk.title = rec.stream;
     if (group) {

@@ -42,7 +42,9 @@ fn missing() -> Option<String> {
     if Command::new("node").arg("--version").output().is_err() {
         return Some("node not found".into());
     }
-    if !ui_dir().join("node_modules/playwright-core").exists() {
+    if !ui_dir().join("node_modules/playwright-core").exists()
+        || !ui_dir().join("node_modules/@axe-core/playwright").exists()
+    {
         return Some(format!("run `npm ci` in {}", ui_dir().display()));
     }
     None
@@ -123,6 +125,16 @@ async fn the_submit_page_makes_a_job_and_never_shows_its_secret() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_schedules_pages_make_list_run_disable_edit_and_delete_a_schedule() {
     run("schedules").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_page_passes_axe_in_both_schemes_and_does_not_shift_on_a_phone() {
+    run("a11y").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_time_says_its_zone_and_one_setting_switches_local_and_utc() {
+    run("times").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -37,13 +37,29 @@ export async function finished(id, timeoutMs = 120000) {
 
 // A browser page that fails the scenario on any script error or dialog
 // (a dialog would mean job output ran as code).
-export async function browser() {
+// `options` go to the browser context (a `timezoneId`, a `colorScheme`).
+export async function browser(options = {}) {
   const b = await chromium.launch({
     executablePath: process.env.JOBLOG_CHROMIUM || "/usr/bin/chromium",
     // Root in a container has no user namespaces for chromium's sandbox.
     args: ["--no-sandbox", "--disable-dev-shm-usage"],
   });
-  const context = await b.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  const context = await b.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true, ...options });
+  // Working on the UI: JOBLOG_UI_FROM=crates/api/ui serves its files from
+  // that directory instead of the binary's, so a change needs no rebuild.
+  const from = process.env.JOBLOG_UI_FROM;
+  if (from) {
+    await context.route(/\/ui\/[\w.-]+$/, (route) => {
+      const name = new globalThis.URL(route.request().url()).pathname.slice(4);
+      const type = name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8";
+      route.fulfill({ path: `${from}/${name}`, contentType: type }).catch(() => {});
+    });
+    await context.route(/^[^?#]*\/(jobs\/\d+|submit|audit|schedules(\/\w+)?)?([?#].*)?$/, (route) =>
+      route.request().resourceType() === "document"
+        ? route.fulfill({ path: `${from}/index.html`, contentType: "text/html; charset=utf-8" })
+        : route.fallback(),
+    );
+  }
   const problems = [];
   const newPage = async () => {
     const page = await context.newPage();

@@ -46,7 +46,7 @@ await scenario("log", async (step) => {
   assert.equal(await tsShown(), false);
   await page.click("#timestamps");
   assert.equal(await tsShown(), true);
-  assert.match(await page.textContent(".row[data-seq='53'] .ts"), /^\d\d:\d\d:\d\d\.\d{3}$/);
+  assert.match(await page.textContent(".row[data-seq='53'] .ts"), /^\d\d:\d\d:\d\d\.\d{3} (UTC|[+-]\d\d:\d\d)$/);
   await page.keyboard.press("t");
   assert.equal(await tsShown(), false);
   step("timestamps toggle (button and t)");

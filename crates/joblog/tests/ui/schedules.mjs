@@ -134,7 +134,7 @@ await scenario("schedules", async (step) => {
   assert.equal(mine.status, "enabled");
   const ahead = new Date(mine.nextAt) - Date.now();
   assert.ok(ahead > -5000 && ahead < 5000, `its next fire is about now: ${mine.nextAt}`);
-  assert.match(mine.next, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (in \d+ s|now|\d+ s ago)$/);
+  assert.match(mine.next, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (UTC|[+-]\d\d:\d\d) (in \d+ s|now|\d+ s ago)$/);
   assert.match(mine.last, /#\d+ (succeeded|running|queued)/);
   const off = rows.find((r) => r.name === "weekly-report");
   assert.equal(off.status, "disabled");

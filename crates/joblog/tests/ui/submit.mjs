@@ -65,7 +65,7 @@ await scenario("submit", async (step) => {
 
   // A refused submission says why, in the API's words.
   await page.goto(`${URL}/submit`);
-  await page.selectOption("select", "command");
+  await page.selectOption("#submit select", "command");
   await page.fill("textarea[name=body]", "true");
   await page.fill("input[name=timeout_s]", "0");
   await page.click("#submit button[type=submit]");
