@@ -4,9 +4,9 @@
 
 import { get, post, stream, token, withQuery, blob } from "./api.js";
 import { SeqSource, FilterSource } from "./sources.js";
-import { Viewer } from "./viewer.js";
+import { Viewer, renderRecord } from "./viewer.js";
 import { ResultView } from "./result.js";
-import { el, text, stateBadge, duration, when, can, fail, clear, button } from "./dom.js";
+import { el, text, stateBadge, duration, when, clock, can, fail, clear, button } from "./dom.js";
 
 const STREAMS = ["output", "error", "warning", "information", "verbose", "debug", "progress"];
 
@@ -55,8 +55,14 @@ class JobPage {
     this.details = el("details", "job-details");
     this.toolbar = el("div", "toolbar");
     this.logEl = el("div");
+    // Wrap: the selected line in full, wrapped, under the log (whose rows
+    // stay one fixed-height line each).
+    this.linePanel = el("section", "line-panel");
+    this.linePanel.id = "line-panel";
+    this.linePanel.setAttribute("aria-label", "The selected line in full");
+    this.linePanel.hidden = true;
     this.status = el("div", "log-status");
-    main.append(this.header, this.progress, this.details, this.toolbar, this.logEl, this.status);
+    main.append(this.header, this.progress, this.details, this.toolbar, this.logEl, this.linePanel, this.status);
     this.renderHeader();
     this.renderDetails();
     this.renderToolbar();
@@ -202,7 +208,18 @@ class JobPage {
     }
     const dl = downloadLink("Download log", `/api/v1/jobs/${j.id}/log/text`, `job-${j.id}.log`, this.status);
     dl.id = "download";
-    actions.append(dl);
+    dl.title = "the log as plain text, one line per record";
+    // Structured: one JSON record a line, as the API gives them (seq,
+    // time, stream, message, fields), for tools.
+    const jsonl = downloadLink(
+      "Download JSON lines",
+      `/api/v1/jobs/${j.id}/log/text?format=jsonl`,
+      `job-${j.id}.jsonl`,
+      this.status,
+    );
+    jsonl.id = "download-jsonl";
+    jsonl.title = "every record as a JSON object, one a line: seq, time, stream, message, fields";
+    actions.append(dl, jsonl);
     this.header.append(title, actions, facts);
   }
 
@@ -327,6 +344,10 @@ class JobPage {
     const ts = button("Timestamps", "toggle", () => this.toggleTimestamps(), "show each record's time (t)");
     ts.id = "timestamps";
     ts.setAttribute("aria-pressed", "false");
+    const wrap = button("Wrap", "toggle", () => this.toggleWrap(), "show the selected line in full, wrapped, under the log (w; j/k: next/previous line)");
+    wrap.id = "wrap";
+    wrap.setAttribute("aria-pressed", "false");
+    wrap.setAttribute("aria-controls", "line-panel");
     this.followButton = button("↓ Follow", "toggle", () => this.viewer.toEnd(), "follow the end of the log (f)");
     this.followButton.id = "follow";
     t.append(
@@ -334,6 +355,7 @@ class JobPage {
       firstError,
       chips,
       ts,
+      wrap,
       button("Start", "small", () => this.viewer.toStart(), "first line (g)"),
       button("End", "small", () => this.viewer.toEnd(), "last line (G)"),
       this.followButton,
@@ -345,6 +367,70 @@ class JobPage {
     const b = document.getElementById("timestamps");
     b.classList.toggle("on", on);
     b.setAttribute("aria-pressed", String(on));
+  }
+
+  toggleWrap() {
+    this.wrapOn = !this.wrapOn;
+    const b = document.getElementById("wrap");
+    b.classList.toggle("on", this.wrapOn);
+    b.setAttribute("aria-pressed", String(this.wrapOn));
+    this.linePanel.hidden = !this.wrapOn;
+    this.wrapKey = null;
+    this.updateWrap();
+  }
+
+  // The selected line: the highlighted one (clicked, linked, an error),
+  // else the current search match, else the first line in view.
+  selectedSeq() {
+    return this.viewer.highlight ?? this.viewer.current ?? this.viewer.seqOfRow(this.topRow ?? 0);
+  }
+
+  select(seq) {
+    this.viewer.highlight = seq;
+    this.viewer.refresh();
+    this.updateWrap();
+  }
+
+  // j / k: the next / previous line becomes the selected one, kept in view.
+  moveSelection(dir) {
+    const v = this.viewer;
+    // Nothing selected yet: the first line in view is.
+    const picked = v.highlight ?? v.current;
+    let row = picked === null ? null : v.rowOfSeq(picked);
+    if (row === null) {
+      row = this.topRow ?? 0;
+      dir = 0;
+    }
+    const next = Math.max(0, Math.min(row + dir, (v.source?.count() ?? 1) - 1));
+    const seq = v.seqOfRow(next);
+    if (seq === null) return;
+    this.select(seq);
+    v.scrollToRow(next);
+  }
+
+  // Draws the selected line in the panel when it (or its record) changed.
+  updateWrap() {
+    if (!this.wrapOn) return;
+    const seq = this.selectedSeq();
+    const rec = seq ? this.seqSource.bySeq(seq) : null;
+    const key = rec ? `${seq}|${this.viewer.mark ?? ""}|${when(rec.ts)}` : `?${seq}`;
+    if (key === this.wrapKey) return;
+    this.wrapKey = key;
+    const p = this.linePanel;
+    clear(p);
+    if (!rec) {
+      p.append(text(seq ? `line ${seq} …` : "Select a line (a click, or j / k) to see it in full.", "muted"));
+      return;
+    }
+    const head = el("div", "line-head");
+    const ln = text(`line ${rec.seq}`, null, "a");
+    ln.href = `#seq-${rec.seq}`;
+    head.append(ln, text(` · ${rec.stream} · ${clock(rec.ts)} · ${rec.message.length.toLocaleString()} characters`));
+    const body = el("div", `line-text s-${rec.stream}`);
+    const tx = el("span", "tx");
+    renderRecord(tx, rec, this.viewer.mark);
+    body.append(tx);
+    p.append(head, body);
   }
 
   toggleStream(s, chip) {
@@ -402,7 +488,10 @@ class JobPage {
       g.folded = !g.folded;
       this.seqSource.refold();
       this.viewer.refresh();
+      return;
     }
+    // A click selects the line (highlighted; shown in full under Wrap).
+    this.select(seq);
   }
 
   async firstError() {
@@ -462,6 +551,7 @@ class JobPage {
 
   scrollState({ top, count, following }) {
     this.topRow = top;
+    this.updateWrap();
     this.followButton.classList.toggle("on", following);
     const live = this.running() ? (this.liveState === "open" ? " · live" : ` · ${this.liveState ?? "connecting"}`) : "";
     const seq = this.filter ? null : this.seqSource.seqAt(top);
@@ -542,6 +632,9 @@ class JobPage {
       if (this.viewer.following) this.viewer.setFollowing(false);
       else this.viewer.toEnd();
     } else if (k === "t") this.toggleTimestamps();
+    else if (k === "w") this.toggleWrap();
+    else if (k === "j") this.moveSelection(1);
+    else if (k === "k") this.moveSelection(-1);
     else if (k === "Escape") this.clearSearch();
     else return false;
     return true;
@@ -556,6 +649,8 @@ class JobPage {
       this.fireText.textContent = ` · fire of ${when(this.job.fire_time)} · attempt ${this.job.attempt}`;
     }
     this.viewer.refresh();
+    this.wrapKey = null;
+    this.updateWrap();
   }
 
   destroy() {

@@ -122,6 +122,7 @@ export class Viewer {
     const visible = Math.ceil(g.view / g.h) + 1;
     const last = Math.min(g.n - 1, Math.floor(top) + visible + OVERSCAN);
     // The block of rows sits where its first row belongs in view.
+    this.first = first;
     const offset = this.scroller.scrollTop - (top - first) * g.h;
     this.rows.style.transform = `translateY(${Math.max(0, offset)}px)`;
     const count = Math.max(0, last - first + 1);
@@ -200,20 +201,7 @@ export class Viewer {
     if (rec.fields?.group === "end") {
       r.classList.add("group-end");
     }
-    if (rec.stream === "progress" && rec.fields?.percent !== undefined) {
-      const p = el("span", "pct");
-      p.textContent = `${rec.fields.percent}% `;
-      tx.append(p);
-    }
-    render(tx, rec.message, this.mark);
-    if (rec.fields) {
-      for (const [k, v] of Object.entries(rec.fields)) {
-        if (k === "group" || (k === "percent" && rec.stream === "progress")) continue;
-        const f = el("span", "field");
-        f.textContent = `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`;
-        tx.append(" ", f);
-      }
-    }
+    renderRecord(tx, rec, this.mark);
   }
 
   click(e) {
@@ -266,10 +254,42 @@ export class Viewer {
     this.schedule();
   }
 
+  // The row showing `seq`, if it is drawn (the rows in view and a margin).
+  rowOfSeq(seq) {
+    const i = this.pool.findIndex((r) => !r.el.hidden && r.el.dataset.seq === String(seq));
+    return i < 0 ? null : this.first + i;
+  }
+
+  // The seq of `row`, if known (loaded, or a whole log's row).
+  seqOfRow(row) {
+    if (!this.source || row < 0 || row >= this.source.count()) return null;
+    return this.source.record(row)?.seq ?? this.source.seqAt?.(row) ?? null;
+  }
+
   // Forces every row to be rebuilt (marks, folds and highlights changed).
   refresh() {
     for (const r of this.pool) r.key = null;
     this.schedule();
+  }
+}
+
+// A record's text as a row shows it (and the wrapped line panel): a
+// progress record's percentage, the message with its ANSI styles, the
+// workflow command's fields. Text nodes and spans only.
+export function renderRecord(tx, rec, mark) {
+  if (rec.stream === "progress" && rec.fields?.percent !== undefined) {
+    const p = el("span", "pct");
+    p.textContent = `${rec.fields.percent}% `;
+    tx.append(p);
+  }
+  render(tx, rec.message, mark);
+  if (rec.fields) {
+    for (const [k, v] of Object.entries(rec.fields)) {
+      if (k === "group" || (k === "percent" && rec.stream === "progress")) continue;
+      const f = el("span", "field");
+      f.textContent = `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`;
+      tx.append(" ", f);
+    }
   }
 }
 

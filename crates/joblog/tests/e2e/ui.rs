@@ -138,6 +138,16 @@ async fn every_time_says_its_zone_and_one_setting_switches_local_and_utc() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn wrap_shows_the_selected_long_line_in_full_and_rows_keep_their_height() {
+    run("wrap").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jobs_log_downloads_as_plain_text_and_as_json_lines() {
+    run("download").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
     let _one = BROWSER.lock().await;
     let dir = tempfile::tempdir().unwrap();

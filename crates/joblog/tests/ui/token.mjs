@@ -1,8 +1,9 @@
 // With a token configured, the UI without it shows a prompt, not data; a
 // token typed there is kept in session storage, sent as a bearer header,
-// and never put in a URL.
+// and never put in a URL; the log's downloads are fetched with it.
 
-import { scenario, browser, submit, finished, assert, URL, TOKEN, until, rows } from "./lib.mjs";
+import { scenario, browser, submit, finished, api, assert, URL, TOKEN, until, rows } from "./lib.mjs";
+import { downloads } from "./download.mjs";
 
 await scenario("token", async (step) => {
   assert.ok(TOKEN, "this scenario needs JOBLOG_TOKEN");
@@ -29,6 +30,10 @@ await scenario("token", async (step) => {
   await until("the log", async () => (await rows(page)).some((r) => r.text === "classified output"));
   step("with the token: the job's log");
   assert.equal(await page.evaluate(() => sessionStorage.getItem("joblog.token")), TOKEN);
+  // The downloads cannot be plain links with a token: fetched with it.
+  const { records } = await api("GET", `/api/v1/jobs/${id}/log`);
+  await downloads(page, id, records);
+  step("with the token, both downloads (text and JSON lines) are fetched with it");
   for (const u of urls) assert.ok(!u.includes(TOKEN), `the token is in a URL: ${u}`);
   // The 401s of the prompt were expected.
   b.problems.splice(0, b.problems.length, ...b.problems.filter((p) => !p.includes("401")));
