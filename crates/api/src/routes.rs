@@ -273,6 +273,18 @@ pub struct TextParams {
     pub(crate) streams: Option<String>,
     pub(crate) timestamps: Option<bool>,
     pub(crate) escape: Option<bool>,
+    pub(crate) format: Option<TextFormat>,
+}
+
+/// What `/log/text` writes: lines of text, or one record's JSON per line
+/// (as `GET /log` gives it: seq, time, stream, message, fields), which
+/// keeps what text loses — streams, times, levels and error marks.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TextFormat {
+    #[default]
+    Text,
+    Jsonl,
 }
 
 /// The whole log as plain text, streamed page by page so that memory does
@@ -288,6 +300,14 @@ pub async fn log_text(
 ) -> Result<Response, ApiError> {
     load_job(&state, id).await?;
     let streams = parse_streams(p.streams.as_deref())?;
+    let format = p.format.unwrap_or_default();
+    if format == TextFormat::Jsonl && (p.timestamps.is_some() || p.escape.is_some()) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            "timestamps and escape apply to format=text; format=jsonl has every record's time, \
+             and JSON escapes control characters",
+        ));
+    }
     let timestamps = p.timestamps.unwrap_or(false);
     let escape = p.escape.unwrap_or(false);
     let store = state.engine.store().clone();
@@ -302,6 +322,13 @@ pub async fn log_text(
                     let next = records.last().map(|r| r.seq);
                     let mut text = String::new();
                     for r in &records {
+                        if format == TextFormat::Jsonl {
+                            // A record always serializes (strings and
+                            // numbers); a failure would be a bug, not input.
+                            text.push_str(&serde_json::to_string(r).unwrap_or_default());
+                            text.push('\n');
+                            continue;
+                        }
                         if timestamps {
                             text.push_str(&r.ts.to_rfc3339());
                             text.push(' ');
@@ -322,17 +349,20 @@ pub async fn log_text(
             }
         }
     });
-    let disposition = if escape {
-        "inline".to_string()
-    } else {
-        format!("attachment; filename=\"job-{id}.log\"")
+    let (disposition, content_type) = match (format, escape) {
+        (TextFormat::Jsonl, _) => (
+            format!("attachment; filename=\"job-{id}.jsonl\""),
+            "application/x-ndjson",
+        ),
+        (TextFormat::Text, true) => ("inline".to_string(), "text/plain; charset=utf-8"),
+        (TextFormat::Text, false) => (
+            format!("attachment; filename=\"job-{id}.log\""),
+            "text/plain; charset=utf-8",
+        ),
     };
     Ok((
         [
-            (
-                header::CONTENT_TYPE,
-                "text/plain; charset=utf-8".to_string(),
-            ),
+            (header::CONTENT_TYPE, content_type.to_string()),
             (header::CONTENT_DISPOSITION, disposition),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
         ],

@@ -565,6 +565,31 @@ async fn invalid_utf8_and_nul_bytes_are_stored_and_served_as_json(db: TestDataba
         "{:?}",
         text.text()
     );
+    // JSON lines: each record as GET /log gives it, streams and times kept.
+    let jsonl = get(
+        &t.router,
+        &format!("/api/v1/jobs/{id}/log/text?format=jsonl"),
+    )
+    .await;
+    assert_eq!(jsonl.status, StatusCode::OK);
+    assert_eq!(jsonl.content_type.as_deref(), Some("application/x-ndjson"));
+    let page = get_json(&t.router, &format!("/api/v1/jobs/{id}/log")).await;
+    let lines: Vec<Value> = jsonl
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(Value::from(lines), page["records"]);
+    let refused = get(
+        &t.router,
+        &format!("/api/v1/jobs/{id}/log/text?format=jsonl&timestamps=true"),
+    )
+    .await;
+    let said = assert_error(&refused, StatusCode::BAD_REQUEST, "invalid_query");
+    assert!(said.contains("timestamps"), "{said}");
+    let refused = get(&t.router, &format!("/api/v1/jobs/{id}/log/text?format=xml")).await;
+    let said = assert_error(&refused, StatusCode::BAD_REQUEST, "invalid_query");
+    assert!(said.contains("format"), "{said}");
     t.shutdown().await;
 }
 
@@ -1506,4 +1531,89 @@ async fn wait_pool_in_use(router: &axum::Router, n: u64) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The check every answer of these tests goes through (`common::openapi`)
+/// can fail: a status the document does not list, a media type it does not
+/// list, a body against its schema (a wrong type, a field missing, a field
+/// it does not have, a value outside an enum) are each caught.
+#[test]
+fn the_openapi_check_catches_what_the_document_does_not_say() {
+    use axum::http::Method;
+    use common::openapi::check;
+    let json = Some("application/json");
+    let health = json!({"status": "ok", "store": "ok", "accepting_jobs": true,
+                        "node": "n", "pool_in_use": 0});
+    let body = |v: &Value| v.to_string().into_bytes();
+    // What the document says passes.
+    check(
+        &Method::GET,
+        "/healthz",
+        StatusCode::OK,
+        json,
+        &body(&health),
+    );
+    let fails =
+        |method: Method, path: &str, status: StatusCode, media: Option<&str>, b: Vec<u8>| {
+            let path = path.to_string();
+            std::panic::catch_unwind(move || check(&method, &path, status, media, &b)).is_err()
+        };
+    assert!(fails(
+        Method::GET,
+        "/healthz",
+        StatusCode::IM_A_TEAPOT,
+        json,
+        body(&health)
+    ));
+    assert!(fails(
+        Method::GET,
+        "/healthz",
+        StatusCode::OK,
+        Some("text/html"),
+        body(&health)
+    ));
+    let mut wrong_type = health.clone();
+    wrong_type["pool_in_use"] = json!("none");
+    assert!(fails(
+        Method::GET,
+        "/healthz",
+        StatusCode::OK,
+        json,
+        body(&wrong_type)
+    ));
+    let mut missing = health.clone();
+    missing.as_object_mut().unwrap().remove("node");
+    assert!(fails(
+        Method::GET,
+        "/healthz",
+        StatusCode::OK,
+        json,
+        body(&missing)
+    ));
+    let mut extra = health.clone();
+    extra["surprise"] = json!(1);
+    assert!(fails(
+        Method::GET,
+        "/healthz",
+        StatusCode::OK,
+        json,
+        body(&extra)
+    ));
+    // Through a `$ref` to a shared schema: a state no job has.
+    let error = json!({"error": {"code": "no_such_code", "message": "m"}});
+    assert!(fails(
+        Method::GET,
+        "/api/v1/jobs/7",
+        StatusCode::NOT_FOUND,
+        json,
+        body(&error)
+    ));
+    let error = json!({"error": {"code": "job_not_found", "message": "no job with id 7"}});
+    check(
+        &Method::GET,
+        "/api/v1/jobs/7",
+        StatusCode::NOT_FOUND,
+        json,
+        &body(&error),
+    );
 }

@@ -20,6 +20,8 @@ use joblog_store::StoreOptions;
 use serde_json::Value;
 use tower::ServiceExt;
 
+pub mod openapi;
+
 /// How long a test waits for a condition before it gives up.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -189,10 +191,24 @@ impl Reply {
     }
 }
 
+/// Sends `request`; the answer is checked against openapi.json
+/// ([`openapi::check`]).
 pub async fn send(router: &Router, request: Request<Body>) -> Reply {
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
     let response = router.clone().oneshot(request).await.unwrap();
     let content_type = content_type_of(&response);
-    into_reply(response, content_type).await
+    // A compressed body is checked by the tests that ask for it.
+    let encoded = response.headers().contains_key(header::CONTENT_ENCODING);
+    let reply = into_reply(response, content_type).await;
+    let body: &[u8] = if encoded { &[] } else { &reply.body };
+    openapi::check(
+        &method,
+        &path,
+        reply.status,
+        reply.content_type.as_deref(),
+        body,
+    );
+    reply
 }
 
 fn content_type_of(response: &axum::response::Response) -> Option<String> {
