@@ -48,7 +48,7 @@ await scenario("wrap", async (step) => {
   }));
   assert.ok(wrapped.fits, "the panel wraps: nothing past its right edge");
   assert.ok(wrapped.height > 5 * 15, `the line takes several lines in the panel (${wrapped.height} px)`);
-  assert.equal(await page.$eval(".row.hl", (r) => r.dataset.seq), "2", "the selected line is highlighted");
+  await until("the selected line highlighted", async () => (await page.$eval(".row.hl", (r) => r.dataset.seq)) === "2");
   assert.deepEqual(await heights(), [18], "the rows keep their fixed height");
   await shot(page, "job-wrap");
   step(`a ${long.length}-character line is clipped in its row and shown whole, wrapped, in the panel`);
@@ -57,12 +57,13 @@ await scenario("wrap", async (step) => {
   await page.keyboard.press("j");
   await until("line 3 in the panel", async () => /^line 3 · warning/.test(await page.textContent("#line-panel .line-head")));
   assert.equal(await page.textContent("#line-panel .line-text"), "after the long one file=a.py");
-  assert.equal(await page.$eval(".row.hl", (r) => r.dataset.seq), "3");
+  await until("line 3 highlighted", async () => (await page.$eval(".row.hl", (r) => r.dataset.seq)) === "3");
   await page.keyboard.press("k");
   await until("line 2 again", async () => /^line 2 /.test(await page.textContent("#line-panel .line-head")));
   // Far down with j: the selection stays in view.
   for (let i = 0; i < 60; i++) await page.keyboard.press("j");
   await until("line 62 in the panel", async () => /^line 62 /.test(await page.textContent("#line-panel .line-head")));
+  await until("line 62 highlighted", async () => (await page.$eval(".row.hl", (r) => r.dataset.seq)) === "62");
   const inView = await page.evaluate(() => {
     const box = document.querySelector(".log-scroll").getBoundingClientRect();
     const r = document.querySelector(".row.hl").getBoundingClientRect();
