@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-
 use crate::error::ErrorCode;
 
 fn openapi() -> Value {

@@ -71,10 +71,40 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 "request body: must be a JSON object ({…})",
             ));
         }
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("request body: {e}")))
+        match serde_json::from_slice(&bytes) {
+            Ok(body) => Ok(JsonBody(body)),
+            Err(e) => integral_floats_as_integers(&bytes)
+                .and_then(|v| serde_json::from_value(v).ok())
+                .map(JsonBody)
+                .ok_or_else(|| ApiError::new(ErrorCode::InvalidJson, format!("request body: {e}"))),
+        }
     }
+}
+
+/// The body with every number that has a fraction of zero (`84.0`,
+/// `1e3`) written as an integer, if it has any: JSON Schema counts those
+/// as integers, so a client built from the OpenAPI document may send
+/// them where the server reads an integer. `None` when there are none
+/// (the first error stands, with its position).
+fn integral_floats_as_integers(bytes: &[u8]) -> Option<serde_json::Value> {
+    fn fix(v: &mut serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                // Within ±2^53 a float is an exact integer.
+                if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 {
+                    *v = serde_json::Value::from(f as i64);
+                    return true;
+                }
+                false
+            }
+            serde_json::Value::Array(items) => items.iter_mut().fold(false, |c, i| fix(i) | c),
+            serde_json::Value::Object(map) => map.values_mut().fold(false, |c, i| fix(i) | c),
+            _ => false,
+        }
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    fix(&mut value).then_some(value)
 }
 
 /// `application/json` or `application/<something>+json`, any parameters.
@@ -179,5 +209,20 @@ mod tests {
         ] {
             assert!(!super::is_json(bad), "{bad}");
         }
+    }
+
+    /// `84.0` is an integer to JSON Schema: read where an integer is
+    /// wanted, and only a whole number below 2^53.
+    #[test]
+    fn integral_floats_are_read_as_integers() {
+        use serde_json::json;
+        let fixed = super::integral_floats_as_integers(br#"{"a": 84.0, "b": [1e3, 2.5], "c": 7}"#);
+        assert_eq!(fixed, Some(json!({"a": 84, "b": [1000, 2.5], "c": 7})));
+        assert_eq!(
+            super::integral_floats_as_integers(br#"{"a": 2.5, "b": 3}"#),
+            None
+        );
+        assert_eq!(super::integral_floats_as_integers(br#"{"a": 1e300}"#), None);
+        assert_eq!(super::integral_floats_as_integers(b"not json"), None);
     }
 }

@@ -235,7 +235,8 @@ pub struct Concurrency {
 /// Largest `max_concurrent` a submission may give.
 pub const MAX_CONCURRENT: u32 = 10_000;
 
-/// Longest concurrency key, in bytes.
+/// Longest concurrency key, in characters (as JSON Schema's `maxLength`
+/// counts, so the OpenAPI document can say it exactly).
 const MAX_KEY_LEN: usize = 200;
 
 /// Keys a client may not give: a schedule whose runs must not overlap
@@ -258,10 +259,11 @@ impl Concurrency {
                 None => Ok(None),
             };
         };
-        if key.is_empty() || key.len() > MAX_KEY_LEN || key.chars().any(char::is_control) {
+        if key.is_empty() || key.chars().count() > MAX_KEY_LEN || key.chars().any(char::is_control)
+        {
             return Err(invalid(
                 "concurrency_key",
-                format!("must be 1 to {MAX_KEY_LEN} bytes without control characters"),
+                format!("must be 1 to {MAX_KEY_LEN} characters without control characters"),
             ));
         }
         if key.starts_with(RESERVED_KEY_PREFIX) {

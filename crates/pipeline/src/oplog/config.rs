@@ -433,7 +433,10 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
         }
     };
     let name = sink.name.clone().unwrap_or(default_name);
-    if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control() || c == '"') {
+    if name.is_empty()
+        || name.chars().count() > 64
+        || name.chars().any(|c| c.is_control() || c == '"')
+    {
         return Err(format!(
             "`name` {name:?}: 1 to 64 characters, no quotes or control characters"
         ));
