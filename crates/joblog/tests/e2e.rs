@@ -555,6 +555,79 @@ async fn cli_run_follows_the_log_and_exits_with_the_jobs_code() {
     assert_eq!(code, 2, "a bad duration is bad usage");
 }
 
+/// Every time the CLI shows says its zone: UTC by default and with
+/// `--utc`, the machine's zone with its offset with `--local` or
+/// `JOBLOG_TIMES=local`, the same instant either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_times_say_their_zone_utc_or_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let id = server
+        .submit(json!({"name": "when", "command": ["true"]}))
+        .await;
+    let job = server.wait_finished(id).await;
+    let created = job["created_at"].as_str().unwrap().to_string();
+    let shown = |args: &[&str], env: &[(&str, &str)]| -> String {
+        let out = Command::new(BIN)
+            .arg("--server")
+            .arg(&server.url)
+            .args(args)
+            .env_remove("JOBLOG_TIMES")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .expect("running the joblog CLI");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let id = id.to_string();
+    let berlin = [("TZ", "Europe/Berlin")];
+    let created_shown = |out: &str| -> String {
+        out.lines()
+            .find_map(|l| l.strip_prefix("created:"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no created: line in\n{out}"))
+    };
+    assert_eq!(
+        created_shown(&shown(&["show", &id], &berlin)),
+        created,
+        "the default is UTC"
+    );
+    assert_eq!(
+        created_shown(&shown(&["show", &id, "--utc"], &berlin)),
+        created
+    );
+    // November in Berlin: an hour ahead, said as +01:00.
+    let hour: u32 = created[11..13].parse().unwrap();
+    let local = format!(
+        "{}T{:02}{}+01:00",
+        &created[..10],
+        (hour + 1) % 24,
+        &created[13..26]
+    );
+    for (args, env) in [
+        (vec!["show", &id, "--local"], vec![berlin[0]]),
+        (
+            vec!["show", &id],
+            vec![berlin[0], ("JOBLOG_TIMES", "local")],
+        ),
+    ] {
+        let out = shown(&args, &env);
+        if hour < 23 {
+            assert_eq!(created_shown(&out), local, "{args:?} {env:?}");
+        }
+        assert!(created_shown(&out).ends_with("+01:00"), "{out}");
+    }
+    let list = shown(&["jobs", "--name", "when"], &berlin);
+    assert!(list.contains(" UTC "), "{list}");
+    let list = shown(&["jobs", "--name", "when", "--local"], &berlin);
+    assert!(list.contains(" +01:00 "), "{list}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_groom_keeps_the_newest_per_name() {
     let dir = tempfile::tempdir().unwrap();

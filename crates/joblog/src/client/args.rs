@@ -40,6 +40,9 @@ pub struct Global {
     /// https:// server (a private CA or a self-signed certificate).
     #[arg(long, env = "JOBLOG_CACERT", value_name = "FILE")]
     pub cacert: Option<std::path::PathBuf>,
+    /// The zone times are shown in, from the command's `--utc`/`--local`.
+    #[arg(skip)]
+    pub times: super::render::Times,
 }
 
 impl Global {
@@ -62,6 +65,7 @@ impl Global {
         Global {
             server: after.server.clone().unwrap_or(self.server),
             cacert: after.cacert.clone().or(self.cacert),
+            times: after.times(),
             ..self
         }
     }
@@ -90,6 +94,29 @@ pub struct Connection {
         value_name = "FILE"
     )]
     pub cacert: Option<std::path::PathBuf>,
+    /// Show times in UTC, each marked `UTC` (the default; or
+    /// JOBLOG_TIMES=utc).
+    #[arg(long, global = true, conflicts_with = "local")]
+    pub utc: bool,
+    /// Show times in this machine's time zone, each with its offset
+    /// (`+01:00`; or JOBLOG_TIMES=local).
+    #[arg(long, global = true)]
+    pub local: bool,
+}
+
+impl Connection {
+    /// `--utc` or `--local`, else `JOBLOG_TIMES` (`utc`, `local`), else UTC.
+    pub fn times(&self) -> super::render::Times {
+        use super::render::Times;
+        match (self.utc, self.local) {
+            (true, _) => Times::Utc,
+            (_, true) => Times::Local,
+            _ => match std::env::var("JOBLOG_TIMES").as_deref() {
+                Ok("local") => Times::Local,
+                _ => Times::Utc,
+            },
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]

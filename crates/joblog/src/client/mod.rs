@@ -45,6 +45,7 @@ impl fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
+    render::choose_times(global.times);
     let result = async {
         // `/healthz` needs no token: a health check works whatever the
         // token settings around it (a token file it may not read, say).

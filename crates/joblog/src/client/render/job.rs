@@ -33,13 +33,18 @@ fn format_duration_ms(ms: f64) -> String {
     }
 }
 
-/// `2026-11-22T10:15:01.000001Z` → `2026-11-22 10:15:01` (UTC).
+/// `2026-11-22T10:15:01.000001Z` → `2026-11-22 10:15:01 UTC`, or in the
+/// local zone with its offset (`--local`).
 pub(super) fn short_time(ts: Option<&str>) -> String {
     match ts {
-        Some(t) if t.len() >= 19 && t.is_char_boundary(19) => t[..19].replacen('T', " ", 1),
-        Some(t) => escape_display(t, false).into_owned(),
+        Some(t) => super::times::short(t).unwrap_or_else(|| escape_display(t, false).into_owned()),
         None => "-".to_string(),
     }
+}
+
+/// A time in full, in the chosen zone (`2026-11-22T10:15:01.000001Z`).
+pub(super) fn full_time(ts: &str) -> String {
+    super::times::full(ts).unwrap_or_else(|| escape_display(ts, false).into_owned())
 }
 
 fn truncate_chars(s: &str, max: usize) -> String {
@@ -172,6 +177,7 @@ pub(super) fn show_text(j: &JobView) -> String {
         v.map(|s| escape_display(s, false).into_owned())
             .unwrap_or_else(|| "-".to_string())
     };
+    let time = |v: Option<&str>| v.map(full_time).unwrap_or_else(|| "-".to_string());
     let mut rows: Vec<(String, String)> = vec![
         ("id".into(), j.id.to_string()),
         ("name".into(), opt(j.name.as_deref())),
@@ -195,9 +201,9 @@ pub(super) fn show_text(j: &JobView) -> String {
             .into_owned(),
         ),
         ("node".into(), opt(j.node.as_deref())),
-        ("created".into(), opt(j.created_at.as_deref())),
-        ("started".into(), opt(j.started_at.as_deref())),
-        ("finished".into(), opt(j.finished_at.as_deref())),
+        ("created".into(), time(j.created_at.as_deref())),
+        ("started".into(), time(j.started_at.as_deref())),
+        ("finished".into(), time(j.finished_at.as_deref())),
         (
             "duration".into(),
             j.duration_ms
@@ -212,13 +218,7 @@ pub(super) fn show_text(j: &JobView) -> String {
             .iter()
             .position(|(k, _)| k == "created")
             .map_or(rows.len(), |i| i + 1);
-        rows.insert(
-            at,
-            (
-                "runs after".into(),
-                escape_display(after, false).into_owned(),
-            ),
-        );
+        rows.insert(at, ("runs after".into(), full_time(after)));
     }
     let at = rows
         .iter()
@@ -297,7 +297,12 @@ mod tests {
     fn times() {
         assert_eq!(
             short_time(Some("2026-11-22T10:15:01.000001Z")),
-            "2026-11-22 10:15:01"
+            "2026-11-22 10:15:01 UTC"
+        );
+        assert_eq!(
+            short_time(Some("soon\x1b")),
+            "soon\\x1b",
+            "not a time: escaped"
         );
         assert_eq!(short_time(None), "-");
     }
@@ -324,15 +329,15 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0],
-            "ID  STATE      NAME    NODE         EXIT  CREATED              DURATION  RECORDS"
+            "ID  STATE      NAME    NODE         EXIT  CREATED                  DURATION  RECORDS"
         );
         assert_eq!(
             lines[1],
-            "42  succeeded  backup  host-a:7878     0  2026-11-22 10:15:01     4m05s     1002"
+            "42  succeeded  backup  host-a:7878     0  2026-11-22 10:15:01 UTC     4m05s     1002"
         );
         assert_eq!(
             lines[2],
-            " 7  queued     -       -               -  2026-11-22 10:15:01         -        0"
+            " 7  queued     -       -               -  2026-11-22 10:15:01 UTC         -        0"
         );
     }
 

@@ -136,7 +136,7 @@ fn label(r: &LogRecord, label_errors: bool) -> Option<(String, Tint)> {
 fn render_record(r: &LogRecord, style: Style) -> Option<String> {
     let mut s = String::new();
     if style.timestamps {
-        s.push_str(&escape_display(&r.ts, false));
+        s.push_str(&super::job::full_time(&r.ts));
         s.push(' ');
     }
     match group_mark(r.fields.as_ref()) {

@@ -7,7 +7,10 @@ mod node;
 mod pretty;
 mod schedule;
 mod service;
+mod times;
 mod token;
+
+pub use times::{choose as choose_times, Times};
 
 use std::io::{self, Write};
 
@@ -82,10 +85,10 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
             // The token alone on stdout (`> token-file` keeps just it);
             // what it is, on stderr.
             writeln!(out, "{}", t.token.as_deref().unwrap_or_default())?;
-            let expires = t
-                .expires_at
-                .as_deref()
-                .map_or_else(|| "never expires".to_string(), |e| format!("expires {e}"));
+            let expires = t.expires_at.as_deref().map_or_else(
+                || "never expires".to_string(),
+                |e| format!("expires {}", job::full_time(e)),
+            );
             eprintln!(
                 "joblog: token {:?} ({}, {expires}) is shown only now; keep it secret",
                 escape_display(&t.name, false),

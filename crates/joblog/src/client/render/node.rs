@@ -45,7 +45,7 @@ pub(super) fn nodes_table(list: &NodeList) -> String {
         &rows,
         &[false, false, true, false, false, false, false],
     );
-    text.push_str("(* the node that answered; times are UTC)\n");
+    text.push_str("(* the node that answered)\n");
     text
 }
 
@@ -75,10 +75,10 @@ mod tests {
         };
         assert_eq!(
             nodes_table(&list),
-            "NAME      STATE   RUNNING  LAST HEARTBEAT       STARTED              VERSION  SECRETS\n\
-             a:7878 *  up            3  2026-11-22 10:15:01  2026-11-22 08:00:00  0.1.0    -\n\
-             b:7878    lapsed       12  2026-11-22 10:15:01  2026-11-22 08:00:00  0.1.0    API_KEY,DB_PASSWORD\n\
-             (* the node that answered; times are UTC)\n"
+            "NAME      STATE   RUNNING  LAST HEARTBEAT           STARTED                  VERSION  SECRETS\n\
+             a:7878 *  up            3  2026-11-22 10:15:01 UTC  2026-11-22 08:00:00 UTC  0.1.0    -\n\
+             b:7878    lapsed       12  2026-11-22 10:15:01 UTC  2026-11-22 08:00:00 UTC  0.1.0    API_KEY,DB_PASSWORD\n\
+             (* the node that answered)\n"
         );
     }
 }

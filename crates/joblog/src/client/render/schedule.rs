@@ -183,9 +183,9 @@ mod tests {
         );
         assert_eq!(
             schedules_table(&[view(json!({})), off]),
-            "ID  NAME      CRON        TZ             NEXT FIRE            LAST RUN                            RUNS\n \
-             3  nightly   30 2 * * *  Europe/Berlin  2026-11-25 01:30:00  #812 succeeded 2026-11-24 01:30:00  pg_dump app …\n\
-             12  tick\\x1b  30 2 * * *  Europe/Berlin  disabled             -                                   true\n"
+            "ID  NAME      CRON        TZ             NEXT FIRE                LAST RUN                                RUNS\n \
+             3  nightly   30 2 * * *  Europe/Berlin  2026-11-25 01:30:00 UTC  #812 succeeded 2026-11-24 01:30:00 UTC  pg_dump app …\n\
+             12  tick\\x1b  30 2 * * *  Europe/Berlin  disabled                 -                                       true\n"
         );
     }
 
@@ -198,7 +198,7 @@ mod tests {
             "secrets:       PGPASSWORD\n",
             "retries:       3 attempts, backoff 60s doubling\n",
             "skipped fires: 2\n",
-            "next fires:    2026-11-25 01:30:00, 2026-11-26 01:30:00\n",
+            "next fires:    2026-11-25 01:30:00 UTC, 2026-11-26 01:30:00 UTC\n",
         ] {
             assert!(shown.contains(line), "{line:?} not in:\n{shown}");
         }

@@ -44,9 +44,9 @@ mod tests {
         ]);
         assert_eq!(
             text,
-            "NAME         ROLE    CREATED              EXPIRES              LAST USED\n\
-             ci           viewer  2026-11-22 10:15:01  never                -\n\
-             grafana\\x1b  viewer  2026-11-22 10:15:01  2027-02-20 10:15:01  -\n"
+            "NAME         ROLE    CREATED                  EXPIRES                  LAST USED\n\
+             ci           viewer  2026-11-22 10:15:01 UTC  never                    -\n\
+             grafana\\x1b  viewer  2026-11-22 10:15:01 UTC  2027-02-20 10:15:01 UTC  -\n"
         );
     }
 }
