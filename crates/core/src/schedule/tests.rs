@@ -178,6 +178,29 @@ fn lists_and_ranges_are_fixed_times_through_both_changes() {
     );
 }
 
+/// Lord Howe moves its clocks by half an hour (02:00 → 02:30 on
+/// 2026-10-04): only that half hour is skipped; 02:35 exists and fires.
+/// (cronsim, the reference the cross-check uses, skips it.)
+#[test]
+fn a_half_hour_change_skips_only_its_half_hour() {
+    let zone = "Australia/Lord_Howe";
+    let t = timing("35 * * * *", zone);
+    assert_eq!(
+        fires(&t, at(zone, 2026, 10, 4, 1, 0), 3),
+        [
+            "2026-10-04 01:35:00 +1030",
+            "2026-10-04 02:35:00 +11",
+            "2026-10-04 03:35:00 +11"
+        ]
+    );
+    // A fixed time in the skipped half hour fires once, right after it.
+    let t = timing("10,20 2 * * *", zone);
+    assert_eq!(
+        fires(&t, at(zone, 2026, 10, 4, 0, 0), 2),
+        ["2026-10-04 02:30:00 +11", "2026-10-05 02:10:00 +11"]
+    );
+}
+
 #[test]
 fn an_interval_fires_by_the_wall_clock_through_both_changes() {
     // The repeated hour has its fires twice, once in each offset.

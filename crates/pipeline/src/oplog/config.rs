@@ -14,6 +14,12 @@ use super::queue::Overflow;
 use super::route::SinkFilter;
 use super::sinks::{Compression, Facility, Rotation, SyslogTarget};
 
+/// The most entries a sink's queue may hold: its channel is allocated at
+/// that size, so an unbounded one would let a configuration (a file, or
+/// `PUT /api/v1/logging`) abort the server on allocation. A million
+/// access-log lines is far beyond any burst a queue should absorb.
+pub const MAX_QUEUE: usize = 1 << 20;
+
 /// Default capacity of a sink's queue, in entries.
 pub const DEFAULT_QUEUE: usize = 8192;
 /// Default slow-log threshold.
@@ -241,8 +247,11 @@ pub fn plan(config: &LoggingConfig, default_dir: &Path) -> Result<Vec<Plan>, Str
         .dir
         .clone()
         .unwrap_or_else(|| default_dir.to_path_buf());
-    if config.queue == 0 {
-        return Err("logging.queue must be at least 1".into());
+    if !(1..=MAX_QUEUE).contains(&config.queue) {
+        return Err(format!(
+            "logging.queue must be 1 to {MAX_QUEUE} entries, not {}",
+            config.queue
+        ));
     }
     let defaults;
     let sinks = match &config.sinks {
@@ -344,8 +353,10 @@ fn plan_sink(config: &LoggingConfig, sink: &SinkConfig, dir: &Path) -> Result<Pl
             ));
         }
     }
-    if sink.queue == Some(0) {
-        return Err("`queue` must be at least 1".into());
+    if let Some(queue) = sink.queue.filter(|q| !(1..=MAX_QUEUE).contains(q)) {
+        return Err(format!(
+            "`queue` must be 1 to {MAX_QUEUE} entries, not {queue}"
+        ));
     }
     let only = |field: &str, given: bool, kind: &str| -> Result<(), String> {
         if given {
@@ -573,7 +584,17 @@ mod tests {
             serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "ignore": ["a*b"]}]}),
             "ignore entry",
         );
-        refused(serde_json::json!({"queue": 0}), "at least 1");
+        refused(serde_json::json!({"queue": 0}), "must be 1 to 1048576");
+        // Found by the API fuzzer: a queue this large aborted the server
+        // when its channel was allocated.
+        refused(
+            serde_json::json!({"queue": 14_140_288_533_362_u64}),
+            "logging.queue must be 1 to 1048576 entries",
+        );
+        refused(
+            serde_json::json!({"sinks": [{"kind": "stdout", "logs": ["access"], "queue": 1_048_577}]}),
+            "`queue` must be 1 to 1048576",
+        );
     }
 
     /// Through the API a file sink stays inside the file's logging
