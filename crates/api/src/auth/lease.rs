@@ -28,16 +28,20 @@ pub(crate) async fn ended(state: AppState, identity: Identity) {
     };
     let mut revoked = state.engine.tokens_revoked();
     let revocation = async {
+        // Checked once as soon as this watch is subscribed, then at each
+        // revocation: one that came between the request's authentication
+        // and the subscription (a stream whose body is first polled late)
+        // would otherwise never be seen.
         loop {
-            if revoked.changed().await.is_err() {
-                // The engine is gone: the server is stopping.
-                return std::future::pending().await;
-            }
             match state.engine.store().token_by_hash(held.hash).await {
-                Ok(Some(t)) if !t.is_expired(Timestamp::now()) => continue,
+                Ok(Some(t)) if !t.is_expired(Timestamp::now()) => {}
                 // Gone, expired, or not known to be valid: the stream
                 // ends, and a client that still may reads again.
                 _ => return,
+            }
+            if revoked.changed().await.is_err() {
+                // The engine is gone: the server is stopping.
+                return std::future::pending().await;
             }
         }
     };

@@ -486,6 +486,10 @@ async fn open_streams_end_when_their_token_is_revoked_or_expires(db: TestDatabas
     )
     .await;
     assert_eq!(revoke.status, StatusCode::OK, "{}", revoke.text());
+    // The streams' bodies are first read only now, after the engine has
+    // heard of the revocation: one that began watching for revocations
+    // only then used to miss this one and stay open.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let ended = futures_util::future::join_all(
         streams
             .into_iter()
