@@ -215,16 +215,20 @@ impl TestStore {
     }
 }
 
-/// Undoes the last two migrations (sealed logs; schedules, and the columns
-/// jobs got for them), the same on both stores: for tests that take a
-/// database back to an older version.
-const UNDO_LATEST: &str = "DROP INDEX jobs_unsealed; ALTER TABLE jobs DROP COLUMN sealed_at; \
+/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (the nodes' secret
+/// names; the per-schedule metrics' index; sealed logs; schedules, and the
+/// columns jobs got for them), the same on both stores: for tests that
+/// take a database back to an older version.
+const UNDO_LATEST: &str = "ALTER TABLE nodes DROP COLUMN secret_names; \
+     DROP INDEX jobs_schedule_state; DROP INDEX jobs_unsealed; ALTER TABLE jobs DROP COLUMN sealed_at; \
      DROP TABLE segments; DROP INDEX jobs_fire; DROP INDEX jobs_schedule; \
      DROP INDEX jobs_schedule_active; DROP INDEX jobs_running_key; DROP INDEX jobs_run_after; \
      ALTER TABLE jobs DROP COLUMN schedule_id; ALTER TABLE jobs DROP COLUMN fire_time; \
      ALTER TABLE jobs DROP COLUMN attempt; ALTER TABLE jobs DROP COLUMN concurrency_key; \
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
+/// How many migrations [`UNDO_LATEST`] undoes.
+const UNDONE_MIGRATIONS: i64 = 4;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {

@@ -248,9 +248,10 @@ async fn long_audit_fields_are_cut_and_entries_survive_reopen_and_job_deletion(d
 
 /// The store at `url` opened again, keeping `db` (and its files) alive.
 /// A database as the version before the audit trail left it: the table
-/// and its indexes gone and the schema version set back to before it
-/// (three lower: the results' conversion to blobs and the schedules came
-/// after it, and the schedules are undone too), with a job in it. Opening it migrates: the job is kept and entries can be written.
+/// and its indexes gone and the schema version set back to before it (the
+/// migrations after it undone too: [`UNDO_LATEST`]'s, and the results'
+/// conversion to blobs, which has nothing to undo), with a job in it.
+/// Opening it migrates: the job is kept and entries can be written.
 async fn a_database_of_the_version_before_gets_the_audit_table_when_opened(db: TestDatabase) {
     let url = db.url().to_owned();
     let mut t = open_store(db);
@@ -267,14 +268,18 @@ async fn a_database_of_the_version_before_gets_the_audit_table_when_opened(db: T
                 .unwrap();
             conn.execute_batch(UNDO_LATEST).unwrap();
             conn.execute_batch("DROP TABLE audit").unwrap();
-            conn.pragma_update(None, "user_version", version - 4)
+            // And the results' conversion to blobs, and the audit table.
+            conn.pragma_update(None, "user_version", version - UNDONE_MIGRATIONS - 2)
                 .unwrap();
         }
         Backend::Postgres => {
             let pg = PgSession::connect(&url).await;
             pg.client.batch_execute(UNDO_LATEST).await.unwrap();
+            let back = UNDONE_MIGRATIONS + 2;
             pg.client
-                .batch_execute("DROP TABLE audit; UPDATE joblog_schema SET version = version - 4")
+                .batch_execute(&format!(
+                    "DROP TABLE audit; UPDATE joblog_schema SET version = version - {back}"
+                ))
                 .await
                 .unwrap();
             pg.close().await;

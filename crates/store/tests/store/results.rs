@@ -114,7 +114,8 @@ async fn plain_results_from_before_blobs_are_converted_when_the_store_opens(db: 
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .unwrap();
             conn.execute_batch(UNDO_LATEST).unwrap();
-            conn.pragma_update(None, "user_version", version - 3)
+            // And the results' conversion to blobs.
+            conn.pragma_update(None, "user_version", version - UNDONE_MIGRATIONS - 1)
                 .unwrap();
         }
         Backend::Postgres => {
@@ -127,7 +128,10 @@ async fn plain_results_from_before_blobs_are_converted_when_the_store_opens(db: 
             }
             pg.client.batch_execute(UNDO_LATEST).await.unwrap();
             pg.client
-                .batch_execute("UPDATE joblog_schema SET version = version - 3")
+                .batch_execute(&format!(
+                    "UPDATE joblog_schema SET version = version - {}",
+                    UNDONE_MIGRATIONS + 1
+                ))
                 .await
                 .unwrap();
             pg.close().await;
