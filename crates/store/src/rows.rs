@@ -213,6 +213,12 @@ impl NodeRow {
     }
 }
 
+/// The names of the secrets a node holds, as the nodes table keeps them
+/// (a JSON array; read back by [`NodeRow::into_info`]).
+pub(crate) fn secret_names_text(names: &[String]) -> String {
+    serde_json::Value::from(names.to_vec()).to_string()
+}
+
 /// A row of [`crate::FINISHED_BY_NAME`].
 pub(crate) fn finished_by_name(
     name: Option<String>,

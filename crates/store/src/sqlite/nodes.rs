@@ -24,11 +24,6 @@ CREATE TABLE nodes (
 /// A node silent this long is forgotten (its row, not its jobs).
 const FORGET_AFTER_MICROS: i64 = 7 * 86_400 * 1_000_000;
 
-/// The names of the secrets a node holds, as the nodes table keeps them.
-fn names_text(names: &[String]) -> String {
-    serde_json::Value::from(names.to_vec()).to_string()
-}
-
 pub(super) fn register(
     tx: &Transaction,
     node: &str,
@@ -42,7 +37,12 @@ pub(super) fn register(
          ON CONFLICT (name) DO UPDATE SET version = ?2, started_at = ?3, heartbeat_at = ?3, \
          stopped_at = NULL, secret_names = ?4",
     )?
-    .execute(params![node, version, now, names_text(secret_names)])?;
+    .execute(params![
+        node,
+        version,
+        now,
+        crate::rows::secret_names_text(secret_names)
+    ])?;
     tx.prepare_cached("DELETE FROM nodes WHERE heartbeat_at < ?1")?
         .execute([now - FORGET_AFTER_MICROS])?;
     Ok(Outcome::Done)

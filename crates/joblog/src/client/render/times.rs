@@ -29,8 +29,8 @@ fn chosen() -> Times {
 }
 
 /// A server time to the second, with its zone: `2026-11-22 10:15:01 UTC`.
-/// Text that is no RFC 3339 time is given back as it is (escaped by the
-/// caller).
+/// `None` for text that is no RFC 3339 time (the caller shows it
+/// escaped).
 pub fn short(rfc3339: &str) -> Option<String> {
     let t = DateTime::parse_from_rfc3339(rfc3339).ok()?;
     Some(match chosen() {

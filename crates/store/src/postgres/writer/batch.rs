@@ -220,7 +220,7 @@ pub(super) async fn apply_batch(
                 secret_names,
             } => {
                 let st = prepared(statements, &tx, REGISTER_NODE).await?;
-                let names = serde_json::Value::from(secret_names.clone()).to_string();
+                let names = crate::rows::secret_names_text(secret_names);
                 tx.execute(&st, &[node, version, &names]).await?;
                 Outcome::Done
             }
