@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use joblog_core::{AuditEntry, AuditQuery, NewAudit, Timestamp, MAX_AUDIT_FIELD};
 
-use crate::listing::{Dialect, Param, Sql};
+use crate::db::{Conn, Decode, Dialect, Param, Row, Sql};
 use crate::{Result, StoreError};
 
 /// The columns a listing reads, in [`AuditRow`]'s order. `detail` is JSON
@@ -87,6 +87,30 @@ pub(crate) struct AuditRow {
     pub request_id: Option<String>,
     pub node: String,
     pub detail: String,
+}
+
+impl Decode for AuditRow {
+    fn decode(r: &impl Row) -> Result<AuditRow> {
+        Ok(AuditRow {
+            id: r.get(0)?,
+            at: r.get(1)?,
+            actor: r.get(2)?,
+            action: r.get(3)?,
+            job_id: r.get(4)?,
+            remote: r.get(5)?,
+            request_id: r.get(6)?,
+            node: r.get(7)?,
+            detail: r.get(8)?,
+        })
+    }
+}
+
+/// The audit trail's entries `q` asks for, oldest first, on either store.
+/// A page's text depends on its filters, so it is planned for its values
+/// (like a job listing's).
+pub(crate) async fn list<C: Conn>(c: &mut C, q: &AuditQuery) -> Result<Vec<AuditEntry>> {
+    let (sql, backward) = list_sql(C::DIALECT, q);
+    in_order(c.query_sql(&sql).await?, backward)
 }
 
 impl AuditRow {

@@ -9,9 +9,11 @@
 mod audit;
 #[cfg(feature = "bench")]
 pub mod baseline;
+mod db;
 mod error;
 mod interrupt;
 mod listing;
+mod log_reads;
 mod navigation;
 mod outline;
 pub mod postgres;
@@ -316,9 +318,10 @@ pub struct FinishedByName {
 }
 
 /// The query both stores answer [`Store::finished_by_name`] with.
-pub(crate) const FINISHED_BY_NAME: &str =
+pub(crate) const FINISHED_BY_NAME: db::Statement = db::sql!(
     "SELECT name, state, count(*), max(finished_at) FROM jobs \
-     WHERE state NOT IN ('queued', 'running') GROUP BY name, state";
+     WHERE state NOT IN ('queued', 'running') GROUP BY name, state"
+);
 
 /// When the last job of one schedule in one final state finished.
 #[derive(Debug, Clone, PartialEq)]
@@ -329,11 +332,12 @@ pub struct FinishedBySchedule {
 }
 
 /// The query both stores answer [`Store::finished_by_schedule`] with.
-pub(crate) const FINISHED_BY_SCHEDULE: &str =
+pub(crate) const FINISHED_BY_SCHEDULE: db::Statement = db::sql!(
     "SELECT schedule_id, state, max(finished_at) FROM jobs \
      WHERE schedule_id IS NOT NULL \
      AND state IN ('succeeded', 'failed', 'timed_out', 'interrupted') \
-     GROUP BY schedule_id, state";
+     GROUP BY schedule_id, state"
+);
 
 /// Message bytes after which a log page ends, whatever its `limit`.
 pub const MAX_PAGE_BYTES: usize = 1 << 20;

@@ -21,8 +21,10 @@
 
 use std::borrow::Cow;
 
-use joblog_core::{JobQuery, JobState, NameFilter};
+use joblog_core::{Job, JobQuery, JobState, NameFilter};
 
+use crate::db::Conn;
+pub(crate) use crate::db::{Dialect, Param, Sql};
 use crate::rows::JOB_COLUMNS;
 
 mod names;
@@ -34,34 +36,31 @@ use names::{like_pattern, sqlite_glob};
 /// range per name.
 pub(crate) const MAX_NAME_ARMS: usize = 32;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
-    Sqlite,
-    Postgres,
-}
-
-/// A value bound to a statement.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Param {
-    Int(i64),
-    Text(String),
-}
-
-/// A statement and its values, in placeholder order.
-#[derive(Debug, Clone)]
-pub(crate) struct Sql {
-    pub text: Cow<'static, str>,
-    pub params: Vec<Param>,
-}
-
-impl Sql {
-    /// Binds `p` and returns its placeholder.
-    pub(crate) fn bind(&mut self, d: Dialect, p: Param) -> String {
-        self.params.push(p);
-        match d {
-            Dialect::Sqlite => format!("?{}", self.params.len()),
-            Dialect::Postgres => format!("${}", self.params.len()),
+/// The page of jobs `q` asks for, on either store: the window's ids
+/// first, then the names a pattern matches, then the page (see above).
+pub(crate) async fn list<C: Conn>(c: &mut C, q: &JobQuery) -> crate::Result<Vec<Job>> {
+    let d = C::DIALECT;
+    let span = match window_sql(d, q) {
+        None => None,
+        Some(sql) => match c.query_sql(&sql).await?.first() {
+            Some(&(Some(first), Some(last))) => Some(IdSpan { first, last }),
+            // No job was created in the window.
+            _ => return Ok(Vec::new()),
+        },
+    };
+    let names = match NameScan::new(q) {
+        None => None,
+        Some(mut scan) => {
+            while let Some(sql) = scan.next_sql(d) {
+                let rows: Vec<(Option<String>,)> = c.query_sql(&sql).await?;
+                scan.found(rows.into_iter().next().and_then(|(name,)| name));
+            }
+            scan.names()
         }
+    };
+    match page_sql(d, q, names.as_deref(), span) {
+        Some(sql) => c.query_sql(&sql).await,
+        None => Ok(Vec::new()),
     }
 }
 

@@ -6,6 +6,7 @@ use joblog_core::{
     Timestamp, TokenInfo,
 };
 
+use crate::db::{Decode, Message, Row, SmallInt};
 use crate::{Result, StoreError};
 
 /// The columns of the jobs table every request reads, in this order, as a
@@ -73,6 +74,52 @@ impl JobRow {
         };
         job.set_result_bytes(self.result_bytes.map(|b| b as u64));
         Ok(job.with_duration())
+    }
+}
+
+/// A row of [`job_columns!`].
+impl Decode for Job {
+    fn decode(row: &impl Row) -> Result<Job> {
+        JobRow {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            state: row.get(2)?,
+            exit_code: row.get(3)?,
+            spec: row.get(4)?,
+            node: row.get(5)?,
+            created_at: row.get(6)?,
+            started_at: row.get(7)?,
+            finished_at: row.get(8)?,
+            log_records: row.get(9)?,
+            log_bytes: row.get(10)?,
+            log_truncated: row.get(11)?,
+            log_streams: row.get(12)?,
+            result_bytes: row.get(13)?,
+            run_after: row.get(14)?,
+        }
+        .into_job()
+    }
+}
+
+/// The columns of the log every record read takes, in this order.
+macro_rules! record_columns {
+    () => {
+        "seq, ts, stream, message, fields"
+    };
+}
+pub(crate) use record_columns;
+
+/// A row of [`record_columns!`].
+impl Decode for Record {
+    fn decode(row: &impl Row) -> Result<Record> {
+        RecordRow {
+            seq: row.get(0)?,
+            ts: row.get(1)?,
+            stream: row.get::<SmallInt>(2)?.0,
+            message: row.get::<Message>(3)?.0.unwrap_or_default(),
+            fields: row.get(4)?,
+        }
+        .into_record()
     }
 }
 
@@ -147,6 +194,20 @@ macro_rules! token_columns {
 }
 pub(crate) use token_columns;
 
+/// A row of [`token_columns!`].
+impl Decode for TokenInfo {
+    fn decode(row: &impl Row) -> Result<TokenInfo> {
+        TokenRow {
+            name: row.get(0)?,
+            role: row.get(1)?,
+            created_at: row.get(2)?,
+            expires_at: row.get(3)?,
+            last_used_at: row.get(4)?,
+        }
+        .into_info()
+    }
+}
+
 /// A tokens row, as stored (without its hash).
 pub(crate) struct TokenRow {
     pub name: String,
@@ -213,6 +274,23 @@ impl NodeRow {
     }
 }
 
+/// A row of a node listing: name, version, started, heartbeat and
+/// stopped (micros), running jobs, secret names.
+impl Decode for NodeInfo {
+    fn decode(row: &impl Row) -> Result<NodeInfo> {
+        NodeRow {
+            name: row.get(0)?,
+            version: row.get(1)?,
+            started_at: row.get(2)?,
+            heartbeat_at: row.get(3)?,
+            stopped_at: row.get(4)?,
+            running_jobs: row.get(5)?,
+            secret_names: row.get(6)?,
+        }
+        .into_info()
+    }
+}
+
 /// The names of the secrets a node holds, as the nodes table keeps them
 /// (a JSON array; read back by [`NodeRow::into_info`]).
 pub(crate) fn secret_names_text(names: &[String]) -> String {
@@ -220,7 +298,15 @@ pub(crate) fn secret_names_text(names: &[String]) -> String {
 }
 
 /// A row of [`crate::FINISHED_BY_NAME`].
-pub(crate) fn finished_by_name(
+impl Decode for crate::FinishedByName {
+    fn decode(row: &impl Row) -> Result<Self> {
+        let name: Option<String> = row.get(0)?;
+        let state: String = row.get(1)?;
+        finished_by_name(name, &state, row.get(2)?, row.get(3)?)
+    }
+}
+
+fn finished_by_name(
     name: Option<String>,
     state: &str,
     jobs: i64,
@@ -236,7 +322,14 @@ pub(crate) fn finished_by_name(
 }
 
 /// A row of [`crate::FINISHED_BY_SCHEDULE`].
-pub(crate) fn finished_by_schedule(
+impl Decode for crate::FinishedBySchedule {
+    fn decode(row: &impl Row) -> Result<Self> {
+        let state: String = row.get(1)?;
+        finished_by_schedule(row.get(0)?, &state, row.get(2)?)
+    }
+}
+
+fn finished_by_schedule(
     schedule_id: i64,
     state: &str,
     last_finished: Option<i64>,

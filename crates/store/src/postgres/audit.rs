@@ -1,16 +1,13 @@
 //! The audit trail in the shared store (its table is in `schema.rs`):
 //! a batch's entries inserted at its end with one `unnest` of arrays,
 //! under an advisory lock held to the commit so that ids follow commit
-//! order across nodes (a reader paging by `after` then misses none); and
-//! listings run on a read connection.
+//! order across nodes (a reader paging by `after` then misses none).
+//! Listings are `crate::audit`'s.
 
-use joblog_core::{AuditEntry, AuditQuery, NewAudit};
-use tokio_postgres::{Row, Statement, Transaction};
+use joblog_core::NewAudit;
+use tokio_postgres::{Statement, Transaction};
 
-use super::listing::params;
-use super::pool::PooledConn;
-use crate::audit::{in_order, list_sql, AuditInsert, AuditRow};
-use crate::listing::Dialect;
+use crate::audit::AuditInsert;
 use crate::Result;
 
 /// Advisory lock key (arbitrary, fixed): batches that write audit entries
@@ -70,26 +67,4 @@ pub(super) async fn append(
     )
     .await?;
     Ok(())
-}
-
-fn row(r: &Row) -> Result<AuditRow> {
-    Ok(AuditRow {
-        id: r.try_get(0)?,
-        at: r.try_get(1)?,
-        actor: r.try_get(2)?,
-        action: r.try_get(3)?,
-        job_id: r.try_get(4)?,
-        remote: r.try_get(5)?,
-        request_id: r.try_get(6)?,
-        node: r.try_get(7)?,
-        detail: r.try_get(8)?,
-    })
-}
-
-/// A page's text depends on its filters, so it is sent with its values
-/// (like a job listing's) rather than prepared per connection.
-pub(super) async fn list(c: &mut PooledConn, q: &AuditQuery) -> Result<Vec<AuditEntry>> {
-    let (sql, backward) = list_sql(Dialect::Postgres, q);
-    let rows = c.client.query(sql.text.as_ref(), &params(&sql)).await?;
-    in_order(rows.iter().map(row).collect::<Result<Vec<_>>>()?, backward)
 }

@@ -19,12 +19,11 @@
 //! `dbname` names another database of the server (for throwaway ones).
 
 mod audit;
+mod conn;
 // Used only by throwaway databases (tests, benchmarks).
 #[cfg(any(test, feature = "testing", feature = "bench"))]
 pub(crate) mod dbname;
 mod listener;
-mod listing;
-mod navigation;
 pub(crate) mod notices;
 pub(crate) mod partitions;
 mod pool;
@@ -51,7 +50,9 @@ use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Config, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::db::Conn;
 use crate::error::pg_message;
+use crate::log_reads;
 use crate::{
     Committed, GroomPolicy, Result, Snapshot, Store, StoreError, StoreOptions, StoreWriter,
 };
@@ -318,7 +319,7 @@ impl Store for PgStore {
 
     async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
         self.pool
-            .read(move |c| Box::pin(async move { listing::list(c, &q).await }))
+            .read(move |c| Box::pin(async move { crate::listing::list(c, &q).await }))
             .await
     }
 
@@ -331,7 +332,9 @@ impl Store for PgStore {
     ) -> Result<Vec<Record>> {
         self.pool
             .read(move |c| {
-                Box::pin(async move { sealed::read_log(c, id, after_seq, limit, &streams).await })
+                Box::pin(
+                    async move { log_reads::read_log(c, id, after_seq, limit, &streams).await },
+                )
             })
             .await
     }
@@ -346,7 +349,7 @@ impl Store for PgStore {
         self.pool
             .read(move |c| {
                 Box::pin(
-                    async move { sealed::read_before(c, id, before_seq, limit, &streams).await },
+                    async move { log_reads::read_before(c, id, before_seq, limit, &streams).await },
                 )
             })
             .await
@@ -363,37 +366,28 @@ impl Store for PgStore {
         let search = search.clone();
         self.pool
             .read(move |c| {
-                Box::pin(
-                    async move { sealed::search(c, id, &search, after_seq, limit, &streams).await },
-                )
+                Box::pin(async move {
+                    log_reads::search(c, id, &search, after_seq, limit, &streams).await
+                })
             })
             .await
     }
 
     async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline> {
         self.pool
-            .read(move |c| Box::pin(async move { sealed::outline(c, id, max_groups).await }))
+            .read(move |c| Box::pin(async move { log_reads::outline(c, id, max_groups).await }))
             .await
     }
 
     async fn unsealed_rows(&self, id: JobId, limit: u32) -> Result<Vec<Record>> {
         self.pool
-            .read(move |c| Box::pin(async move { sealed::unsealed_rows(c, id, limit).await }))
+            .read(move |c| Box::pin(async move { log_reads::unsealed_rows(c, id, limit).await }))
             .await
     }
 
     async fn count_unsealed(&self, up_to: u64) -> Result<u64> {
-        let up_to = i64::try_from(up_to).unwrap_or(i64::MAX);
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c.query(sealed::COUNT_UNSEALED, &[&up_to]).await?;
-                    match rows.first() {
-                        Some(r) => Ok(r.try_get::<_, i64>(0)? as u64),
-                        None => Ok(0),
-                    }
-                })
-            })
+            .read(move |c| Box::pin(async move { log_reads::count_unsealed(c, up_to).await }))
             .await
     }
 
@@ -405,13 +399,9 @@ impl Store for PgStore {
     ) -> Result<Vec<(JobId, Timestamp)>> {
         self.pool
             .read(move |c| {
-                Box::pin(async move {
-                    let jobs = sealed::unsealed_jobs(c, after, limit, node.as_deref()).await?;
-                    Ok(jobs
-                        .into_iter()
-                        .map(|(id, at)| (id, Timestamp(at)))
-                        .collect())
-                })
+                Box::pin(
+                    async move { log_reads::unsealed_jobs(c, after, limit, node.as_deref()).await },
+                )
             })
             .await
     }
@@ -486,39 +476,14 @@ impl Store for PgStore {
     async fn finished_by_schedule(&self) -> Result<Vec<crate::FinishedBySchedule>> {
         self.pool
             .read(|c| {
-                Box::pin(async move {
-                    let rows = c.query(crate::FINISHED_BY_SCHEDULE, &[]).await?;
-                    rows.iter()
-                        .map(|r| {
-                            crate::rows::finished_by_schedule(
-                                r.try_get(0)?,
-                                r.try_get::<_, &str>(1)?,
-                                r.try_get(2)?,
-                            )
-                        })
-                        .collect()
-                })
+                Box::pin(async move { Conn::query(c, &crate::FINISHED_BY_SCHEDULE, &[]).await })
             })
             .await
     }
 
     async fn finished_by_name(&self) -> Result<Vec<crate::FinishedByName>> {
         self.pool
-            .read(|c| {
-                Box::pin(async move {
-                    let rows = c.query(crate::FINISHED_BY_NAME, &[]).await?;
-                    rows.iter()
-                        .map(|r| {
-                            crate::rows::finished_by_name(
-                                r.try_get(0)?,
-                                r.try_get::<_, &str>(1)?,
-                                r.try_get(2)?,
-                                r.try_get(3)?,
-                            )
-                        })
-                        .collect()
-                })
-            })
+            .read(|c| Box::pin(async move { Conn::query(c, &crate::FINISHED_BY_NAME, &[]).await }))
             .await
     }
 
@@ -535,7 +500,7 @@ impl Store for PgStore {
 
     async fn list_audit(&self, q: AuditQuery) -> Result<Vec<AuditEntry>> {
         self.pool
-            .read(move |c| Box::pin(async move { audit::list(c, &q).await }))
+            .read(move |c| Box::pin(async move { crate::audit::list(c, &q).await }))
             .await
     }
 

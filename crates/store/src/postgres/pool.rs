@@ -41,7 +41,7 @@ pub(super) struct PooledConn {
 }
 
 impl PooledConn {
-    async fn prepared(&mut self, sql: &'static str) -> Result<Statement> {
+    pub(super) async fn prepared(&mut self, sql: &'static str) -> Result<Statement> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }

@@ -1,23 +1,18 @@
 //! Sealed logs on PostgreSQL: the segments table (partitioned like the
-//! log), the writer's seal of one slice, and the log reads, each in one
-//! `REPEATABLE READ` transaction so that it sees the sealed part and the
-//! rows after it as of one instant (`crate::sealed`).
+//! log) and the writer's seal of one slice (`crate::sealed`). The reads
+//! are the shared ones (`crate::log_reads`), each in one `REPEATABLE READ`
+//! transaction whose first statement reads `segments`, so a read always
+//! locks `segments` before `log`: the order partition creation and drops
+//! keep (`partitions.rs`), or a read and the writer could deadlock.
 
 use std::collections::HashMap;
 
-use futures_util::{pin_mut, TryStreamExt};
-use joblog_core::{EarlierPage, JobId, LogOutline, LogSearch, Record, SearchHits, Stream};
+use joblog_core::JobId;
 use tokio_postgres::{Statement, Transaction};
 
-use super::navigation::{self, READ_LOG_BEFORE};
-use super::pool::PooledConn;
-use super::sql::{record_from_row, READ_LOG};
 use super::writer::batch::prepared;
-use crate::navigation::{earlier_page, seq_bound};
-use crate::outline::{read_mask, text_mask, Outliner};
-use crate::rows::stream_mask;
-use crate::sealed::{self, Page, SealSlice, SealedMatches};
-use crate::{Outcome, Result, MAX_PAGE_BYTES};
+use crate::sealed::SealSlice;
+use crate::{Outcome, Result};
 
 pub(super) const MIGRATION: &str = r#"
 -- Sealed logs: a finished job's records in compressed segments (one row
@@ -51,40 +46,6 @@ ALTER TABLE jobs ADD COLUMN sealed_at bigint;
 CREATE INDEX jobs_unsealed ON jobs (id) WHERE sealed_at IS NULL AND finished_at IS NOT NULL;
 "#;
 
-const SEALED_TO: &str = "SELECT COALESCE(max(last_seq), 0) FROM segments WHERE job_id = $1";
-
-/// Up to `$4` segments with records after `$2`, of the streams in mask
-/// `$3`.
-const SEGMENTS_AFTER: &str = "SELECT first_seq, last_seq, data FROM segments \
-     WHERE job_id = $1 AND last_seq > $2 AND (streams & $3) <> 0 ORDER BY last_seq LIMIT $4";
-
-/// Up to `$4` segments with records before `$2`, nearest first, from the
-/// one that holds `$2 - 1` (or the last) down, below `$5`.
-const SEGMENTS_BEFORE: &str = "SELECT first_seq, last_seq, data FROM segments \
-     WHERE job_id = $1 AND (streams & $3) <> 0 AND last_seq < $5 AND last_seq <= COALESCE( \
-        (SELECT last_seq FROM segments WHERE job_id = $1 AND last_seq >= $2::bigint - 1 \
-         ORDER BY last_seq LIMIT 1), 9223372036854775807) \
-     ORDER BY last_seq DESC LIMIT $4";
-
-/// Every segment of the streams in mask `$2`.
-const SEGMENTS_ALL: &str = "SELECT first_seq, last_seq, data FROM segments \
-     WHERE job_id = $1 AND (streams & $2) <> 0 ORDER BY last_seq";
-
-const UNSEALED_ROWS: &str = "SELECT seq, ts, stream, message, fields FROM (
-        SELECT seq, ts, stream, message, fields,
-               sum(octet_length(message)) OVER (ORDER BY seq) - octet_length(message) AS before
-        FROM (SELECT seq, ts, stream, message, fields FROM log
-              WHERE job_id = $1 ORDER BY seq LIMIT $2) page
-    ) sized WHERE before < $3 ORDER BY seq";
-
-const UNSEALED_JOBS: &str = "SELECT id, finished_at FROM jobs \
-     WHERE sealed_at IS NULL AND finished_at IS NOT NULL AND id > $1 \
-       AND ($3::text IS NULL OR node = $3 OR node IS NULL) \
-     ORDER BY id LIMIT $2";
-
-pub(super) const COUNT_UNSEALED: &str = "SELECT count(*) FROM (SELECT 1 FROM jobs \
-     WHERE sealed_at IS NULL AND finished_at IS NOT NULL LIMIT $1) q";
-
 pub(super) const SEAL_DELETE: &str =
     "DELETE FROM log WHERE job_id = $1 AND seq >= $2 AND seq <= $3";
 pub(super) const SEAL_INSERT: &str =
@@ -98,231 +59,6 @@ pub(super) const SEGMENT_EXISTS: &str =
 /// Whether a committed batch's mark is in.
 pub(super) const IS_SEALED: &str =
     "SELECT count(*) FROM jobs WHERE id = $1 AND sealed_at IS NOT NULL";
-
-/// Segments per round trip of a page read: a page of 1,000 records spans
-/// two segments at most unless a stream filter skips records.
-const SEGMENTS_PER_READ: i64 = 2;
-
-/// Runs the read `f` with the job's sealed part `S`, in one snapshot. Its
-/// first statement reads `segments`, so a read always locks `segments`
-/// before `log`: the order partition creation and drops keep
-/// (`partitions.rs`), or a read and the writer could deadlock.
-macro_rules! in_snapshot {
-    ($c:expr, $id:expr, |$s:ident| $body:expr) => {{
-        $c.client
-            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            .await?;
-        let out: Result<_> = async {
-            let rows = $c.query(SEALED_TO, &[&$id]).await?;
-            let $s: u64 = match rows.first() {
-                Some(r) => r.try_get::<_, i64>(0)? as u64,
-                None => 0,
-            };
-            $body
-        }
-        .await;
-        let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
-        $c.client.batch_execute(end).await?;
-        out
-    }};
-}
-
-fn segment(id: JobId, row: &tokio_postgres::Row) -> Result<(u64, Vec<Record>)> {
-    let first: i64 = row.try_get(0)?;
-    let last: i64 = row.try_get(1)?;
-    let data: &[u8] = row.try_get(2)?;
-    Ok((last as u64, sealed::decode(id, first as u64, data)?))
-}
-
-pub(super) async fn read_log(
-    c: &mut PooledConn,
-    id: JobId,
-    after_seq: u64,
-    limit: u32,
-    streams: &Option<Vec<Stream>>,
-) -> Result<Vec<Record>> {
-    let mask = stream_mask(streams);
-    in_snapshot!(c, id, |s| {
-        let mut page = Page::new(limit);
-        let mut cursor = after_seq;
-        while cursor < s && !page.is_full() {
-            let rows = c
-                .query(
-                    SEGMENTS_AFTER,
-                    &[&id, &seq_bound(cursor), &mask, &SEGMENTS_PER_READ],
-                )
-                .await?;
-            if rows.is_empty() {
-                break;
-            }
-            for row in &rows {
-                if page.is_full() {
-                    break;
-                }
-                let (last, records) = segment(id, row)?;
-                page.extend_sealed(records, after_seq, mask);
-                cursor = last;
-            }
-        }
-        if !page.is_full() {
-            let rows = c
-                .query(
-                    READ_LOG,
-                    &[
-                        &id,
-                        &seq_bound(after_seq.max(s)),
-                        &i64::from(page.remaining()),
-                        &mask,
-                        &(page.bytes_left() as i64),
-                    ],
-                )
-                .await?;
-            for row in &rows {
-                page.push(record_from_row(row)?);
-            }
-        }
-        Ok(page.into_records())
-    })
-}
-
-pub(super) async fn read_before(
-    c: &mut PooledConn,
-    id: JobId,
-    before_seq: u64,
-    limit: u32,
-    streams: &Option<Vec<Stream>>,
-) -> Result<EarlierPage> {
-    let mask = stream_mask(streams);
-    in_snapshot!(c, id, |s| {
-        if s == 0 {
-            return navigation::read_before(c, id, before_seq, limit, streams).await;
-        }
-        let rows = c
-            .query(
-                READ_LOG_BEFORE,
-                &[
-                    &id,
-                    &seq_bound(before_seq),
-                    &(i64::from(limit) + 1),
-                    &mask,
-                    &(MAX_PAGE_BYTES as i64),
-                ],
-            )
-            .await?;
-        let mut nearest = rows
-            .iter()
-            .map(record_from_row)
-            .collect::<Result<Vec<Record>>>()?;
-        let mut below = i64::MAX;
-        while !sealed::earlier_is_read(&nearest, limit) {
-            let rows = c
-                .query(
-                    SEGMENTS_BEFORE,
-                    &[
-                        &id,
-                        &seq_bound(before_seq),
-                        &mask,
-                        &SEGMENTS_PER_READ,
-                        &below,
-                    ],
-                )
-                .await?;
-            if rows.is_empty() {
-                break;
-            }
-            for row in &rows {
-                if sealed::earlier_is_read(&nearest, limit) {
-                    break;
-                }
-                let (last, records) = segment(id, row)?;
-                nearest.extend(sealed::backwards(records, before_seq, mask));
-                below = last as i64;
-            }
-        }
-        earlier_page(nearest.into_iter().map(Ok), limit)
-    })
-}
-
-pub(super) async fn search(
-    c: &mut PooledConn,
-    id: JobId,
-    search: &LogSearch,
-    after_seq: u64,
-    limit: u32,
-    streams: &Option<Vec<Stream>>,
-) -> Result<SearchHits> {
-    let mask = stream_mask(streams);
-    in_snapshot!(c, id, |s| {
-        if s == 0 {
-            return navigation::search(c, id, search, after_seq, limit, streams).await;
-        }
-        let mut matches = SealedMatches::new(after_seq, limit);
-        {
-            let rows = c.query_rows(SEGMENTS_ALL, &[&id, &mask]).await?;
-            pin_mut!(rows);
-            while let Some(row) = rows.try_next().await? {
-                matches.add(&segment(id, &row)?.1, search, mask);
-            }
-        }
-        Ok(match matches.rows_limit() {
-            Some(n) => {
-                let rows = navigation::search(c, id, search, after_seq, n, streams).await?;
-                matches.join(rows)
-            }
-            None => matches.join_count(navigation::count_matches(c, id, search, mask).await?),
-        })
-    })
-}
-
-pub(super) async fn outline(
-    c: &mut PooledConn,
-    id: JobId,
-    max_groups: usize,
-) -> Result<LogOutline> {
-    in_snapshot!(c, id, |s| {
-        let mut outliner = Outliner::new(max_groups);
-        if s > 0 {
-            let rows = c.query_rows(SEGMENTS_ALL, &[&id, &read_mask()]).await?;
-            pin_mut!(rows);
-            while let Some(row) = rows.try_next().await? {
-                let (_, records) = segment(id, &row)?;
-                for r in sealed::outline_rows(records, read_mask(), text_mask()) {
-                    outliner.push(r)?;
-                }
-            }
-        }
-        navigation::outline_rows(c, id, &mut outliner).await?;
-        Ok(outliner.finish())
-    })
-}
-
-pub(super) async fn unsealed_rows(
-    c: &mut PooledConn,
-    id: JobId,
-    limit: u32,
-) -> Result<Vec<Record>> {
-    let rows = c
-        .query(
-            UNSEALED_ROWS,
-            &[&id, &i64::from(limit), &(MAX_PAGE_BYTES as i64)],
-        )
-        .await?;
-    rows.iter().map(record_from_row).collect()
-}
-
-pub(super) async fn unsealed_jobs(
-    c: &mut PooledConn,
-    after: JobId,
-    limit: u32,
-    node: Option<&str>,
-) -> Result<Vec<(JobId, i64)>> {
-    let rows = c
-        .query(UNSEALED_JOBS, &[&after, &i64::from(limit), &node])
-        .await?;
-    rows.iter()
-        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-        .collect()
-}
 
 /// The writer's seal of one slice (see the SQLite store's): under a
 /// savepoint, so a slice whose rows are not all there changes nothing.

@@ -3,86 +3,33 @@
 //! the rows they return. The decoders read columns by position: they
 //! follow the order of `job_columns!` and of the `SELECT` lists here.
 
-use joblog_core::{Job, NodeInfo, Record, Timestamp, TokenInfo};
+use joblog_core::{Job, NodeInfo, Timestamp, TokenInfo};
 use tokio_postgres::Row;
 
-use crate::rows::{job_columns, token_columns, JobRow, NodeRow, RecordRow, TokenRow};
+use crate::db::Decode;
+use crate::rows::{job_columns, token_columns};
 use crate::Result;
 
-fn job_from_row(row: &Row) -> Result<Job> {
-    JobRow {
-        id: row.try_get(0)?,
-        name: row.try_get(1)?,
-        state: row.try_get(2)?,
-        exit_code: row.try_get(3)?,
-        spec: row.try_get(4)?,
-        node: row.try_get(5)?,
-        created_at: row.try_get(6)?,
-        started_at: row.try_get(7)?,
-        finished_at: row.try_get(8)?,
-        log_records: row.try_get(9)?,
-        log_bytes: row.try_get(10)?,
-        log_truncated: row.try_get(11)?,
-        log_streams: row.try_get(12)?,
-        result_bytes: row.try_get(13)?,
-        run_after: row.try_get(14)?,
-    }
-    .into_job()
-}
-
 pub(super) fn jobs_from_rows(rows: &[Row]) -> Result<Vec<Job>> {
-    rows.iter().map(job_from_row).collect()
+    rows.iter().map(Job::decode).collect()
 }
 
 /// A row of `victim_columns!`: the job, its node, that node's heartbeat.
 pub(super) fn victim_from_row(row: &Row) -> Result<(Job, Option<String>, Option<Timestamp>)> {
     Ok((
-        job_from_row(row)?,
+        Job::decode(row)?,
         row.try_get(15)?,
         row.try_get::<_, Option<i64>>(16)?.map(Timestamp),
     ))
 }
 
 pub(super) fn node_from_row(row: &Row) -> Result<NodeInfo> {
-    NodeRow {
-        name: row.try_get(0)?,
-        version: row.try_get(1)?,
-        started_at: row.try_get(2)?,
-        heartbeat_at: row.try_get(3)?,
-        stopped_at: row.try_get(4)?,
-        running_jobs: row.try_get(5)?,
-        secret_names: row.try_get(6)?,
-    }
-    .into_info()
-}
-
-pub(super) fn record_from_row(row: &Row) -> Result<Record> {
-    let message: Vec<u8> = row.try_get(3)?;
-    RecordRow {
-        seq: row.try_get(0)?,
-        ts: row.try_get(1)?,
-        stream: i64::from(row.try_get::<_, i16>(2)?),
-        // Stored from a String, so valid UTF-8; a row written by anything
-        // else is shown with replacement characters rather than refused.
-        message: String::from_utf8(message)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-        fields: row.try_get(4)?,
-    }
-    .into_record()
+    NodeInfo::decode(row)
 }
 
 // What requests read, on the read pool (and the writer, re-deriving a
 // batch). Job listings are built per query by `crate::listing`.
 pub(super) const SELECT_JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1");
-/// A page of a job's log, cut after the record that crosses `$5` bytes of
-/// message text (so a page of long lines stays bounded, as on SQLite).
-pub(super) const READ_LOG: &str = "SELECT seq, ts, stream, message, fields FROM (
-        SELECT seq, ts, stream, message, fields,
-               sum(octet_length(message)) OVER (ORDER BY seq) - octet_length(message) AS before
-        FROM (SELECT seq, ts, stream, message, fields FROM log
-              WHERE job_id = $1 AND seq > $2 AND ((1::bigint << stream) & $4) <> 0
-              ORDER BY seq LIMIT $3) page
-    ) sized WHERE before < $5 ORDER BY seq";
 pub(super) const COUNT_QUEUED: &str =
     "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' LIMIT $1) q";
 pub(super) const READ_RESULT: &str = "SELECT body FROM results WHERE job_id = $1";
@@ -207,18 +154,7 @@ pub(super) const REVOKE_TOKEN: &str = "DELETE FROM tokens WHERE name = $1";
 pub(super) const TOUCH_TOKEN: &str = "UPDATE tokens SET last_used_at = $2 WHERE name = $1";
 
 pub(super) fn tokens_from_rows(rows: &[Row]) -> Result<Vec<TokenInfo>> {
-    rows.iter()
-        .map(|row| {
-            TokenRow {
-                name: row.try_get(0)?,
-                role: row.try_get(1)?,
-                created_at: row.try_get(2)?,
-                expires_at: row.try_get(3)?,
-                last_used_at: row.try_get(4)?,
-            }
-            .into_info()
-        })
-        .collect()
+    rows.iter().map(TokenInfo::decode).collect()
 }
 
 #[cfg(test)]

@@ -1,12 +1,11 @@
 //! The audit trail in the embedded store: its table and indexes (one per
 //! filter, each ending in `id` so a page is one range), entries appended
-//! in the writer's transaction, and listings run on a read connection.
+//! in the writer's transaction (listings are `crate::audit`'s).
 
-use joblog_core::{AuditEntry, AuditQuery, NewAudit, Timestamp};
-use rusqlite::{params, Connection, Row};
+use joblog_core::{NewAudit, Timestamp};
+use rusqlite::{params, Connection};
 
-use crate::audit::{in_order, list_sql, AuditInsert, AuditRow};
-use crate::listing::Dialect;
+use crate::audit::AuditInsert;
 use crate::{Outcome, Result};
 
 /// Migration 6: the audit table. `job_id` is no foreign key: a job's
@@ -60,32 +59,4 @@ pub(super) fn delete_old(c: &Connection, before: Timestamp, max: u32) -> Result<
         )?
         .execute(params![before.micros(), max])?;
     Ok(Outcome::Count(n as u64))
-}
-
-fn row(r: &Row) -> rusqlite::Result<AuditRow> {
-    Ok(AuditRow {
-        id: r.get(0)?,
-        at: r.get(1)?,
-        actor: r.get(2)?,
-        action: r.get(3)?,
-        job_id: r.get(4)?,
-        remote: r.get(5)?,
-        request_id: r.get(6)?,
-        node: r.get(7)?,
-        detail: r.get(8)?,
-    })
-}
-
-pub(super) fn list(c: &Connection, q: &AuditQuery) -> Result<Vec<AuditEntry>> {
-    let (sql, backward) = list_sql(Dialect::Sqlite, q);
-    let params: Vec<&dyn rusqlite::ToSql> = sql
-        .params
-        .iter()
-        .map(|p| p as &dyn rusqlite::ToSql)
-        .collect();
-    let mut stmt = c.prepare_cached(&sql.text)?;
-    let rows = stmt
-        .query_map(params.as_slice(), row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    in_order(rows, backward)
 }

@@ -8,7 +8,6 @@ use tokio_postgres::types::ToSql;
 use super::*;
 use crate::listing::tests::every_statement;
 use crate::listing::{Dialect, Param};
-use crate::postgres::navigation as nav;
 use crate::postgres::writer::PgWriter;
 use crate::postgres::PgStore;
 use crate::testing::TestDatabase;
@@ -55,40 +54,20 @@ fn request_queries_use_indexes_and_never_sort() {
     .unwrap();
     let mut queries: Vec<(String, Vec<Param>)> = [
         SELECT_JOB.replace("$1", "1"),
-        READ_LOG
-            .replace("$1", "1")
-            .replace("$2", "5")
-            .replace("$3", "1000")
-            .replace("$4", "127")
-            .replace("$5", "1048576"),
         READ_RESULT.replace("$1", "1"),
-        // The log viewer's reads: each one job's log by its primary key.
-        nav::READ_LOG_BEFORE
-            .replace("$1", "1")
-            .replace("$2", "500")
-            .replace("$3", "101")
-            .replace("$4", "6")
-            .replace("$5", "1048576"),
-        nav::SEARCH_PAGE
-            .replace("$1", "1")
-            .replace("$2", "5")
-            .replace("$3", "127")
-            .replace("$4", "'error'::bytea")
-            .replace("$5", "1000"),
-        nav::SEARCH_COUNT
-            .replace("$1", "1")
-            .replace("$2", "0")
-            .replace("$3", "127")
-            .replace("$4", "'error'::bytea")
-            .replace("$5", "5"),
-        nav::OUTLINE
-            .replace("$1", "1")
-            .replace("$2", &crate::outline::read_mask().to_string())
-            .replace("$3", &crate::outline::text_mask().to_string()),
     ]
     .into_iter()
     .map(|q| (q, Vec::new()))
     .collect();
+    // Every statement under a log read (segments included): each one
+    // job's log by its primary key.
+    let reads = crate::log_reads::every_statement();
+    assert_eq!(reads.len(), 12);
+    queries.extend(
+        reads
+            .into_iter()
+            .map(|(_, st, params)| (st.postgres.to_string(), params)),
+    );
     let listings = every_statement(Dialect::Postgres);
     assert!(listings.len() > 10);
     // The audit trail's listings: each walk, forward and backward.
@@ -114,13 +93,8 @@ fn request_queries_use_indexes_and_never_sort() {
             .await
             .unwrap();
         for (q, params) in &queries {
-            let params: Vec<&(dyn ToSql + Sync)> = params
-                .iter()
-                .map(|p| match p {
-                    Param::Int(i) => i as &(dyn ToSql + Sync),
-                    Param::Text(t) => t as &(dyn ToSql + Sync),
-                })
-                .collect();
+            let params: Vec<&(dyn ToSql + Sync)> =
+                params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
             let plan: Vec<String> = client
                 .query(&format!("EXPLAIN {q}"), &params)
                 .await
