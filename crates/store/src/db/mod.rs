@@ -42,6 +42,7 @@ pub(crate) enum Param {
     Int(i64),
     Text(String),
     Bool(bool),
+    Real(f64),
     Null,
 }
 
@@ -66,6 +67,12 @@ impl From<&str> for Param {
 impl From<String> for Param {
     fn from(v: String) -> Param {
         Param::Text(v)
+    }
+}
+
+impl From<f64> for Param {
+    fn from(v: f64) -> Param {
+        Param::Real(v)
     }
 }
 
@@ -123,6 +130,9 @@ pub(crate) trait Conn {
         f: impl FnMut(T) -> Result<bool>,
     ) -> impl Future<Output = Result<()>>;
 
+    /// Runs `st`; how many rows it changed.
+    fn execute(&mut self, st: &Statement, params: &[Param]) -> impl Future<Output = Result<u64>>;
+
     /// Every row of a statement built at run time, decoded.
     fn query_sql<T: Decode>(&mut self, sql: &Sql) -> impl Future<Output = Result<Vec<T>>>;
 
@@ -135,7 +145,7 @@ pub(crate) trait Conn {
 }
 
 /// The first row of `st`, if any.
-pub(crate) async fn query_opt<C: Conn, T: Decode>(
+pub(crate) async fn query_opt<C: Conn + ?Sized, T: Decode>(
     c: &mut C,
     st: &Statement,
     params: &[Param],

@@ -1,14 +1,17 @@
-//! [`Conn`] on PostgreSQL: a pooled read connection, its statements
-//! prepared once each; and how a [`Param`] binds to the column the server
-//! says it is for.
+//! [`Conn`] on PostgreSQL: a pooled read connection and the writer's
+//! transaction, their statements prepared once each; and how a [`Param`]
+//! binds to the column the server says it is for.
 
+use std::collections::HashMap;
 use std::error::Error;
 
 use bytes::BytesMut;
 use futures_util::{pin_mut, TryStreamExt};
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use tokio_postgres::Transaction;
 
 use super::pool::PooledConn;
+use super::writer::batch::prepared;
 use crate::db::{Conn, Decode, Dialect, Param, Sql, Statement};
 use crate::Result;
 
@@ -28,6 +31,7 @@ impl ToSql for Param {
             Param::Text(t) if *ty == Type::BYTEA => t.as_bytes().to_sql_checked(ty, out),
             Param::Text(t) => t.as_str().to_sql_checked(ty, out),
             Param::Bool(b) => b.to_sql_checked(ty, out),
+            Param::Real(r) => r.to_sql_checked(ty, out),
         }
     }
 
@@ -68,6 +72,11 @@ impl Conn for PooledConn {
         Ok(())
     }
 
+    async fn execute(&mut self, st: &Statement, params: &[Param]) -> Result<u64> {
+        let stmt = self.prepared(st.postgres).await?;
+        Ok(self.client.execute(&stmt, &refs(params)).await?)
+    }
+
     /// Prepared once per connection when its text is fixed; a text built
     /// for one query is sent with its values (and planned for them).
     async fn query_sql<T: Decode>(&mut self, sql: &Sql) -> Result<Vec<T>> {
@@ -88,5 +97,64 @@ impl Conn for PooledConn {
         let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
         self.client.batch_execute(end).await?;
         out
+    }
+}
+
+/// The writer's transaction as the shared code sees it: statements
+/// prepared once per connection, and the node it writes for.
+pub(crate) struct PgTx<'a, 't> {
+    pub tx: &'a Transaction<'t>,
+    pub statements: &'a mut HashMap<&'static str, tokio_postgres::Statement>,
+    pub node: &'a str,
+}
+
+impl PgTx<'_, '_> {
+    pub(crate) async fn prepared(
+        &mut self,
+        sql: &'static str,
+    ) -> Result<tokio_postgres::Statement> {
+        prepared(self.statements, self.tx, sql).await
+    }
+}
+
+impl Conn for PgTx<'_, '_> {
+    const DIALECT: Dialect = Dialect::Postgres;
+
+    async fn query<T: Decode>(&mut self, st: &Statement, params: &[Param]) -> Result<Vec<T>> {
+        let stmt = self.prepared(st.postgres).await?;
+        let rows = self.tx.query(&stmt, &refs(params)).await?;
+        rows.iter().map(T::decode).collect()
+    }
+
+    async fn each<T: Decode>(
+        &mut self,
+        st: &Statement,
+        params: &[Param],
+        mut f: impl FnMut(T) -> Result<bool>,
+    ) -> Result<()> {
+        let stmt = self.prepared(st.postgres).await?;
+        let rows = self.tx.query_raw(&stmt, refs(params)).await?;
+        pin_mut!(rows);
+        while let Some(row) = rows.try_next().await? {
+            if !f(T::decode(&row)?)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    async fn execute(&mut self, st: &Statement, params: &[Param]) -> Result<u64> {
+        let stmt = self.prepared(st.postgres).await?;
+        Ok(self.tx.execute(&stmt, &refs(params)).await?)
+    }
+
+    async fn query_sql<T: Decode>(&mut self, sql: &Sql) -> Result<Vec<T>> {
+        let rows = self.tx.query(sql.text.as_ref(), &refs(&sql.params)).await?;
+        rows.iter().map(T::decode).collect()
+    }
+
+    /// The writer's transaction is one snapshot already.
+    async fn snapshot<T>(&mut self, f: impl AsyncFnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        f(self).await
     }
 }

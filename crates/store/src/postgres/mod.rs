@@ -53,6 +53,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::db::Conn;
 use crate::error::pg_message;
 use crate::log_reads;
+use crate::schedules::reads;
 use crate::{
     Committed, GroomPolicy, Result, Snapshot, Store, StoreError, StoreOptions, StoreWriter,
 };
@@ -64,14 +65,6 @@ use sql::{
 use writer::PgWriter;
 
 pub use partitions::PARTITION_JOBS;
-
-/// The one nullable micros column of the first row, as a time.
-fn first_micros(rows: &[tokio_postgres::Row]) -> Result<Option<Timestamp>> {
-    match rows.first() {
-        Some(row) => Ok(row.try_get::<_, Option<i64>>(0)?.map(Timestamp)),
-        None => Ok(None),
-    }
-}
 
 /// A PostgreSQL database that several nodes may share.
 pub struct PgStore {
@@ -262,47 +255,25 @@ impl Store for PgStore {
 
     async fn get_schedule(&self, id: ScheduleId) -> Result<Option<Schedule>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c.query(schedules::GET_SCHEDULE, &[&id]).await?;
-                    Ok(schedules::schedules_from_rows(&rows)?.pop())
-                })
-            })
+            .read(move |c| Box::pin(async move { reads::get(c, id).await }))
             .await
     }
 
     async fn list_schedules(&self, after_id: ScheduleId, limit: u32) -> Result<Vec<Schedule>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c
-                        .query(schedules::LIST_SCHEDULES, &[&after_id, &i64::from(limit)])
-                        .await?;
-                    schedules::schedules_from_rows(&rows)
-                })
-            })
+            .read(move |c| Box::pin(async move { reads::list(c, after_id, limit).await }))
             .await
     }
 
     async fn next_fire(&self) -> Result<Option<Timestamp>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c.query(schedules::NEXT_FIRE, &[]).await?;
-                    first_micros(&rows)
-                })
-            })
+            .read(|c| Box::pin(async move { reads::next_fire(c).await }))
             .await
     }
 
     async fn next_run_after(&self) -> Result<Option<Timestamp>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c.query(schedules::NEXT_RUN_AFTER, &[]).await?;
-                    first_micros(&rows)
-                })
-            })
+            .read(|c| Box::pin(async move { reads::next_run_after(c).await }))
             .await
     }
 

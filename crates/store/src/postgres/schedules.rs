@@ -1,5 +1,6 @@
-//! Schedules on PostgreSQL: the statements (reads on the pool, the
-//! writer's in its batches) and the decoding of their rows.
+//! Schedules on PostgreSQL: their migration, the writer's steps of
+//! `crate::schedules::writes` done for every due schedule at once with
+//! arrays, and the claim of a job.
 //!
 //! Across nodes, `FireDue` takes each due schedule's row with `FOR UPDATE
 //! SKIP LOCKED`: one node fires it and moves `next_fire` in one
@@ -11,20 +12,17 @@
 //! round instead of waiting (waiting could deadlock two batches that took
 //! keys in opposite orders).
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
-use joblog_core::schedule::{Schedule, ScheduleId, ValidSchedule};
+use joblog_core::schedule::ScheduleId;
 use joblog_core::{Job, JobSpec, Timestamp};
-use tokio_postgres::{Row, Statement, Transaction};
 
+use super::conn::PgTx;
 use super::sql::{jobs_from_rows, INSERT_JOB};
-use super::writer::batch::prepared;
 use crate::rows::job_columns;
-use crate::schedules::{
-    due_columns, schedule_columns, schedule_from, DueRow, Fired, JobKeys, SavedColumns,
-    ScheduleRow, ScheduleSaved, FIRE_BATCH,
-};
-use crate::{Outcome, Result};
+use crate::schedules::writes::{Moved, ScheduleWrites};
+use crate::schedules::JobKeys;
+use crate::Result;
 
 /// Migration 7: schedules, and what jobs carry for them and for
 /// concurrency limits.
@@ -61,31 +59,6 @@ CREATE INDEX jobs_running_key ON jobs (concurrency_key) WHERE state = 'running';
 CREATE INDEX jobs_run_after ON jobs (run_after) WHERE state = 'queued' AND run_after IS NOT NULL;
 "#;
 
-pub(super) const GET_SCHEDULE: &str = concat!(
-    "SELECT ",
-    schedule_columns!(),
-    " ",
-    schedule_from!(),
-    " WHERE s.id = $1"
-);
-pub(super) const LIST_SCHEDULES: &str = concat!(
-    "SELECT ",
-    schedule_columns!(),
-    " ",
-    schedule_from!(),
-    " WHERE s.id > $1 ORDER BY s.id LIMIT $2"
-);
-pub(super) const NEXT_FIRE: &str =
-    "SELECT min(next_fire) FROM schedules WHERE next_fire IS NOT NULL";
-pub(super) const NEXT_RUN_AFTER: &str =
-    "SELECT min(run_after) FROM jobs WHERE state = 'queued' AND run_after IS NOT NULL";
-
-const DUE: &str = concat!(
-    "SELECT ",
-    due_columns!(),
-    " FROM schedules WHERE next_fire IS NOT NULL AND next_fire <= $1 \
-     ORDER BY next_fire LIMIT $2 FOR UPDATE SKIP LOCKED"
-);
 /// Which of the schedules `$1` have a run queued or running.
 const ACTIVE: &str = "SELECT DISTINCT schedule_id FROM jobs WHERE schedule_id = ANY($1) \
      AND state IN ('queued', 'running')";
@@ -108,15 +81,6 @@ const MOVE: &str = "UPDATE schedules SET next_fire = u.next, \
      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, next, skipped) \
      WHERE schedules.id = u.id";
 const DISABLE: &str = "UPDATE schedules SET enabled = false, next_fire = NULL WHERE id = ANY($1)";
-const INSERT: &str = "INSERT INTO schedules (name, cron, timezone, spec, overlap, missed, \
-     attempts, backoff_s, enabled, next_fire, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
-     ON CONFLICT (name) DO NOTHING RETURNING id";
-const UPDATE: &str = "UPDATE schedules SET name = $2, cron = $3, timezone = $4, spec = $5, \
-     overlap = $6, missed = $7, attempts = $8, backoff_s = $9, enabled = $10, next_fire = $11, \
-     updated_at = $12 WHERE id = $1";
-const BY_NAME: &str = "SELECT id FROM schedules WHERE name = $1";
-const DELETE: &str = "DELETE FROM schedules WHERE id = $1";
 
 /// The oldest queued job `$2` may take at `$1`, its key not among `$3`
 /// and not at its limit as committed so far; locked, or skipped if
@@ -138,202 +102,61 @@ pub(super) const CLAIM_ID: &str = concat!(
     job_columns!()
 );
 
-fn schedule_from_row(row: &Row) -> Result<Schedule> {
-    ScheduleRow {
-        id: row.try_get(0)?,
-        name: row.try_get(1)?,
-        cron: row.try_get(2)?,
-        timezone: row.try_get(3)?,
-        spec: row.try_get(4)?,
-        overlap: row.try_get(5)?,
-        missed: row.try_get(6)?,
-        attempts: row.try_get(7)?,
-        backoff_s: row.try_get(8)?,
-        enabled: row.try_get(9)?,
-        next_fire: row.try_get(10)?,
-        skipped_fires: row.try_get(11)?,
-        created_at: row.try_get(12)?,
-        updated_at: row.try_get(13)?,
-        last_id: row.try_get(14)?,
-        last_state: row.try_get(15)?,
-        last_fire: row.try_get(16)?,
-        last_attempt: row.try_get(17)?,
-        last_created: row.try_get(18)?,
-        last_finished: row.try_get(19)?,
+impl ScheduleWrites for PgTx<'_, '_> {
+    /// A job with secrets is pinned to this node (they are in its
+    /// memory), unless it is a schedule's: the node that runs it takes
+    /// them from its environment.
+    async fn insert_job(
+        &mut self,
+        name: Option<&str>,
+        spec: &JobSpec,
+        run_after: Option<Timestamp>,
+        now: i64,
+    ) -> Result<Option<Job>> {
+        let spec_json = serde_json::to_string(spec)
+            .map_err(|e| crate::StoreError::Database(format!("encoding job spec: {e}")))?;
+        let node = self.node;
+        let pinned = (!spec.secret_names.is_empty() && spec.schedule.is_none()).then_some(node);
+        let keys = JobKeys::of(spec);
+        let st = self.prepared(INSERT_JOB).await?;
+        let rows = self
+            .tx
+            .query(
+                &st,
+                &[
+                    &name,
+                    &spec_json,
+                    &now,
+                    &node,
+                    &pinned,
+                    &keys.schedule_id,
+                    &keys.fire_time,
+                    &keys.attempt,
+                    &keys.concurrency_key,
+                    &keys.max_concurrent,
+                    &run_after.map(Timestamp::micros),
+                ],
+            )
+            .await?;
+        Ok(jobs_from_rows(&rows)?.pop())
     }
-    .into_schedule()
-}
 
-pub(super) fn schedules_from_rows(rows: &[Row]) -> Result<Vec<Schedule>> {
-    rows.iter().map(schedule_from_row).collect()
-}
-
-type Statements = HashMap<&'static str, Statement>;
-
-/// Queues a job; `None` when it is a fire that already has its job. A
-/// job with secrets is pinned to this node (they are in its memory),
-/// unless it is a schedule's: the node that runs it takes them from its
-/// environment.
-pub(crate) async fn insert_job(
-    statements: &mut Statements,
-    tx: &Transaction<'_>,
-    node: &str,
-    name: Option<&str>,
-    spec: &JobSpec,
-    run_after: Option<Timestamp>,
-    now: i64,
-) -> Result<Option<Job>> {
-    let spec_json = serde_json::to_string(spec)
-        .map_err(|e| crate::StoreError::Database(format!("encoding job spec: {e}")))?;
-    let pinned = (!spec.secret_names.is_empty() && spec.schedule.is_none()).then_some(node);
-    let keys = JobKeys::of(spec);
-    let st = prepared(statements, tx, INSERT_JOB).await?;
-    let rows = tx
-        .query(
-            &st,
-            &[
-                &name,
-                &spec_json,
-                &now,
-                &node,
-                &pinned,
-                &keys.schedule_id,
-                &keys.fire_time,
-                &keys.attempt,
-                &keys.concurrency_key,
-                &keys.max_concurrent,
-                &run_after.map(Timestamp::micros),
-            ],
-        )
-        .await?;
-    Ok(jobs_from_rows(&rows)?.pop())
-}
-
-/// Takes the oldest job `node` may start (see [`CLAIM_CANDIDATE`]).
-pub(crate) async fn claim(
-    statements: &mut Statements,
-    tx: &Transaction<'_>,
-    node: &str,
-    now: i64,
-) -> Result<Option<Job>> {
-    // Keys whose lock another claim holds, or found at their limit once
-    // locked: left for the next round.
-    let mut passed: Vec<String> = Vec::new();
-    loop {
-        let st = prepared(statements, tx, CLAIM_CANDIDATE).await?;
-        let Some(row) = tx.query_opt(&st, &[&now, &node, &passed]).await? else {
-            return Ok(None);
-        };
-        let id: i64 = row.try_get(0)?;
-        let key: Option<String> = row.try_get(1)?;
-        if let Some(key) = key {
-            let max: Option<i64> = row.try_get(2)?;
-            let lock = prepared(statements, tx, TRY_KEY_LOCK).await?;
-            let locked: bool = tx.query_one(&lock, &[&key]).await?.try_get(0)?;
-            let fits = locked && {
-                let count = prepared(statements, tx, RUNNING_WITH_KEY).await?;
-                let running: i64 = tx.query_one(&count, &[&key]).await?.try_get(0)?;
-                running < max.unwrap_or(1)
-            };
-            if !fits {
-                passed.push(key);
-                continue;
-            }
+    /// One statement for all the fires of a `FireDue`.
+    async fn insert_fires(&mut self, fires: &[(&str, &JobSpec)], now: i64) -> Result<Vec<Job>> {
+        let mut new = NewJobs::default();
+        for (name, spec) in fires {
+            new.push(name, spec)?;
         }
-        let st = prepared(statements, tx, CLAIM_ID).await?;
-        let rows = tx.query(&st, &[&now, &node, &id]).await?;
-        return Ok(jobs_from_rows(&rows)?.pop());
-    }
-}
-
-pub(crate) async fn fire_due(
-    statements: &mut Statements,
-    tx: &Transaction<'_>,
-    node: &str,
-    at: Timestamp,
-    now: i64,
-) -> Result<Outcome> {
-    let st = prepared(statements, tx, DUE).await?;
-    let rows = tx
-        .query(&st, &[&at.micros(), &i64::from(FIRE_BATCH + 1)])
-        .await?;
-    let mut fired = Fired {
-        more: rows.len() > FIRE_BATCH as usize,
-        ..Fired::default()
-    };
-    let mut plans = Vec::new();
-    let mut broken = Vec::new();
-    for row in rows.iter().take(FIRE_BATCH as usize) {
-        let due = DueRow {
-            id: row.try_get(0)?,
-            name: row.try_get(1)?,
-            cron: row.try_get(2)?,
-            timezone: row.try_get(3)?,
-            spec: row.try_get(4)?,
-            overlap: row.try_get(5)?,
-            missed: row.try_get(6)?,
-            attempts: row.try_get(7)?,
-            backoff_s: row.try_get(8)?,
-            next_fire: row.try_get(9)?,
-        };
-        let id = due.id;
-        match due.plan(at) {
-            Ok(plan) => plans.push((id, plan)),
-            // Never fail the batch (it carries other jobs' records).
-            Err(why) => {
-                broken.push(id);
-                fired.broken.push((id, why));
-            }
-        }
-    }
-    if !broken.is_empty() {
-        let st = prepared(statements, tx, DISABLE).await?;
-        tx.execute(&st, &[&broken]).await?;
-    }
-    if plans.is_empty() {
-        return Ok(Outcome::Fired(fired));
-    }
-    // A statement each for all the due schedules, not one per schedule:
-    // a second of 10,000 once-a-minute schedules is 167 of them, and a
-    // round trip each took longer than the fire's budget
-    // (docs/benchmarks.md).
-    let skipping: Vec<i64> = plans
-        .iter()
-        .filter(|(_, p)| p.skip_if_active)
-        .map(|(id, _)| *id)
-        .collect();
-    let active: std::collections::HashSet<i64> = if skipping.is_empty() {
-        Default::default()
-    } else {
-        let st = prepared(statements, tx, ACTIVE).await?;
-        tx.query(&st, &[&skipping])
-            .await?
-            .iter()
-            .map(|r| r.try_get(0))
-            .collect::<std::result::Result<_, _>>()?
-    };
-    let mut new = NewJobs::default();
-    let (mut ids, mut nexts, mut skips) = (Vec::new(), Vec::new(), Vec::new());
-    for (id, plan) in &plans {
-        let (making, skipped) = plan.to_make(active.contains(id));
-        for spec in making {
-            new.push(&plan.name, spec)?;
-        }
-        ids.push(*id);
-        nexts.push(plan.next.map(Timestamp::micros));
-        skips.push(skipped as i64);
-        fired.skipped += skipped;
-    }
-    if !new.names.is_empty() {
-        let st = prepared(statements, tx, INSERT_FIRES).await?;
-        let rows = tx
+        let st = self.prepared(INSERT_FIRES).await?;
+        let rows = self
+            .tx
             .query(
                 &st,
                 &[
                     &new.names,
                     &new.specs,
                     &now,
-                    &node,
+                    &self.node,
                     &new.schedules,
                     &new.fires,
                     &new.attempts,
@@ -342,13 +165,64 @@ pub(crate) async fn fire_due(
                 ],
             )
             .await?;
-        let mut jobs = jobs_from_rows(&rows)?;
-        jobs.sort_by_key(|j| j.id);
-        fired.jobs = jobs;
+        jobs_from_rows(&rows)
     }
-    let st = prepared(statements, tx, MOVE).await?;
-    tx.execute(&st, &[&ids, &nexts, &skips]).await?;
-    Ok(Outcome::Fired(fired))
+
+    async fn active(&mut self, ids: &[ScheduleId]) -> Result<HashSet<ScheduleId>> {
+        let st = self.prepared(ACTIVE).await?;
+        let rows = self.tx.query(&st, &[&ids]).await?;
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<std::result::Result<_, _>>()?)
+    }
+
+    async fn disable(&mut self, ids: &[ScheduleId]) -> Result<()> {
+        let st = self.prepared(DISABLE).await?;
+        self.tx.execute(&st, &[&ids]).await?;
+        Ok(())
+    }
+
+    async fn move_fires(&mut self, moved: &[Moved]) -> Result<()> {
+        let ids: Vec<i64> = moved.iter().map(|m| m.id).collect();
+        let nexts: Vec<Option<i64>> = moved.iter().map(|m| m.next).collect();
+        let skips: Vec<i64> = moved.iter().map(|m| m.skipped).collect();
+        let st = self.prepared(MOVE).await?;
+        self.tx.execute(&st, &[&ids, &nexts, &skips]).await?;
+        Ok(())
+    }
+}
+
+/// Takes the oldest job `node` may start (see [`CLAIM_CANDIDATE`]).
+pub(crate) async fn claim(tx: &mut PgTx<'_, '_>, node: &str, now: i64) -> Result<Option<Job>> {
+    // Keys whose lock another claim holds, or found at their limit once
+    // locked: left for the next round.
+    let mut passed: Vec<String> = Vec::new();
+    loop {
+        let st = tx.prepared(CLAIM_CANDIDATE).await?;
+        let Some(row) = tx.tx.query_opt(&st, &[&now, &node, &passed]).await? else {
+            return Ok(None);
+        };
+        let id: i64 = row.try_get(0)?;
+        let key: Option<String> = row.try_get(1)?;
+        if let Some(key) = key {
+            let max: Option<i64> = row.try_get(2)?;
+            let lock = tx.prepared(TRY_KEY_LOCK).await?;
+            let locked: bool = tx.tx.query_one(&lock, &[&key]).await?.try_get(0)?;
+            let fits = locked && {
+                let count = tx.prepared(RUNNING_WITH_KEY).await?;
+                let running: i64 = tx.tx.query_one(&count, &[&key]).await?.try_get(0)?;
+                running < max.unwrap_or(1)
+            };
+            if !fits {
+                passed.push(key);
+                continue;
+            }
+        }
+        let st = tx.prepared(CLAIM_ID).await?;
+        let rows = tx.tx.query(&st, &[&now, &node, &id]).await?;
+        return Ok(jobs_from_rows(&rows)?.pop());
+    }
 }
 
 /// The columns of the jobs one `FireDue` makes, as arrays for `unnest`.
@@ -378,128 +252,4 @@ impl NewJobs {
         self.maxes.push(keys.max_concurrent);
         Ok(())
     }
-}
-
-pub(crate) async fn save(
-    statements: &mut Statements,
-    tx: &Transaction<'_>,
-    id: Option<ScheduleId>,
-    s: &ValidSchedule,
-    next_fire: Option<Timestamp>,
-    now: i64,
-) -> Result<Outcome> {
-    let cols = SavedColumns::of(s)?;
-    let next = next_fire.map(Timestamp::micros);
-    let id = match id {
-        None => {
-            let st = prepared(statements, tx, INSERT).await?;
-            let row = tx
-                .query_opt(
-                    &st,
-                    &[
-                        &s.name,
-                        &cols.cron,
-                        &cols.timezone,
-                        &cols.spec,
-                        &cols.overlap,
-                        &cols.missed,
-                        &cols.attempts,
-                        &cols.backoff_s,
-                        &s.enabled,
-                        &next,
-                        &now,
-                    ],
-                )
-                .await?;
-            match row {
-                Some(row) => row.try_get(0)?,
-                None => return Ok(Outcome::Schedule(ScheduleSaved::NameTaken)),
-            }
-        }
-        Some(id) => {
-            let st = prepared(statements, tx, BY_NAME).await?;
-            if let Some(row) = tx.query_opt(&st, &[&s.name]).await? {
-                if row.try_get::<_, i64>(0)? != id {
-                    return Ok(Outcome::Schedule(ScheduleSaved::NameTaken));
-                }
-            }
-            let st = prepared(statements, tx, UPDATE).await?;
-            let n = tx
-                .execute(
-                    &st,
-                    &[
-                        &id,
-                        &s.name,
-                        &cols.cron,
-                        &cols.timezone,
-                        &cols.spec,
-                        &cols.overlap,
-                        &cols.missed,
-                        &cols.attempts,
-                        &cols.backoff_s,
-                        &s.enabled,
-                        &next,
-                        &now,
-                    ],
-                )
-                .await?;
-            if n == 0 {
-                return Ok(Outcome::Schedule(ScheduleSaved::NotFound));
-            }
-            id
-        }
-    };
-    saved(statements, tx, id).await
-}
-
-/// The schedule as it is now saved.
-pub(crate) async fn saved(
-    statements: &mut Statements,
-    tx: &Transaction<'_>,
-    id: ScheduleId,
-) -> Result<Outcome> {
-    let st = prepared(statements, tx, GET_SCHEDULE).await?;
-    let rows = tx.query(&st, &[&id]).await?;
-    Ok(Outcome::Schedule(match schedules_from_rows(&rows)?.pop() {
-        Some(s) => ScheduleSaved::Saved(Box::new(s)),
-        None => ScheduleSaved::NotFound,
-    }))
-}
-
-pub(crate) async fn delete(
-    statements: &mut Statements,
-    tx: &Transaction<'_>,
-    id: ScheduleId,
-) -> Result<Outcome> {
-    let st = prepared(statements, tx, DELETE).await?;
-    Ok(Outcome::Count(tx.execute(&st, &[&id]).await?))
-}
-
-/// Queues the next attempt of a scheduled job that just ended, if its
-/// retries say so, in the transaction that ended it.
-pub(crate) async fn retry(
-    statements: &mut Statements,
-    tx: &Transaction<'_>,
-    node: &str,
-    ended: &Job,
-    now: i64,
-) -> Result<()> {
-    let Some(run) = ended.spec.schedule else {
-        return Ok(());
-    };
-    if let Some((next, after)) = run.retry(ended.state, Timestamp(now)) {
-        let mut spec = ended.spec.clone();
-        spec.schedule = Some(next);
-        insert_job(
-            statements,
-            tx,
-            node,
-            ended.name.as_deref(),
-            &spec,
-            Some(after),
-            now,
-        )
-        .await?;
-    }
-    Ok(())
 }

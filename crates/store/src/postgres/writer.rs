@@ -12,9 +12,11 @@ use tokio_postgres::{Client, Statement};
 
 use super::sql::{jobs_from_rows, SELECT_JOB, TOKEN_BY_HASH};
 use super::Target;
+use crate::db::Decode;
 use crate::error::pg_message;
 use crate::rows::JOB_COLUMNS;
 use crate::{Outcome, Result, StoreError, StoreWriter, WriteOp};
+use joblog_core::schedule::Schedule;
 
 pub(crate) mod batch;
 #[cfg(test)]
@@ -260,9 +262,10 @@ async fn rederive(
                         let id: i64 = row.try_get(0)?;
                         let rows = conn
                             .client
-                            .query(super::schedules::GET_SCHEDULE, &[&id])
+                            .query(crate::schedules::reads::GET.postgres, &[&id])
                             .await?;
-                        match super::schedules::schedules_from_rows(&rows)?.pop() {
+                        let saved = rows.iter().map(Schedule::decode).next().transpose()?;
+                        match saved {
                             Some(s) => Outcome::Schedule(crate::ScheduleSaved::Saved(Box::new(s))),
                             None => Outcome::Schedule(crate::ScheduleSaved::NotFound),
                         }

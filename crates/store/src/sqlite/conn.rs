@@ -22,6 +22,7 @@ impl rusqlite::ToSql for Param {
             Param::Int(i) => ToSqlOutput::from(*i),
             Param::Text(t) => ToSqlOutput::from(t.as_str()),
             Param::Bool(b) => ToSqlOutput::from(*b),
+            Param::Real(r) => ToSqlOutput::from(*r),
             Param::Null => ToSqlOutput::from(Null),
         })
     }
@@ -69,6 +70,12 @@ impl Conn for Lite<'_> {
         f: impl FnMut(T) -> Result<bool>,
     ) -> Result<()> {
         rows(self.0, st.sqlite, params, f)
+    }
+
+    async fn execute(&mut self, st: &Statement, params: &[Param]) -> Result<u64> {
+        let mut stmt = self.0.prepare_cached(st.sqlite)?;
+        let params = bound(&stmt, params);
+        Ok(stmt.execute(rusqlite::params_from_iter(params))? as u64)
     }
 
     async fn query_sql<T: Decode>(&mut self, sql: &Sql) -> Result<Vec<T>> {

@@ -26,6 +26,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use crate::db::{Conn, Decode};
 use crate::log_reads;
 use crate::rows::{fields_text, streams_to_text, JOB_COLUMNS};
+use crate::schedules::writes;
 use crate::{
     FinishedByName, FinishedBySchedule, GroomPolicy, Outcome, Result, Snapshot, Store, StoreError,
     StoreOptions, StoreWriter, SyncMode, WriteOp,
@@ -251,7 +252,7 @@ pub(super) fn query_jobs(
 /// Queues a job; `None` when it is a fire (schedule, fire time,
 /// attempt) that already has its job.
 pub(super) fn insert_job(
-    tx: &rusqlite::Transaction,
+    tx: &Connection,
     name: Option<&str>,
     spec: &joblog_core::JobSpec,
     run_after: Option<Timestamp>,
@@ -440,20 +441,23 @@ impl Store for SqliteStore {
     }
 
     async fn get_schedule(&self, id: ScheduleId) -> Result<Option<Schedule>> {
-        self.read(move |c| schedules::get(c, id)).await
+        self.shared(async move |c| crate::schedules::reads::get(c, id).await)
+            .await
     }
 
     async fn list_schedules(&self, after_id: ScheduleId, limit: u32) -> Result<Vec<Schedule>> {
-        self.read(move |c| schedules::list(c, after_id, limit))
+        self.shared(async move |c| crate::schedules::reads::list(c, after_id, limit).await)
             .await
     }
 
     async fn next_fire(&self) -> Result<Option<Timestamp>> {
-        self.read(schedules::next_fire).await
+        self.shared(async |c| crate::schedules::reads::next_fire(c).await)
+            .await
     }
 
     async fn next_run_after(&self) -> Result<Option<Timestamp>> {
-        self.read(schedules::next_run_after).await
+        self.shared(async |c| crate::schedules::reads::next_run_after(c).await)
+            .await
     }
 
     async fn ping(&self) -> Result<()> {
@@ -562,13 +566,17 @@ fn apply_one(
             );
             Ok(Outcome::Claimed(query_jobs(tx, &sql, &[&now, node])?.pop()))
         }
-        WriteOp::FireDue { now: at } => schedules::fire_due(tx, *at, now),
+        WriteOp::FireDue { now: at } => {
+            conn::run(tx, async |c| writes::fire_due(c, *at, now).await)
+        }
         WriteOp::SaveSchedule {
             id,
             schedule,
             next_fire,
-        } => schedules::save(tx, *id, schedule, *next_fire, now),
-        WriteOp::DeleteSchedule { id } => schedules::delete(tx, *id),
+        } => conn::run(tx, async |c| {
+            writes::save(c, *id, schedule, *next_fire, now).await
+        }),
+        WriteOp::DeleteSchedule { id } => conn::run(tx, async |c| writes::delete(c, *id).await),
         WriteOp::Append {
             job,
             records,
@@ -628,7 +636,7 @@ fn apply_one(
                         )?
                         .execute(params![job, body.as_bytes()])?;
                     }
-                    schedules::retry(tx, &j, now)?;
+                    conn::run(tx, async |c| writes::retry(c, &j, now).await)?;
                     Ok(Outcome::MaybeJob(Some(j)))
                 }
                 // Already ended (a job is finished once).
@@ -750,9 +758,9 @@ mod tests {
             "SELECT body FROM results WHERE job_id = 1".into(),
             "SELECT name, role FROM tokens WHERE hash = x'00'".into(),
             // The scheduler's: due schedules, the next fire, a run active.
-            schedules::DUE.replace("?1", "5").replace("?2", "257"),
-            schedules::NEXT_FIRE.into(),
-            schedules::ACTIVE.replace("?1", "3"),
+            writes::DUE.sqlite.replace("?1", "5").replace("?2", "257"),
+            crate::schedules::reads::NEXT_FIRE.sqlite.into(),
+            writes::ACTIVE.sqlite.replace("?1", "3"),
         ]
         .into_iter()
         .map(|q| (q, Vec::new()))

@@ -14,6 +14,7 @@ use tokio_postgres::{Statement, Transaction};
 use super::{Attempt, WriterConn};
 use crate::interrupt::{interruption, Cause};
 use crate::postgres::audit::{self, INSERT_AUDIT, LOCK_AUDIT};
+use crate::postgres::conn::PgTx;
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
 use crate::postgres::schedules;
@@ -25,6 +26,7 @@ use crate::postgres::sql::{
     VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
 };
 use crate::rows::{fields_text, streams_to_text};
+use crate::schedules::writes::{self, ScheduleWrites};
 use crate::{Committed, Outcome, Result, StoreError, WriteOp};
 
 /// The statement for `sql`, prepared once per connection.
@@ -64,9 +66,12 @@ pub(super) async fn apply_batch(
     for op in ops {
         let outcome = match op {
             WriteOp::InsertJob { name, spec } => {
-                match schedules::insert_job(statements, &tx, node, name.as_deref(), spec, None, now)
-                    .await?
-                {
+                let mut w = PgTx {
+                    tx: &tx,
+                    statements: &mut *statements,
+                    node,
+                };
+                match w.insert_job(name.as_deref(), spec, None, now).await? {
                     Some(job) => Outcome::Job(job),
                     None => {
                         return Err(StoreError::Database(
@@ -75,18 +80,42 @@ pub(super) async fn apply_batch(
                     }
                 }
             }
-            WriteOp::ClaimNext { node } => {
-                Outcome::Claimed(schedules::claim(statements, &tx, node, now).await?)
+            WriteOp::ClaimNext { node: claimer } => {
+                let mut w = PgTx {
+                    tx: &tx,
+                    statements: &mut *statements,
+                    node,
+                };
+                Outcome::Claimed(schedules::claim(&mut w, claimer, now).await?)
             }
             WriteOp::FireDue { now: at } => {
-                schedules::fire_due(statements, &tx, node, *at, now).await?
+                let mut w = PgTx {
+                    tx: &tx,
+                    statements: &mut *statements,
+                    node,
+                };
+                writes::fire_due(&mut w, *at, now).await?
             }
             WriteOp::SaveSchedule {
                 id,
                 schedule,
                 next_fire,
-            } => schedules::save(statements, &tx, *id, schedule, *next_fire, now).await?,
-            WriteOp::DeleteSchedule { id } => schedules::delete(statements, &tx, *id).await?,
+            } => {
+                let mut w = PgTx {
+                    tx: &tx,
+                    statements: &mut *statements,
+                    node,
+                };
+                writes::save(&mut w, *id, schedule, *next_fire, now).await?
+            }
+            WriteOp::DeleteSchedule { id } => {
+                let mut w = PgTx {
+                    tx: &tx,
+                    statements: &mut *statements,
+                    node,
+                };
+                writes::delete(&mut w, *id).await?
+            }
             WriteOp::Append {
                 job,
                 summary,
@@ -127,7 +156,12 @@ pub(super) async fn apply_batch(
                             let st = prepared(statements, &tx, SAVE_RESULT).await?;
                             tx.execute(&st, &[job, &body.as_bytes()]).await?;
                         }
-                        schedules::retry(statements, &tx, node, &done, now).await?;
+                        let mut w = PgTx {
+                            tx: &tx,
+                            statements: &mut *statements,
+                            node,
+                        };
+                        writes::retry(&mut w, &done, now).await?;
                         Outcome::MaybeJob(Some(done))
                     }
                     // Already ended elsewhere (its node was declared lapsed).

@@ -16,6 +16,9 @@ use joblog_core::{Job, JobSpec, JobState, Timestamp};
 
 use crate::{Result, StoreError};
 
+pub(crate) mod reads;
+pub(crate) mod writes;
+
 /// Most due schedules one `FireDue` handles; the scheduler asks again
 /// at once while more are due.
 pub const FIRE_BATCH: u32 = 256;
