@@ -17,6 +17,7 @@ mod log_reads;
 mod navigation;
 mod outline;
 pub mod postgres;
+mod reads;
 mod rows;
 mod schedules;
 #[cfg(feature = "bench")]

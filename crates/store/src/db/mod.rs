@@ -36,13 +36,15 @@ pub(crate) enum Dialect {
 
 /// A value bound to a statement. Integers are sized to the column on
 /// PostgreSQL (`smallint`, `integer` or `bigint`), text binds to `bytea`
-/// where a column is bytes, and `Null` is a NULL of any type.
+/// where a column is bytes, bytes are a BLOB or `bytea`, and `Null` is a
+/// NULL of any type.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Param {
     Int(i64),
     Text(String),
     Bool(bool),
     Real(f64),
+    Bytes(Vec<u8>),
     Null,
 }
 
@@ -73,6 +75,12 @@ impl From<String> for Param {
 impl From<f64> for Param {
     fn from(v: f64) -> Param {
         Param::Real(v)
+    }
+}
+
+impl From<Vec<u8>> for Param {
+    fn from(v: Vec<u8>) -> Param {
+        Param::Bytes(v)
     }
 }
 

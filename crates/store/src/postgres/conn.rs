@@ -32,6 +32,7 @@ impl ToSql for Param {
             Param::Text(t) => t.as_str().to_sql_checked(ty, out),
             Param::Bool(b) => b.to_sql_checked(ty, out),
             Param::Real(r) => r.to_sql_checked(ty, out),
+            Param::Bytes(b) => b.as_slice().to_sql_checked(ty, out),
         }
     }
 

@@ -53,15 +53,12 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::db::Conn;
 use crate::error::pg_message;
 use crate::log_reads;
-use crate::schedules::reads;
+use crate::reads;
+use crate::schedules::reads as schedule_reads;
 use crate::{
     Committed, GroomPolicy, Result, Snapshot, Store, StoreError, StoreOptions, StoreWriter,
 };
 use pool::Pool;
-use sql::{
-    jobs_from_rows, tokens_from_rows, COUNT_QUEUED, GROOM_CANDIDATES, LIST_TOKENS, READ_RESULT,
-    SELECT_JOB, TOKEN_BY_HASH,
-};
 use writer::PgWriter;
 
 pub use partitions::PARTITION_JOBS;
@@ -255,39 +252,33 @@ impl Store for PgStore {
 
     async fn get_schedule(&self, id: ScheduleId) -> Result<Option<Schedule>> {
         self.pool
-            .read(move |c| Box::pin(async move { reads::get(c, id).await }))
+            .read(move |c| Box::pin(async move { schedule_reads::get(c, id).await }))
             .await
     }
 
     async fn list_schedules(&self, after_id: ScheduleId, limit: u32) -> Result<Vec<Schedule>> {
         self.pool
-            .read(move |c| Box::pin(async move { reads::list(c, after_id, limit).await }))
+            .read(move |c| Box::pin(async move { schedule_reads::list(c, after_id, limit).await }))
             .await
     }
 
     async fn next_fire(&self) -> Result<Option<Timestamp>> {
         self.pool
-            .read(|c| Box::pin(async move { reads::next_fire(c).await }))
+            .read(|c| Box::pin(async move { schedule_reads::next_fire(c).await }))
             .await
     }
 
     async fn next_run_after(&self) -> Result<Option<Timestamp>> {
         self.pool
-            .read(|c| Box::pin(async move { reads::next_run_after(c).await }))
+            .read(|c| Box::pin(async move { schedule_reads::next_run_after(c).await }))
             .await
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c.query(SELECT_JOB, &[&id]).await?;
-                    Ok(jobs_from_rows(&rows)?.pop())
-                })
-            })
+            .read(move |c| Box::pin(async move { reads::get_job(c, id).await }))
             .await
     }
-
     async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
         self.pool
             .read(move |c| Box::pin(async move { crate::listing::list(c, &q).await }))
@@ -379,71 +370,29 @@ impl Store for PgStore {
 
     async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c.query(READ_RESULT, &[&id]).await?;
-                    match rows.first() {
-                        Some(r) => Ok(Some(r.try_get(0)?)),
-                        None => Ok(None),
-                    }
-                })
-            })
+            .read(move |c| Box::pin(async move { reads::read_result(c, id).await }))
             .await
     }
-
     async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let before = policy.finished_before.unwrap_or(i64::MAX);
-                    let keep = i64::from(policy.keep_per_name.unwrap_or(0));
-                    let rows = c.query(GROOM_CANDIDATES, &[&keep, &before]).await?;
-                    rows.iter()
-                        .map(|r| r.try_get(0).map_err(StoreError::from))
-                        .collect()
-                })
-            })
+            .read(move |c| Box::pin(async move { reads::groom_candidates(c, policy).await }))
             .await
     }
-
     async fn count_queued(&self, up_to: u64) -> Result<u64> {
-        let up_to = i64::try_from(up_to).unwrap_or(i64::MAX);
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c.query(COUNT_QUEUED, &[&up_to]).await?;
-                    let n: i64 = match rows.first() {
-                        Some(r) => r.try_get(0)?,
-                        None => 0,
-                    };
-                    Ok(n as u64)
-                })
-            })
+            .read(move |c| Box::pin(async move { reads::count_queued(c, up_to).await }))
             .await
     }
-
     async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>> {
         self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    let rows = c.query(TOKEN_BY_HASH, &[&&hash[..]]).await?;
-                    Ok(tokens_from_rows(&rows)?.pop())
-                })
-            })
+            .read(move |c| Box::pin(async move { reads::token_by_hash(c, hash).await }))
             .await
     }
-
     async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
         self.pool
-            .read(|c| {
-                Box::pin(async move {
-                    let rows = c.query(LIST_TOKENS, &[]).await?;
-                    tokens_from_rows(&rows)
-                })
-            })
+            .read(|c| Box::pin(async move { reads::list_tokens(c).await }))
             .await
     }
-
     async fn finished_by_schedule(&self) -> Result<Vec<crate::FinishedBySchedule>> {
         self.pool
             .read(|c| {
@@ -460,15 +409,9 @@ impl Store for PgStore {
 
     async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
         self.pool
-            .read(|c| {
-                Box::pin(async move {
-                    let rows = c.query(sql::LIST_NODES, &[]).await?;
-                    rows.iter().map(sql::node_from_row).collect()
-                })
-            })
+            .read(|c| Box::pin(async move { reads::list_nodes(c).await }))
             .await
     }
-
     async fn list_audit(&self, q: AuditQuery) -> Result<Vec<AuditEntry>> {
         self.pool
             .read(move |c| Box::pin(async move { crate::audit::list(c, &q).await }))

@@ -3,11 +3,11 @@
 //! the rows they return. The decoders read columns by position: they
 //! follow the order of `job_columns!` and of the `SELECT` lists here.
 
-use joblog_core::{Job, NodeInfo, Timestamp, TokenInfo};
+use joblog_core::{Job, Timestamp};
 use tokio_postgres::Row;
 
 use crate::db::Decode;
-use crate::rows::{job_columns, token_columns};
+use crate::rows::job_columns;
 use crate::Result;
 
 pub(super) fn jobs_from_rows(rows: &[Row]) -> Result<Vec<Job>> {
@@ -23,23 +23,8 @@ pub(super) fn victim_from_row(row: &Row) -> Result<(Job, Option<String>, Option<
     ))
 }
 
-pub(super) fn node_from_row(row: &Row) -> Result<NodeInfo> {
-    NodeInfo::decode(row)
-}
-
 // What requests read, on the read pool (and the writer, re-deriving a
 // batch). Job listings are built per query by `crate::listing`.
-pub(super) const SELECT_JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1");
-pub(super) const COUNT_QUEUED: &str =
-    "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' LIMIT $1) q";
-pub(super) const READ_RESULT: &str = "SELECT body FROM results WHERE job_id = $1";
-pub(super) const GROOM_CANDIDATES: &str = "SELECT id FROM (
-        SELECT id, finished_at,
-               ROW_NUMBER() OVER (
-                   PARTITION BY COALESCE('n:' || name, 'c:' || (spec::jsonb -> 'command')::text)
-                   ORDER BY id DESC) AS rn
-        FROM jobs WHERE state NOT IN ('queued', 'running')) ranked
-    WHERE rn > $1 AND finished_at < $2 ORDER BY id";
 
 // What the writer runs inside its batch transactions.
 /// A job; nothing when it is a fire (schedule, fire time, attempt) that
@@ -120,12 +105,6 @@ pub(super) const REGISTER_NODE: &str =
      version = $2, stopped_at = NULL, secret_names = $3";
 pub(super) const NODE_STOPPED: &str =
     "UPDATE nodes SET stopped_at = now(), heartbeat_at = now() WHERE name = $1";
-pub(super) const LIST_NODES: &str = "SELECT name, version, \
-     (extract(epoch FROM started_at) * 1000000)::bigint, \
-     (extract(epoch FROM heartbeat_at) * 1000000)::bigint, \
-     (extract(epoch FROM stopped_at) * 1000000)::bigint, \
-     (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name), \
-     secret_names FROM nodes ORDER BY name";
 /// Nodes silent for a week are forgotten (listed until then as lapsed or
 /// stopped).
 pub(super) const FORGET_LAPSED: &str =
@@ -143,19 +122,11 @@ pub(super) const COPY_LOG: &str =
 pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
 // API tokens: found by hash, listed without it.
-pub(super) const TOKEN_BY_HASH: &str =
-    concat!("SELECT ", token_columns!(), " FROM tokens WHERE hash = $1");
-pub(super) const LIST_TOKENS: &str =
-    concat!("SELECT ", token_columns!(), " FROM tokens ORDER BY name");
 pub(super) const CREATE_TOKEN: &str =
     "INSERT INTO tokens (name, hash, role, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) \
      ON CONFLICT (name) DO NOTHING";
 pub(super) const REVOKE_TOKEN: &str = "DELETE FROM tokens WHERE name = $1";
 pub(super) const TOUCH_TOKEN: &str = "UPDATE tokens SET last_used_at = $2 WHERE name = $1";
-
-pub(super) fn tokens_from_rows(rows: &[Row]) -> Result<Vec<TokenInfo>> {
-    rows.iter().map(TokenInfo::decode).collect()
-}
 
 #[cfg(test)]
 mod tests;

@@ -10,10 +10,11 @@ use std::collections::{HashMap, HashSet};
 use joblog_core::{JobState, Timestamp};
 use tokio_postgres::{Client, Statement};
 
-use super::sql::{jobs_from_rows, SELECT_JOB, TOKEN_BY_HASH};
+use super::sql::jobs_from_rows;
 use super::Target;
 use crate::db::Decode;
 use crate::error::pg_message;
+use crate::reads::{SELECT_JOB, TOKEN_BY_HASH};
 use crate::rows::JOB_COLUMNS;
 use crate::{Outcome, Result, StoreError, StoreWriter, WriteOp};
 use joblog_core::schedule::Schedule;
@@ -276,7 +277,7 @@ async fn rederive(
             // The batch was committed, so the schedule is gone either way.
             WriteOp::DeleteSchedule { .. } => Outcome::Count(1),
             WriteOp::Finish { job, .. } | WriteOp::CancelQueued { job } => {
-                let rows = conn.client.query(SELECT_JOB, &[job]).await?;
+                let rows = conn.client.query(SELECT_JOB.postgres, &[job]).await?;
                 let job = jobs_from_rows(&rows)?.pop();
                 match op {
                     WriteOp::Finish { .. } => Outcome::MaybeJob(job),
@@ -307,7 +308,10 @@ async fn rederive(
             },
             // The token is ours if a row holds its hash (hashes are unique).
             WriteOp::CreateToken(t) => {
-                let rows = conn.client.query(TOKEN_BY_HASH, &[&&t.hash[..]]).await?;
+                let rows = conn
+                    .client
+                    .query(TOKEN_BY_HASH.postgres, &[&&t.hash[..]])
+                    .await?;
                 Outcome::Count(u64::from(!rows.is_empty()))
             }
             // The batch was committed, so the name is gone either way.

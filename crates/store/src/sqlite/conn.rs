@@ -23,6 +23,7 @@ impl rusqlite::ToSql for Param {
             Param::Text(t) => ToSqlOutput::from(t.as_str()),
             Param::Bool(b) => ToSqlOutput::from(*b),
             Param::Real(r) => ToSqlOutput::from(*r),
+            Param::Bytes(b) => ToSqlOutput::from(b.as_slice()),
             Param::Null => ToSqlOutput::from(Null),
         })
     }

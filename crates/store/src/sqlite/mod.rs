@@ -21,10 +21,11 @@ use joblog_core::{
     NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
 };
 use rusqlite::config::DbConfig;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags};
 
 use crate::db::{Conn, Decode};
 use crate::log_reads;
+use crate::reads;
 use crate::rows::{fields_text, streams_to_text, JOB_COLUMNS};
 use crate::schedules::writes;
 use crate::{
@@ -138,17 +139,8 @@ impl SqliteStore {
         })
     }
 
-    /// Runs `f` on a pooled read connection on the blocking thread pool.
-    async fn read<T, F>(&self, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
-        self.readers.read(f).await
-    }
-
     /// Runs the store's shared logic (`crate::db`) on a pooled read
-    /// connection.
+    /// connection, on the blocking thread pool.
     async fn shared<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
@@ -294,13 +286,9 @@ impl Store for SqliteStore {
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
-        self.read(move |c| {
-            let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1");
-            Ok(query_jobs(c, &sql, &[&id])?.pop())
-        })
-        .await
+        self.shared(async move |c| reads::get_job(c, id).await)
+            .await
     }
-
     async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
         self.shared(async move |c| crate::listing::list(c, &q).await)
             .await
@@ -369,58 +357,24 @@ impl Store for SqliteStore {
     }
 
     async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>> {
-        self.read(move |c| {
-            Ok(
-                c.prepare_cached("SELECT body FROM results WHERE job_id = ?1")?
-                    .query_row([id], |r| r.get(0))
-                    .optional()?,
-            )
-        })
-        .await
+        self.shared(async move |c| reads::read_result(c, id).await)
+            .await
     }
-
     async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>> {
-        self.read(move |c| {
-            let before = policy.finished_before.unwrap_or(i64::MAX);
-            let keep = i64::from(policy.keep_per_name.unwrap_or(0));
-            let mut stmt = c.prepare_cached(
-                "SELECT id FROM (
-                    SELECT id, finished_at,
-                           ROW_NUMBER() OVER (
-                               PARTITION BY COALESCE('n:' || name, 'c:' || json_extract(spec, '$.command'))
-                               ORDER BY id DESC) AS rn
-                    FROM jobs WHERE state NOT IN ('queued', 'running'))
-                 WHERE rn > ?1 AND finished_at < ?2 ORDER BY id",
-            )?;
-            let ids = stmt
-                .query_map(params![keep, before], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<JobId>>>()?;
-            Ok(ids)
-        })
-        .await
+        self.shared(async move |c| reads::groom_candidates(c, policy).await)
+            .await
     }
-
     async fn count_queued(&self, up_to: u64) -> Result<u64> {
-        let up_to = i64::try_from(up_to).unwrap_or(i64::MAX);
-        self.read(move |c| {
-            let n: i64 = c
-                .prepare_cached(
-                    "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' LIMIT ?1)",
-                )?
-                .query_row([up_to], |r| r.get(0))?;
-            Ok(n as u64)
-        })
-        .await
+        self.shared(async move |c| reads::count_queued(c, up_to).await)
+            .await
     }
-
     async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>> {
-        self.read(move |c| tokens::by_hash(c, &hash)).await
+        self.shared(async move |c| reads::token_by_hash(c, hash).await)
+            .await
     }
-
     async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
-        self.read(tokens::list).await
+        self.shared(async |c| reads::list_tokens(c).await).await
     }
-
     async fn finished_by_name(&self) -> Result<Vec<FinishedByName>> {
         self.shared(async |c| c.query(&crate::FINISHED_BY_NAME, &[]).await)
             .await
@@ -432,9 +386,8 @@ impl Store for SqliteStore {
     }
 
     async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
-        self.read(nodes::list).await
+        self.shared(async |c| reads::list_nodes(c).await).await
     }
-
     async fn list_audit(&self, q: AuditQuery) -> Result<Vec<AuditEntry>> {
         self.shared(async move |c| crate::audit::list(c, &q).await)
             .await
@@ -461,10 +414,8 @@ impl Store for SqliteStore {
     }
 
     async fn ping(&self) -> Result<()> {
-        self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
-            .await
+        self.shared(async |c| reads::ping(c).await).await
     }
-
     async fn snapshot(&self) -> Result<Snapshot> {
         let path = self.path.clone();
         let sync = self.sync;
@@ -754,9 +705,9 @@ mod tests {
         SqliteStore::open(&path, &StoreOptions::default()).unwrap();
         let conn = open_conn(&path, SyncMode::Normal, true).unwrap();
         let mut queries: Vec<(String, Vec<crate::listing::Param>)> = [
-            format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = 1"),
-            "SELECT body FROM results WHERE job_id = 1".into(),
-            "SELECT name, role FROM tokens WHERE hash = x'00'".into(),
+            crate::reads::SELECT_JOB.sqlite.replace("?1", "1"),
+            crate::reads::READ_RESULT.sqlite.replace("?1", "1"),
+            crate::reads::TOKEN_BY_HASH.sqlite.replace("?1", "x'00'"),
             // The scheduler's: due schedules, the next fire, a run active.
             writes::DUE.sqlite.replace("?1", "5").replace("?2", "257"),
             crate::schedules::reads::NEXT_FIRE.sqlite.into(),

@@ -1,12 +1,12 @@
 //! Nodes in the embedded store (one at a time, but remembered across
 //! restarts and renames) and the interruption of jobs a node left running.
 
-use joblog_core::{LogSummary, NodeInfo, Timestamp};
+use joblog_core::{LogSummary, Timestamp};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::query_jobs;
 use crate::interrupt::{interruption, Cause};
-use crate::rows::{fields_text, NodeRow, JOB_COLUMNS};
+use crate::rows::{fields_text, JOB_COLUMNS};
 use crate::{Outcome, Result};
 
 /// Migration 3: the nodes table (heartbeats, so that a job interrupted by
@@ -125,24 +125,4 @@ fn last_heartbeat(c: &Connection, node: &str) -> Result<Option<Timestamp>> {
             .optional()?
             .map(Timestamp),
     )
-}
-
-pub(super) fn list(c: &Connection) -> Result<Vec<NodeInfo>> {
-    let mut stmt = c.prepare_cached(
-        "SELECT name, version, started_at, heartbeat_at, stopped_at, \
-         (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name), \
-         secret_names FROM nodes ORDER BY name",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(NodeRow {
-            name: r.get(0)?,
-            version: r.get(1)?,
-            started_at: r.get(2)?,
-            heartbeat_at: r.get(3)?,
-            stopped_at: r.get(4)?,
-            running_jobs: r.get(5)?,
-            secret_names: r.get(6)?,
-        })
-    })?;
-    rows.map(|r| r?.into_info()).collect()
 }

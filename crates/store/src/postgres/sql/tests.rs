@@ -5,7 +5,6 @@ use joblog_core::{JobSpec, LogSummary, Record, Stream, Timestamp};
 
 use tokio_postgres::types::ToSql;
 
-use super::*;
 use crate::listing::tests::every_statement;
 use crate::listing::{Dialect, Param};
 use crate::postgres::writer::PgWriter;
@@ -53,8 +52,11 @@ fn request_queries_use_indexes_and_never_sort() {
     }])
     .unwrap();
     let mut queries: Vec<(String, Vec<Param>)> = [
-        SELECT_JOB.replace("$1", "1"),
-        READ_RESULT.replace("$1", "1"),
+        crate::reads::SELECT_JOB.postgres.replace("$1", "1"),
+        crate::reads::READ_RESULT.postgres.replace("$1", "1"),
+        crate::reads::TOKEN_BY_HASH
+            .postgres
+            .replace("$1", "'\\x00'::bytea"),
     ]
     .into_iter()
     .map(|q| (q, Vec::new()))
