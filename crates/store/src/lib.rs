@@ -27,6 +27,7 @@ mod snapshot;
 pub mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod writes;
 
 use async_trait::async_trait;
 use joblog_core::schedule::{Schedule, ScheduleId, ValidSchedule};

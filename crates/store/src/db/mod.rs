@@ -141,6 +141,10 @@ pub(crate) trait Conn {
     /// Runs `st`; how many rows it changed.
     fn execute(&mut self, st: &Statement, params: &[Param]) -> impl Future<Output = Result<u64>>;
 
+    /// Runs statements that take no values and return no rows
+    /// (savepoints), as one simple query.
+    fn batch(&mut self, text: &'static str) -> impl Future<Output = Result<()>>;
+
     /// Every row of a statement built at run time, decoded.
     fn query_sql<T: Decode>(&mut self, sql: &Sql) -> impl Future<Output = Result<Vec<T>>>;
 

@@ -18,11 +18,6 @@ const AUDIT_LOCK: i64 = 0x6a6f_626c_6f67_0002;
 /// batch holding it waits on nothing but its commit (no deadlock).
 pub(super) const LOCK_AUDIT: &str = "SELECT pg_advisory_xact_lock($1)";
 
-/// Audit retention: the old ones among the `$2` first entries, walked by
-/// the primary key (no scan of the trail).
-pub(super) const DELETE_OLD: &str = "DELETE FROM audit WHERE id IN \
-     (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT $2) AS head WHERE at < $1)";
-
 pub(super) const INSERT_AUDIT: &str =
     "INSERT INTO audit (at, actor, action, job_id, remote, request_id, node, detail) \
      SELECT at, actor, action, job_id, remote, request_id, node, detail \

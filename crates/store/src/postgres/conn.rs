@@ -78,6 +78,10 @@ impl Conn for PooledConn {
         Ok(self.client.execute(&stmt, &refs(params)).await?)
     }
 
+    async fn batch(&mut self, text: &'static str) -> Result<()> {
+        Ok(self.client.batch_execute(text).await?)
+    }
+
     /// Prepared once per connection when its text is fixed; a text built
     /// for one query is sent with its values (and planned for them).
     async fn query_sql<T: Decode>(&mut self, sql: &Sql) -> Result<Vec<T>> {
@@ -147,6 +151,10 @@ impl Conn for PgTx<'_, '_> {
     async fn execute(&mut self, st: &Statement, params: &[Param]) -> Result<u64> {
         let stmt = self.prepared(st.postgres).await?;
         Ok(self.tx.execute(&stmt, &refs(params)).await?)
+    }
+
+    async fn batch(&mut self, text: &'static str) -> Result<()> {
+        Ok(self.tx.batch_execute(text).await?)
     }
 
     async fn query_sql<T: Decode>(&mut self, sql: &Sql) -> Result<Vec<T>> {

@@ -36,19 +36,6 @@ pub(super) const INSERT_JOB: &str = concat!(
      ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
     job_columns!()
 );
-pub(super) const FINISH: &str = concat!(
-    "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
-     result_bytes = $5, log_records = $6, log_bytes = $7, log_truncated = $8, log_streams = $9 \
-     WHERE id = $1 AND state IN ('queued', 'running') RETURNING ",
-    job_columns!()
-);
-pub(super) const SAVE_RESULT: &str = "INSERT INTO results (job_id, body) VALUES ($1, $2) \
-     ON CONFLICT (job_id) DO UPDATE SET body = EXCLUDED.body";
-pub(super) const CANCEL_QUEUED: &str = concat!(
-    "UPDATE jobs SET state = 'cancelled', finished_at = $2 \
-     WHERE id = $1 AND state = 'queued' RETURNING ",
-    job_columns!()
-);
 /// A job's columns, then the node it depended on and that node's last
 /// heartbeat (micros), for the interruption record.
 macro_rules! victim_columns {
@@ -89,12 +76,6 @@ pub(super) const VICTIMS_LAPSED: &str = concat!(
 );
 pub(super) const INTERRUPT_IDS: &str =
     "UPDATE jobs SET state = 'interrupted', finished_at = $2 WHERE id = ANY($1)";
-pub(super) const DELETE_LOG_CHUNK: &str = "DELETE FROM log WHERE job_id = $1 AND seq <= COALESCE(
-        (SELECT seq FROM log WHERE job_id = $1 ORDER BY seq OFFSET $2 LIMIT 1),
-        9223372036854775807)";
-pub(super) const DELETE_RESULT: &str = "DELETE FROM results WHERE job_id = $1";
-pub(super) const DELETE_JOB: &str =
-    "DELETE FROM jobs WHERE id = $1 AND state NOT IN ('queued', 'running')";
 pub(super) const HEARTBEAT: &str =
     "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now()";
@@ -120,13 +101,6 @@ pub(super) const SAVE_SUMMARIES: &str =
 pub(super) const COPY_LOG: &str =
     "COPY log (job_id, seq, ts, stream, message, fields) FROM STDIN (FORMAT binary)";
 pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
-
-// API tokens: found by hash, listed without it.
-pub(super) const CREATE_TOKEN: &str =
-    "INSERT INTO tokens (name, hash, role, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) \
-     ON CONFLICT (name) DO NOTHING";
-pub(super) const REVOKE_TOKEN: &str = "DELETE FROM tokens WHERE name = $1";
-pub(super) const TOUCH_TOKEN: &str = "UPDATE tokens SET last_used_at = $2 WHERE name = $1";
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! filter, each ending in `id` so a page is one range), entries appended
 //! in the writer's transaction (listings are `crate::audit`'s).
 
-use joblog_core::{NewAudit, Timestamp};
+use joblog_core::NewAudit;
 use rusqlite::{params, Connection};
 
 use crate::audit::AuditInsert;
@@ -47,16 +47,4 @@ pub(super) fn append(c: &Connection, entries: &[NewAudit]) -> Result<Outcome> {
         ])?;
     }
     Ok(Outcome::Done)
-}
-
-/// Audit retention: the old ones among the `max` first entries, walked by
-/// the primary key (no scan of the trail). → `Count`.
-pub(super) fn delete_old(c: &Connection, before: Timestamp, max: u32) -> Result<Outcome> {
-    let n = c
-        .prepare_cached(
-            "DELETE FROM audit WHERE id IN \
-             (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?2) WHERE at < ?1)",
-        )?
-        .execute(params![before.micros(), max])?;
-    Ok(Outcome::Count(n as u64))
 }

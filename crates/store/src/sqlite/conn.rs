@@ -79,6 +79,10 @@ impl Conn for Lite<'_> {
         Ok(stmt.execute(rusqlite::params_from_iter(params))? as u64)
     }
 
+    async fn batch(&mut self, text: &'static str) -> Result<()> {
+        Ok(self.0.execute_batch(text)?)
+    }
+
     async fn query_sql<T: Decode>(&mut self, sql: &Sql) -> Result<Vec<T>> {
         let mut out = Vec::new();
         rows(self.0, &sql.text, &sql.params, |t| {

@@ -11,7 +11,6 @@ mod nodes;
 mod pool;
 mod schedules;
 mod sealed;
-mod tokens;
 
 use async_trait::async_trait;
 use joblog_core::schedule::{Schedule, ScheduleId};
@@ -27,7 +26,8 @@ use crate::db::{Conn, Decode};
 use crate::log_reads;
 use crate::reads;
 use crate::rows::{fields_text, streams_to_text, JOB_COLUMNS};
-use crate::schedules::writes;
+use crate::schedules::writes as schedule_writes;
+use crate::writes;
 use crate::{
     FinishedByName, FinishedBySchedule, GroomPolicy, Outcome, Result, Snapshot, Store, StoreError,
     StoreOptions, StoreWriter, SyncMode, WriteOp,
@@ -72,7 +72,7 @@ CREATE TABLE results (
     body   BLOB NOT NULL
 );
 "#),
-    Sql(tokens::MIGRATION),
+    Sql(TOKENS_MIGRATION),
     Sql(LISTING_MIGRATION),
     Sql(nodes::MIGRATION),
     // Per-name metrics read (name, state, finished_at) of every finished
@@ -91,6 +91,18 @@ CREATE TABLE results (
 
 /// Migration 3: listings by node and by creation time (`jobs --node`,
 /// `--since`), each index ending in `id` like the others.
+/// Migration 2: API tokens, kept by the SHA-256 of their text.
+const TOKENS_MIGRATION: &str = r#"
+CREATE TABLE tokens (
+    name         TEXT PRIMARY KEY,
+    hash         BLOB NOT NULL UNIQUE,
+    role         TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER,
+    last_used_at INTEGER
+);
+"#;
+
 const LISTING_MIGRATION: &str = r#"
 CREATE INDEX jobs_node ON jobs(node, id);
 CREATE INDEX jobs_created ON jobs(created_at, id);
@@ -518,16 +530,18 @@ fn apply_one(
             Ok(Outcome::Claimed(query_jobs(tx, &sql, &[&now, node])?.pop()))
         }
         WriteOp::FireDue { now: at } => {
-            conn::run(tx, async |c| writes::fire_due(c, *at, now).await)
+            conn::run(tx, async |c| schedule_writes::fire_due(c, *at, now).await)
         }
         WriteOp::SaveSchedule {
             id,
             schedule,
             next_fire,
         } => conn::run(tx, async |c| {
-            writes::save(c, *id, schedule, *next_fire, now).await
+            schedule_writes::save(c, *id, schedule, *next_fire, now).await
         }),
-        WriteOp::DeleteSchedule { id } => conn::run(tx, async |c| writes::delete(c, *id).await),
+        WriteOp::DeleteSchedule { id } => {
+            conn::run(tx, async |c| schedule_writes::delete(c, *id).await)
+        }
         WriteOp::Append {
             job,
             records,
@@ -558,74 +572,25 @@ fn apply_one(
             summary,
         } => {
             note_summary(summaries, *job, *summary);
-            let result_bytes = result.as_ref().map(|b| b.raw_len() as i64);
-            let sql = format!(
-                "UPDATE jobs SET state = ?2, exit_code = ?3, finished_at = ?4, result_bytes = ?5, \
-                 log_records = ?6, log_bytes = ?7, log_truncated = ?8, log_streams = ?9 \
-                 WHERE id = ?1 AND state IN ('queued', 'running') RETURNING {JOB_COLUMNS}"
-            );
-            let jobs = query_jobs(
-                tx,
-                &sql,
-                &[
-                    job,
-                    &state.name(),
-                    exit_code,
-                    &now,
-                    &result_bytes,
-                    &(summary.records as i64),
-                    &(summary.bytes as i64),
-                    &summary.truncated,
-                    &streams_to_text(&summary.streams),
-                ],
-            )?;
-            match jobs.into_iter().next() {
-                Some(j) => {
-                    if let Some(body) = result {
-                        tx.prepare_cached(
-                            "INSERT OR REPLACE INTO results (job_id, body) VALUES (?1, ?2)",
-                        )?
-                        .execute(params![job, body.as_bytes()])?;
-                    }
-                    conn::run(tx, async |c| writes::retry(c, &j, now).await)?;
-                    Ok(Outcome::MaybeJob(Some(j)))
-                }
-                // Already ended (a job is finished once).
-                None => Ok(Outcome::MaybeJob(None)),
-            }
+            let (state, exit_code, result) = (*state, *exit_code, result.as_ref());
+            conn::run(tx, async |c| {
+                writes::finish(c, *job, state, exit_code, result, summary, now).await
+            })
         }
         WriteOp::CancelQueued { job } => {
-            let sql = format!(
-                "UPDATE jobs SET state = 'cancelled', finished_at = ?2 \
-                 WHERE id = ?1 AND state = 'queued' RETURNING {JOB_COLUMNS}"
-            );
-            Ok(Outcome::MaybeJob(query_jobs(tx, &sql, &[job, &now])?.pop()))
+            conn::run(tx, async |c| writes::cancel_queued(c, *job, now).await)
         }
         WriteOp::Interrupt {
             node,
             include_queued,
         } => nodes::interrupt(tx, node.as_deref(), *include_queued, now, summaries),
         WriteOp::DeleteLogChunk { job, max } => {
-            // `max - 1` is the OFFSET below: 0 would still delete one record.
-            if *max == 0 {
-                return Ok(Outcome::Count(0));
-            }
-            let sealed = sealed::delete_segments(tx, *job, u64::from(*max))?;
-            if sealed >= u64::from(*max) {
-                return Ok(Outcome::Count(sealed));
-            }
-            let max = &(*max - sealed as u32);
-            let n = tx
-                .prepare_cached(
-                    "DELETE FROM log WHERE job_id = ?1 AND seq <= COALESCE(
-                        (SELECT seq FROM log WHERE job_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2),
-                        9223372036854775807)",
-                )?
-                .execute(params![job, i64::from(*max).saturating_sub(1).max(0)])?;
-            Ok(Outcome::Count(sealed + n as u64))
+            conn::run(tx, async |c| writes::delete_log_chunk(c, *job, *max).await)
         }
-        WriteOp::SealSlice(slice) => sealed::seal_slice(tx, slice),
-        WriteOp::MarkSealed { job } => sealed::mark_sealed(tx, *job, now),
+        WriteOp::SealSlice(slice) => conn::run(tx, async |c| writes::seal_slice(c, slice).await),
+        WriteOp::MarkSealed { job } => {
+            conn::run(tx, async |c| writes::mark_sealed(c, *job, now).await)
+        }
         // One node, no partitions, nobody else to tell.
         WriteOp::DropLogPartitions { .. } => Ok(Outcome::Groomed {
             jobs: Vec::new(),
@@ -639,21 +604,20 @@ fn apply_one(
         } => nodes::register(tx, node, version, secret_names, now),
         WriteOp::NodeStopped { node } => nodes::stopped(tx, node, now),
         WriteOp::RequestCancel { .. } => Ok(Outcome::Done),
-        WriteOp::CreateToken(token) => tokens::create(tx, token),
-        WriteOp::RevokeToken { name } => tokens::revoke(tx, name),
-        WriteOp::TouchToken { name, at } => tokens::touch(tx, name, *at),
-        WriteOp::Audit(entries) => audit::append(tx, entries),
-        WriteOp::DeleteAudit { before, max } => audit::delete_old(tx, *before, *max),
-        WriteOp::DeleteJob { job } => {
-            tx.prepare_cached("DELETE FROM results WHERE job_id = ?1")?
-                .execute([job])?;
-            let n = tx
-                .prepare_cached(
-                    "DELETE FROM jobs WHERE id = ?1 AND state NOT IN ('queued', 'running')",
-                )?
-                .execute([job])?;
-            Ok(Outcome::Count(n as u64))
+        WriteOp::CreateToken(token) => {
+            conn::run(tx, async |c| writes::create_token(c, token).await)
         }
+        WriteOp::RevokeToken { name } => {
+            conn::run(tx, async |c| writes::revoke_token(c, name).await)
+        }
+        WriteOp::TouchToken { name, at } => {
+            conn::run(tx, async |c| writes::touch_token(c, name, *at).await)
+        }
+        WriteOp::Audit(entries) => audit::append(tx, entries),
+        WriteOp::DeleteAudit { before, max } => {
+            conn::run(tx, async |c| writes::delete_audit(c, *before, *max).await)
+        }
+        WriteOp::DeleteJob { job } => conn::run(tx, async |c| writes::delete_job(c, *job).await),
     }
 }
 
@@ -709,9 +673,12 @@ mod tests {
             crate::reads::READ_RESULT.sqlite.replace("?1", "1"),
             crate::reads::TOKEN_BY_HASH.sqlite.replace("?1", "x'00'"),
             // The scheduler's: due schedules, the next fire, a run active.
-            writes::DUE.sqlite.replace("?1", "5").replace("?2", "257"),
+            schedule_writes::DUE
+                .sqlite
+                .replace("?1", "5")
+                .replace("?2", "257"),
             crate::schedules::reads::NEXT_FIRE.sqlite.into(),
-            writes::ACTIVE.sqlite.replace("?1", "3"),
+            schedule_writes::ACTIVE.sqlite.replace("?1", "3"),
         ]
         .into_iter()
         .map(|q| (q, Vec::new()))

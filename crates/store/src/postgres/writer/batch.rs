@@ -18,15 +18,13 @@ use crate::postgres::conn::PgTx;
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
 use crate::postgres::schedules;
-use crate::postgres::sealed;
 use crate::postgres::sql::{
-    jobs_from_rows, victim_from_row, CANCEL_QUEUED, COPY_LOG, CREATE_TOKEN, DELETE_JOB,
-    DELETE_LOG_CHUNK, DELETE_RESULT, FINISH, FORGET_LAPSED, HEARTBEAT, INTERRUPT_IDS, MARK_BATCH,
-    NODE_STOPPED, NOTIFY, REGISTER_NODE, REVOKE_TOKEN, SAVE_RESULT, SAVE_SUMMARIES, TOUCH_TOKEN,
-    VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
+    victim_from_row, COPY_LOG, FORGET_LAPSED, HEARTBEAT, INTERRUPT_IDS, MARK_BATCH, NODE_STOPPED,
+    NOTIFY, REGISTER_NODE, SAVE_SUMMARIES, VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
 };
 use crate::rows::{fields_text, streams_to_text};
-use crate::schedules::writes::{self, ScheduleWrites};
+use crate::schedules::writes::{self as schedule_writes, ScheduleWrites};
+use crate::writes;
 use crate::{Committed, Outcome, Result, StoreError, WriteOp};
 
 /// The statement for `sql`, prepared once per connection.
@@ -64,13 +62,14 @@ pub(super) async fn apply_batch(
     // Audit entries, inserted after every other write of the batch.
     let mut audited: Vec<&joblog_core::NewAudit> = Vec::new();
     for op in ops {
+        // The shared ops' view of this transaction (`crate::writes`).
+        let mut w = PgTx {
+            tx: &tx,
+            statements: &mut *statements,
+            node,
+        };
         let outcome = match op {
             WriteOp::InsertJob { name, spec } => {
-                let mut w = PgTx {
-                    tx: &tx,
-                    statements: &mut *statements,
-                    node,
-                };
                 match w.insert_job(name.as_deref(), spec, None, now).await? {
                     Some(job) => Outcome::Job(job),
                     None => {
@@ -81,41 +80,15 @@ pub(super) async fn apply_batch(
                 }
             }
             WriteOp::ClaimNext { node: claimer } => {
-                let mut w = PgTx {
-                    tx: &tx,
-                    statements: &mut *statements,
-                    node,
-                };
                 Outcome::Claimed(schedules::claim(&mut w, claimer, now).await?)
             }
-            WriteOp::FireDue { now: at } => {
-                let mut w = PgTx {
-                    tx: &tx,
-                    statements: &mut *statements,
-                    node,
-                };
-                writes::fire_due(&mut w, *at, now).await?
-            }
+            WriteOp::FireDue { now: at } => schedule_writes::fire_due(&mut w, *at, now).await?,
             WriteOp::SaveSchedule {
                 id,
                 schedule,
                 next_fire,
-            } => {
-                let mut w = PgTx {
-                    tx: &tx,
-                    statements: &mut *statements,
-                    node,
-                };
-                writes::save(&mut w, *id, schedule, *next_fire, now).await?
-            }
-            WriteOp::DeleteSchedule { id } => {
-                let mut w = PgTx {
-                    tx: &tx,
-                    statements: &mut *statements,
-                    node,
-                };
-                writes::delete(&mut w, *id).await?
-            }
+            } => schedule_writes::save(&mut w, *id, schedule, *next_fire, now).await?,
+            WriteOp::DeleteSchedule { id } => schedule_writes::delete(&mut w, *id).await?,
             WriteOp::Append {
                 job,
                 summary,
@@ -132,47 +105,10 @@ pub(super) async fn apply_batch(
                 summary,
             } => {
                 note_summary(&mut summaries, *job, *summary);
-                let st = prepared(statements, &tx, FINISH).await?;
-                let result_bytes = result.as_ref().map(|b| b.raw_len() as i64);
-                let rows = tx
-                    .query(
-                        &st,
-                        &[
-                            job,
-                            &state.name(),
-                            exit_code,
-                            &now,
-                            &result_bytes,
-                            &(summary.records as i64),
-                            &(summary.bytes as i64),
-                            &summary.truncated,
-                            &streams_to_text(&summary.streams),
-                        ],
-                    )
-                    .await?;
-                match jobs_from_rows(&rows)?.pop() {
-                    Some(done) => {
-                        if let Some(body) = result {
-                            let st = prepared(statements, &tx, SAVE_RESULT).await?;
-                            tx.execute(&st, &[job, &body.as_bytes()]).await?;
-                        }
-                        let mut w = PgTx {
-                            tx: &tx,
-                            statements: &mut *statements,
-                            node,
-                        };
-                        writes::retry(&mut w, &done, now).await?;
-                        Outcome::MaybeJob(Some(done))
-                    }
-                    // Already ended elsewhere (its node was declared lapsed).
-                    None => Outcome::MaybeJob(None),
-                }
+                let result = result.as_ref();
+                writes::finish(&mut w, *job, *state, *exit_code, result, summary, now).await?
             }
-            WriteOp::CancelQueued { job } => {
-                let st = prepared(statements, &tx, CANCEL_QUEUED).await?;
-                let rows = tx.query(&st, &[job, &now]).await?;
-                Outcome::MaybeJob(jobs_from_rows(&rows)?.pop())
-            }
+            WriteOp::CancelQueued { job } => writes::cancel_queued(&mut w, *job, now).await?,
             WriteOp::Interrupt {
                 node,
                 include_queued,
@@ -196,29 +132,11 @@ pub(super) async fn apply_batch(
                     .await?
             }
             WriteOp::DeleteLogChunk { job, max } => {
-                let sealed = match *max {
-                    0 => 0,
-                    max => sealed::delete_segments(&tx, *job, u64::from(max)).await?,
-                };
-                if *max == 0 || sealed >= u64::from(*max) {
-                    Outcome::Count(sealed)
-                } else {
-                    let st = prepared(statements, &tx, DELETE_LOG_CHUNK).await?;
-                    let offset = i64::from(*max) - sealed as i64 - 1;
-                    Outcome::Count(sealed + tx.execute(&st, &[job, &offset]).await?)
-                }
+                writes::delete_log_chunk(&mut w, *job, *max).await?
             }
-            WriteOp::SealSlice(slice) => sealed::seal_slice(statements, &tx, slice).await?,
-            WriteOp::MarkSealed { job } => {
-                let st = prepared(statements, &tx, sealed::MARK_SEALED).await?;
-                Outcome::Count(tx.execute(&st, &[job, &now]).await?)
-            }
-            WriteOp::DeleteJob { job } => {
-                let st = prepared(statements, &tx, DELETE_RESULT).await?;
-                tx.execute(&st, &[job]).await?;
-                let st = prepared(statements, &tx, DELETE_JOB).await?;
-                Outcome::Count(tx.execute(&st, &[job]).await?)
-            }
+            WriteOp::SealSlice(slice) => writes::seal_slice(&mut w, slice).await?,
+            WriteOp::MarkSealed { job } => writes::mark_sealed(&mut w, *job, now).await?,
+            WriteOp::DeleteJob { job } => writes::delete_job(&mut w, *job).await?,
             WriteOp::DropLogPartitions { candidates } => {
                 partitions_changed = true;
                 drop_partitions(&tx, candidates).await?
@@ -264,41 +182,12 @@ pub(super) async fn apply_batch(
                 Outcome::Done
             }
             WriteOp::RequestCancel { .. } => Outcome::Done,
-            WriteOp::CreateToken(t) => {
-                let st = prepared(statements, &tx, CREATE_TOKEN).await?;
-                let expires = t.expires_at.map(Timestamp::micros);
-                let n = tx
-                    .execute(
-                        &st,
-                        &[
-                            &t.name,
-                            &&t.hash[..],
-                            &t.role.name(),
-                            &t.created_at.micros(),
-                            &expires,
-                        ],
-                    )
-                    .await?;
-                Outcome::Count(n)
-            }
+            WriteOp::CreateToken(t) => writes::create_token(&mut w, t).await?,
             WriteOp::DeleteAudit { before, max } => {
-                let n = tx
-                    .execute(
-                        super::super::audit::DELETE_OLD,
-                        &[&before.micros(), &i64::from(*max)],
-                    )
-                    .await?;
-                Outcome::Count(n)
+                writes::delete_audit(&mut w, *before, *max).await?
             }
-            WriteOp::RevokeToken { name } => {
-                let st = prepared(statements, &tx, REVOKE_TOKEN).await?;
-                Outcome::Count(tx.execute(&st, &[name]).await?)
-            }
-            WriteOp::TouchToken { name, at } => {
-                let st = prepared(statements, &tx, TOUCH_TOKEN).await?;
-                tx.execute(&st, &[name, &at.micros()]).await?;
-                Outcome::Done
-            }
+            WriteOp::RevokeToken { name } => writes::revoke_token(&mut w, name).await?,
+            WriteOp::TouchToken { name, at } => writes::touch_token(&mut w, name, *at).await?,
             WriteOp::Audit(entries) => {
                 audited.extend(entries);
                 Outcome::Done

@@ -1,0 +1,231 @@
+//! The writer's ops that both stores apply with the same statements,
+//! written once: ending and cancelling jobs, deleting a job and its log a
+//! chunk at a time, sealing slices, API tokens and audit retention. Each
+//! runs inside the writer's transaction of its batch. What really differs
+//! stays in each store's writer: appending records (SQLite inserts rows;
+//! PostgreSQL sends one binary COPY), claims (`SKIP LOCKED`), nodes'
+//! heartbeats and the interruption of their jobs.
+
+use joblog_core::{JobId, JobState, LogSummary, NewToken, ResultBlob, Timestamp};
+
+use crate::db::{query_opt, sql, Conn, Statement};
+use crate::rows::{job_columns, streams_to_text};
+use crate::schedules::writes::{retry, ScheduleWrites};
+use crate::sealed::SealSlice;
+use crate::{Outcome, Result};
+
+const FINISH: Statement = sql!(concat!(
+    "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
+     result_bytes = $5, log_records = $6, log_bytes = $7, log_truncated = $8, log_streams = $9 \
+     WHERE id = $1 AND state IN ('queued', 'running') RETURNING ",
+    job_columns!()
+));
+const SAVE_RESULT: Statement = sql!(
+    "INSERT INTO results (job_id, body) VALUES ($1, $2) \
+     ON CONFLICT (job_id) DO UPDATE SET body = EXCLUDED.body"
+);
+const CANCEL_QUEUED: Statement = sql!(concat!(
+    "UPDATE jobs SET state = 'cancelled', finished_at = $2 \
+     WHERE id = $1 AND state = 'queued' RETURNING ",
+    job_columns!()
+));
+const DELETE_RESULT: Statement = sql!("DELETE FROM results WHERE job_id = $1");
+const DELETE_JOB: Statement =
+    sql!("DELETE FROM jobs WHERE id = $1 AND state NOT IN ('queued', 'running')");
+/// The job's rows up to the one `$2` rows after its first.
+const DELETE_LOG_CHUNK: Statement = sql!(
+    "DELETE FROM log WHERE job_id = $1 AND seq <= COALESCE(
+        (SELECT seq FROM log WHERE job_id = $1 ORDER BY seq LIMIT 1 OFFSET $2),
+        9223372036854775807)"
+);
+const SEGMENT_SPANS: Statement =
+    sql!("SELECT first_seq, last_seq FROM segments WHERE job_id = $1 ORDER BY last_seq");
+const DELETE_SEGMENTS: Statement =
+    sql!("DELETE FROM segments WHERE job_id = $1 AND last_seq <= $2");
+pub(crate) const SEAL_DELETE: Statement =
+    sql!("DELETE FROM log WHERE job_id = $1 AND seq >= $2 AND seq <= $3");
+const SEAL_INSERT: Statement = sql!(
+    "INSERT INTO segments (job_id, last_seq, first_seq, streams, data) VALUES ($1, $2, $3, $4, $5)"
+);
+const MARK_SEALED: Statement = sql!(
+    "UPDATE jobs SET sealed_at = $2 WHERE id = $1 \
+     AND sealed_at IS NULL AND finished_at IS NOT NULL \
+     AND NOT EXISTS (SELECT 1 FROM log WHERE job_id = $1)"
+);
+const CREATE_TOKEN: Statement = sql!(
+    "INSERT INTO tokens (name, hash, role, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (name) DO NOTHING"
+);
+const REVOKE_TOKEN: Statement = sql!("DELETE FROM tokens WHERE name = $1");
+const TOUCH_TOKEN: Statement = sql!("UPDATE tokens SET last_used_at = $2 WHERE name = $1");
+/// Audit retention: the old ones among the `$2` first entries, walked by
+/// the primary key (no scan of the trail).
+const DELETE_OLD_AUDIT: Statement = sql!(
+    "DELETE FROM audit WHERE id IN \
+     (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT $2) AS head WHERE at < $1)"
+);
+
+/// Ends a job stamped `now` (once: a job already ended is left as it is),
+/// stores its result, and queues its schedule's next attempt if its
+/// retries say so. → [`Outcome::MaybeJob`]
+pub(crate) async fn finish<T: ScheduleWrites>(
+    tx: &mut T,
+    job: JobId,
+    state: JobState,
+    exit_code: Option<i32>,
+    result: Option<&ResultBlob>,
+    summary: &LogSummary,
+    now: i64,
+) -> Result<Outcome> {
+    let params = [
+        job.into(),
+        state.name().into(),
+        exit_code.map(i64::from).into(),
+        now.into(),
+        result.map(|b| b.raw_len() as i64).into(),
+        (summary.records as i64).into(),
+        (summary.bytes as i64).into(),
+        summary.truncated.into(),
+        streams_to_text(&summary.streams).into(),
+    ];
+    // None: already ended (on PostgreSQL, elsewhere: its node was
+    // declared lapsed).
+    let Some(done) = query_opt::<T, joblog_core::Job>(tx, &FINISH, &params).await? else {
+        return Ok(Outcome::MaybeJob(None));
+    };
+    if let Some(body) = result {
+        let params = [job.into(), body.as_bytes().to_vec().into()];
+        tx.execute(&SAVE_RESULT, &params).await?;
+    }
+    retry(tx, &done, now).await?;
+    Ok(Outcome::MaybeJob(Some(done)))
+}
+
+/// → [`Outcome::MaybeJob`]: the job, if it was still queued.
+pub(crate) async fn cancel_queued<C: Conn>(tx: &mut C, job: JobId, now: i64) -> Result<Outcome> {
+    let params = [job.into(), now.into()];
+    Ok(Outcome::MaybeJob(
+        query_opt(tx, &CANCEL_QUEUED, &params).await?,
+    ))
+}
+
+/// Deletes a finished job and its result. → [`Outcome::Count`]
+pub(crate) async fn delete_job<C: Conn>(tx: &mut C, job: JobId) -> Result<Outcome> {
+    tx.execute(&DELETE_RESULT, &[job.into()]).await?;
+    Ok(Outcome::Count(
+        tx.execute(&DELETE_JOB, &[job.into()]).await?,
+    ))
+}
+
+/// Deletes the job's records, lowest seq first: whole segments until they
+/// hold `max` records, then rows up to `max` in all. → [`Outcome::Count`]
+pub(crate) async fn delete_log_chunk<C: Conn>(tx: &mut C, job: JobId, max: u32) -> Result<Outcome> {
+    // `max - 1` is the OFFSET below: 0 would still delete one record.
+    if max == 0 {
+        return Ok(Outcome::Count(0));
+    }
+    let sealed = delete_segments(tx, job, u64::from(max)).await?;
+    if sealed >= u64::from(max) {
+        return Ok(Outcome::Count(sealed));
+    }
+    let offset = i64::from(max) - sealed as i64 - 1;
+    let rows = tx
+        .execute(&DELETE_LOG_CHUNK, &[job.into(), offset.into()])
+        .await?;
+    Ok(Outcome::Count(sealed + rows))
+}
+
+/// Deletes whole segments from the start of the job's log until they hold
+/// `max` records or none remain; returns the records they held.
+async fn delete_segments<C: Conn>(tx: &mut C, job: JobId, max: u64) -> Result<u64> {
+    let mut upto = None;
+    let mut records = 0u64;
+    tx.each(
+        &SEGMENT_SPANS,
+        &[job.into()],
+        |(first, last): (i64, i64)| {
+            if records >= max {
+                return Ok(false);
+            }
+            records += (last - first + 1) as u64;
+            upto = Some(last);
+            Ok(true)
+        },
+    )
+    .await?;
+    if let Some(upto) = upto {
+        tx.execute(&DELETE_SEGMENTS, &[job.into(), upto.into()])
+            .await?;
+    }
+    Ok(records)
+}
+
+/// The writer's seal of one slice: its rows go and its segment comes,
+/// under a savepoint, so a slice whose rows are not all there (sealed or
+/// deleted meanwhile) changes nothing. → [`Outcome::Count`] 1 or 0
+pub(crate) async fn seal_slice<C: Conn>(tx: &mut C, slice: &SealSlice) -> Result<Outcome> {
+    let key = &slice.key;
+    let (first, last) = (key.first_seq as i64, key.last_seq as i64);
+    tx.batch("SAVEPOINT seal").await?;
+    let deleted = tx
+        .execute(&SEAL_DELETE, &[slice.job.into(), first.into(), last.into()])
+        .await?;
+    if deleted != slice.records() {
+        tx.batch("ROLLBACK TO SAVEPOINT seal; RELEASE SAVEPOINT seal")
+            .await?;
+        return Ok(Outcome::Count(0));
+    }
+    let params = [
+        slice.job.into(),
+        last.into(),
+        first.into(),
+        key.streams.into(),
+        slice.data.clone().into(),
+    ];
+    tx.execute(&SEAL_INSERT, &params).await?;
+    tx.batch("RELEASE SAVEPOINT seal").await?;
+    Ok(Outcome::Count(1))
+}
+
+/// Marks the job's log sealed once it is finished and no rows remain. →
+/// [`Outcome::Count`]
+pub(crate) async fn mark_sealed<C: Conn>(tx: &mut C, job: JobId, now: i64) -> Result<Outcome> {
+    let n = tx.execute(&MARK_SEALED, &[job.into(), now.into()]).await?;
+    Ok(Outcome::Count(n))
+}
+
+/// → `Count(1)`, or `Count(0)` when the name is taken.
+pub(crate) async fn create_token<C: Conn>(tx: &mut C, t: &NewToken) -> Result<Outcome> {
+    let params = [
+        t.name.as_str().into(),
+        t.hash.to_vec().into(),
+        t.role.name().into(),
+        t.created_at.micros().into(),
+        t.expires_at.map(Timestamp::micros).into(),
+    ];
+    Ok(Outcome::Count(tx.execute(&CREATE_TOKEN, &params).await?))
+}
+
+pub(crate) async fn revoke_token<C: Conn>(tx: &mut C, name: &str) -> Result<Outcome> {
+    Ok(Outcome::Count(
+        tx.execute(&REVOKE_TOKEN, &[name.into()]).await?,
+    ))
+}
+
+pub(crate) async fn touch_token<C: Conn>(tx: &mut C, name: &str, at: Timestamp) -> Result<Outcome> {
+    tx.execute(&TOUCH_TOKEN, &[name.into(), at.micros().into()])
+        .await?;
+    Ok(Outcome::Done)
+}
+
+/// Audit retention. → [`Outcome::Count`]: how many went.
+pub(crate) async fn delete_audit<C: Conn>(
+    tx: &mut C,
+    before: Timestamp,
+    max: u32,
+) -> Result<Outcome> {
+    let params = [before.micros().into(), max.into()];
+    Ok(Outcome::Count(
+        tx.execute(&DELETE_OLD_AUDIT, &params).await?,
+    ))
+}
