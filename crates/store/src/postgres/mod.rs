@@ -10,19 +10,24 @@
 //! with a batch marker, so that a commit whose acknowledgement was lost to a
 //! dropped connection is recognised on retry and never applied twice.
 //!
-//! This module ties the parts together behind [`Store`]: `schema` migrates
-//! at open, `pool` serves reads with the statements of `sql` (and job
-//! listings, built per query, through `listing`; the audit trail's through
-//! `audit`), `writer` applies batches, `listener` hears the commits of other nodes,
-//! `partitions` creates and drops the log's job-id ranges, `notices`
-//! drives connections, logging the server's notices at their weight, and
-//! `dbname` names another database of the server (for throwaway ones).
+//! This module ties the parts together behind [`Store`], laid out as the
+//! SQLite store is: `schema` migrates at open, `pool` serves reads, `conn`
+//! runs the shared logic of `crate::db` on a read connection or the
+//! writer's transaction, `writer` applies batches (with the statements of
+//! `sql` that are PostgreSQL's own), `jobs` queues and claims jobs;
+//! `audit`, `schedules` and `sealed` hold their tables and what
+//! PostgreSQL writes its own way. Beyond SQLite's: `listener` hears the
+//! commits of other nodes, `partitions` creates and drops the log's
+//! job-id ranges, `notices` drives connections, logging the server's
+//! notices at their weight, `tls` makes its TLS, and `dbname` names
+//! another database of the server (for throwaway ones).
 
 mod audit;
 mod conn;
 // Used only by throwaway databases (tests, benchmarks).
 #[cfg(any(test, feature = "testing", feature = "bench"))]
 pub(crate) mod dbname;
+pub(crate) mod jobs;
 mod listener;
 pub(crate) mod notices;
 pub(crate) mod partitions;

@@ -27,15 +27,6 @@ pub(super) fn victim_from_row(row: &Row) -> Result<(Job, Option<String>, Option<
 // batch). Job listings are built per query by `crate::listing`.
 
 // What the writer runs inside its batch transactions.
-/// A job; nothing when it is a fire (schedule, fire time, attempt) that
-/// already has its job.
-pub(super) const INSERT_JOB: &str = concat!(
-    "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node, schedule_id, \
-     fire_time, attempt, concurrency_key, max_concurrent, run_after) \
-     VALUES ($1, 'queued', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-     ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
-    job_columns!()
-);
 /// A job's columns, then the node it depended on and that node's last
 /// heartbeat (micros), for the interruption record.
 macro_rules! victim_columns {

@@ -4,7 +4,7 @@
 use joblog_core::{LogSummary, Timestamp};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use super::query_jobs;
+use super::jobs::query_jobs;
 use crate::interrupt::{interruption, Cause};
 use crate::rows::{fields_text, JOB_COLUMNS};
 use crate::{Outcome, Result};
@@ -112,7 +112,7 @@ pub(super) fn interrupt(
             fields_text(&record)
         ])?;
         end.execute(params![job.id, now])?;
-        super::note_summary(summaries, job.id, summary);
+        super::writer::note_summary(summaries, job.id, summary);
         ended.push((job.id, job.node));
     }
     Ok(Outcome::Interrupted(ended))

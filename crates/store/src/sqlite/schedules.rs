@@ -1,14 +1,7 @@
-//! Schedules in the embedded store: their table, and the one step of
-//! `crate::schedules::writes` SQLite does its own way (queueing a job).
-//! One writer, so a due schedule's fires and its moved `next_fire` commit
+//! Schedules in the embedded store: their table. Their reads and writes
+//! are shared (`crate::schedules`); queueing a job is `jobs.rs`'. One
+//! writer, so a due schedule's fires and its moved `next_fire` commit
 //! together and no other writer can see them half done.
-
-use joblog_core::{Job, JobSpec, Timestamp};
-
-use super::conn::Lite;
-use super::insert_job;
-use crate::schedules::writes::ScheduleWrites;
-use crate::Result;
 
 /// Migration 8: schedules, and what jobs carry for them and for
 /// concurrency limits.
@@ -44,15 +37,3 @@ CREATE INDEX jobs_schedule_active ON jobs(schedule_id) WHERE state IN ('queued',
 CREATE INDEX jobs_running_key ON jobs(concurrency_key) WHERE state = 'running';
 CREATE INDEX jobs_run_after ON jobs(run_after) WHERE state = 'queued' AND run_after IS NOT NULL;
 "#;
-
-impl ScheduleWrites for Lite<'_> {
-    async fn insert_job(
-        &mut self,
-        name: Option<&str>,
-        spec: &JobSpec,
-        run_after: Option<Timestamp>,
-        now: i64,
-    ) -> Result<Option<Job>> {
-        insert_job(self.0, name, spec, run_after, now)
-    }
-}

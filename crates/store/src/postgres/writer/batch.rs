@@ -15,9 +15,9 @@ use super::{Attempt, WriterConn};
 use crate::interrupt::{interruption, Cause};
 use crate::postgres::audit::{self, INSERT_AUDIT, LOCK_AUDIT};
 use crate::postgres::conn::PgTx;
+use crate::postgres::jobs;
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
-use crate::postgres::schedules;
 use crate::postgres::sql::{
     victim_from_row, COPY_LOG, FORGET_LAPSED, HEARTBEAT, INTERRUPT_IDS, MARK_BATCH, NODE_STOPPED,
     NOTIFY, REGISTER_NODE, SAVE_SUMMARIES, VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
@@ -80,7 +80,7 @@ pub(super) async fn apply_batch(
                 }
             }
             WriteOp::ClaimNext { node: claimer } => {
-                Outcome::Claimed(schedules::claim(&mut w, claimer, now).await?)
+                Outcome::Claimed(jobs::claim(&mut w, claimer, now).await?)
             }
             WriteOp::FireDue { now: at } => schedule_writes::fire_due(&mut w, *at, now).await?,
             WriteOp::SaveSchedule {

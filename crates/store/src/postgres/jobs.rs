@@ -1,0 +1,227 @@
+//! Jobs on PostgreSQL: queueing one (pinned to this node when it carries
+//! secrets), the fires of a `FireDue` for every due schedule at once with
+//! arrays (`crate::schedules::writes`), and claiming the next job.
+//!
+//! A claim of a job with a concurrency key takes the key's advisory lock
+//! with `pg_try_advisory_xact_lock` and counts the key's running jobs
+//! after it: claims of one key commit one after another, and a claim
+//! that finds the lock taken leaves that key's jobs for the next round
+//! instead of waiting (waiting could deadlock two batches that took keys
+//! in opposite orders).
+
+use std::collections::HashSet;
+
+use joblog_core::schedule::ScheduleId;
+use joblog_core::{Job, JobSpec, Timestamp};
+
+use super::conn::PgTx;
+use super::sql::jobs_from_rows;
+use crate::rows::job_columns;
+use crate::schedules::writes::{Moved, ScheduleWrites};
+use crate::schedules::JobKeys;
+use crate::Result;
+
+/// A job; nothing when it is a fire (schedule, fire time, attempt) that
+/// already has its job.
+const INSERT_JOB: &str = concat!(
+    "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node, schedule_id, \
+     fire_time, attempt, concurrency_key, max_concurrent, run_after) \
+     VALUES ($1, 'queued', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+     ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
+    job_columns!()
+);
+
+/// Which of the schedules `$1` have a run queued or running.
+const ACTIVE: &str = "SELECT DISTINCT schedule_id FROM jobs WHERE schedule_id = ANY($1) \
+     AND state IN ('queued', 'running')";
+/// The fires' jobs, in the order given (a fire that has its job already
+/// makes none).
+const INSERT_FIRES: &str = concat!(
+    "INSERT INTO jobs (name, state, spec, created_at, created_by, schedule_id, fire_time, \
+     attempt, concurrency_key, max_concurrent) \
+     SELECT u.name, 'queued', u.spec, $3, $4, u.sid, u.fire, u.attempt, u.key, u.max \
+     FROM unnest($1::text[], $2::text[], $5::bigint[], $6::bigint[], $7::bigint[], \
+                 $8::text[], $9::bigint[]) WITH ORDINALITY \
+          AS u(name, spec, sid, fire, attempt, key, max, ord) \
+     ORDER BY u.ord \
+     ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
+    job_columns!()
+);
+/// Each schedule's next fire and its newly skipped fires.
+const MOVE: &str = "UPDATE schedules SET next_fire = u.next, \
+     skipped_fires = skipped_fires + u.skipped \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, next, skipped) \
+     WHERE schedules.id = u.id";
+const DISABLE: &str = "UPDATE schedules SET enabled = false, next_fire = NULL WHERE id = ANY($1)";
+
+/// The oldest queued job `$2` may take at `$1`, its key not among `$3`
+/// and not at its limit as committed so far; locked, or skipped if
+/// another claim holds it.
+pub(super) const CLAIM_CANDIDATE: &str = "SELECT id, concurrency_key, max_concurrent FROM jobs q \
+     WHERE state = 'queued' AND (pinned_node IS NULL OR pinned_node = $2) \
+        AND (run_after IS NULL OR run_after <= $1) \
+        AND (concurrency_key IS NULL OR (NOT (concurrency_key = ANY($3)) \
+            AND (SELECT count(*) FROM jobs r WHERE r.state = 'running' \
+                 AND r.concurrency_key = q.concurrency_key) < q.max_concurrent)) \
+     ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED";
+/// The key's lock, held to the commit, if no other transaction holds it.
+pub(super) const TRY_KEY_LOCK: &str =
+    "SELECT pg_try_advisory_xact_lock(hashtextextended('joblog-key:' || $1, 0))";
+pub(super) const RUNNING_WITH_KEY: &str =
+    "SELECT count(*) FROM jobs WHERE state = 'running' AND concurrency_key = $1";
+pub(super) const CLAIM_ID: &str = concat!(
+    "UPDATE jobs SET state = 'running', started_at = $1, node = $2 WHERE id = $3 RETURNING ",
+    job_columns!()
+);
+
+impl ScheduleWrites for PgTx<'_, '_> {
+    /// A job with secrets is pinned to this node (they are in its
+    /// memory), unless it is a schedule's: the node that runs it takes
+    /// them from its environment.
+    async fn insert_job(
+        &mut self,
+        name: Option<&str>,
+        spec: &JobSpec,
+        run_after: Option<Timestamp>,
+        now: i64,
+    ) -> Result<Option<Job>> {
+        let spec_json = serde_json::to_string(spec)
+            .map_err(|e| crate::StoreError::Database(format!("encoding job spec: {e}")))?;
+        let node = self.node;
+        let pinned = (!spec.secret_names.is_empty() && spec.schedule.is_none()).then_some(node);
+        let keys = JobKeys::of(spec);
+        let st = self.prepared(INSERT_JOB).await?;
+        let rows = self
+            .tx
+            .query(
+                &st,
+                &[
+                    &name,
+                    &spec_json,
+                    &now,
+                    &node,
+                    &pinned,
+                    &keys.schedule_id,
+                    &keys.fire_time,
+                    &keys.attempt,
+                    &keys.concurrency_key,
+                    &keys.max_concurrent,
+                    &run_after.map(Timestamp::micros),
+                ],
+            )
+            .await?;
+        Ok(jobs_from_rows(&rows)?.pop())
+    }
+
+    /// One statement for all the fires of a `FireDue`.
+    async fn insert_fires(&mut self, fires: &[(&str, &JobSpec)], now: i64) -> Result<Vec<Job>> {
+        let mut new = NewJobs::default();
+        for (name, spec) in fires {
+            new.push(name, spec)?;
+        }
+        let st = self.prepared(INSERT_FIRES).await?;
+        let rows = self
+            .tx
+            .query(
+                &st,
+                &[
+                    &new.names,
+                    &new.specs,
+                    &now,
+                    &self.node,
+                    &new.schedules,
+                    &new.fires,
+                    &new.attempts,
+                    &new.keys,
+                    &new.maxes,
+                ],
+            )
+            .await?;
+        jobs_from_rows(&rows)
+    }
+
+    async fn active(&mut self, ids: &[ScheduleId]) -> Result<HashSet<ScheduleId>> {
+        let st = self.prepared(ACTIVE).await?;
+        let rows = self.tx.query(&st, &[&ids]).await?;
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<std::result::Result<_, _>>()?)
+    }
+
+    async fn disable(&mut self, ids: &[ScheduleId]) -> Result<()> {
+        let st = self.prepared(DISABLE).await?;
+        self.tx.execute(&st, &[&ids]).await?;
+        Ok(())
+    }
+
+    async fn move_fires(&mut self, moved: &[Moved]) -> Result<()> {
+        let ids: Vec<i64> = moved.iter().map(|m| m.id).collect();
+        let nexts: Vec<Option<i64>> = moved.iter().map(|m| m.next).collect();
+        let skips: Vec<i64> = moved.iter().map(|m| m.skipped).collect();
+        let st = self.prepared(MOVE).await?;
+        self.tx.execute(&st, &[&ids, &nexts, &skips]).await?;
+        Ok(())
+    }
+}
+
+/// Takes the oldest job `node` may start (see [`CLAIM_CANDIDATE`]).
+pub(crate) async fn claim(tx: &mut PgTx<'_, '_>, node: &str, now: i64) -> Result<Option<Job>> {
+    // Keys whose lock another claim holds, or found at their limit once
+    // locked: left for the next round.
+    let mut passed: Vec<String> = Vec::new();
+    loop {
+        let st = tx.prepared(CLAIM_CANDIDATE).await?;
+        let Some(row) = tx.tx.query_opt(&st, &[&now, &node, &passed]).await? else {
+            return Ok(None);
+        };
+        let id: i64 = row.try_get(0)?;
+        let key: Option<String> = row.try_get(1)?;
+        if let Some(key) = key {
+            let max: Option<i64> = row.try_get(2)?;
+            let lock = tx.prepared(TRY_KEY_LOCK).await?;
+            let locked: bool = tx.tx.query_one(&lock, &[&key]).await?.try_get(0)?;
+            let fits = locked && {
+                let count = tx.prepared(RUNNING_WITH_KEY).await?;
+                let running: i64 = tx.tx.query_one(&count, &[&key]).await?.try_get(0)?;
+                running < max.unwrap_or(1)
+            };
+            if !fits {
+                passed.push(key);
+                continue;
+            }
+        }
+        let st = tx.prepared(CLAIM_ID).await?;
+        let rows = tx.tx.query(&st, &[&now, &node, &id]).await?;
+        return Ok(jobs_from_rows(&rows)?.pop());
+    }
+}
+
+/// The columns of the jobs one `FireDue` makes, as arrays for `unnest`.
+#[derive(Default)]
+struct NewJobs {
+    names: Vec<String>,
+    specs: Vec<String>,
+    schedules: Vec<Option<i64>>,
+    fires: Vec<Option<i64>>,
+    attempts: Vec<Option<i64>>,
+    keys: Vec<Option<String>>,
+    maxes: Vec<Option<i64>>,
+}
+
+impl NewJobs {
+    fn push(&mut self, name: &str, spec: &JobSpec) -> Result<()> {
+        let keys = JobKeys::of(spec);
+        self.names.push(name.to_owned());
+        self.specs.push(
+            serde_json::to_string(spec)
+                .map_err(|e| crate::StoreError::Database(format!("encoding job spec: {e}")))?,
+        );
+        self.schedules.push(keys.schedule_id);
+        self.fires.push(keys.fire_time);
+        self.attempts.push(keys.attempt);
+        self.keys.push(keys.concurrency_key);
+        self.maxes.push(keys.max_concurrent);
+        Ok(())
+    }
+}

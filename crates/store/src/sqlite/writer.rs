@@ -1,0 +1,181 @@
+//! The embedded store's one writer: a batch of ops in one `IMMEDIATE`
+//! transaction, each op by the shared statements (`crate::writes`,
+//! `crate::schedules::writes`) or SQLite's own (appending rows, claims,
+//! nodes, audit entries), the jobs' counters once per job per batch.
+
+use joblog_core::{JobId, LogSummary, Timestamp};
+use rusqlite::{params, Connection};
+
+use super::{audit, conn, jobs, nodes};
+use crate::rows::{fields_text, streams_to_text};
+use crate::schedules::writes as schedule_writes;
+use crate::writes;
+use crate::{Outcome, Result, StoreError, StoreWriter, WriteOp};
+
+pub(super) struct SqliteWriter {
+    pub(super) conn: Connection,
+}
+
+/// The writer goes last, at a clean stop: what the WAL holds is folded
+/// into the database file and the WAL emptied, so `joblog.db` alone is
+/// the whole store (a copy of it is a backup; a `-wal` left beside it is
+/// empty). Failing that, the WAL stays as it was and is read at the next
+/// open: nothing is lost.
+impl Drop for SqliteWriter {
+    fn drop(&mut self) {
+        let checkpoint = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            });
+        match checkpoint {
+            Ok(0) => {}
+            Ok(_) => tracing::info!("the WAL could not be emptied at the stop (a reader held it); it is read at the next start"),
+            Err(e) => tracing::warn!(error = %e, "checkpointing the WAL at the stop failed; it is read at the next start"),
+        }
+    }
+}
+
+impl StoreWriter for SqliteWriter {
+    fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut outcomes = Vec::with_capacity(ops.len());
+        // Counters are written once per job per batch, not once per Append.
+        let mut summaries: Vec<(JobId, LogSummary)> = Vec::new();
+        for op in ops {
+            outcomes.push(apply_one(&tx, op, &mut summaries)?);
+        }
+        if !summaries.is_empty() {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE jobs SET log_records = ?2, log_bytes = ?3, log_truncated = ?4, \
+                 log_streams = ?5 WHERE id = ?1",
+            )?;
+            for (job, s) in &summaries {
+                stmt.execute(params![
+                    job,
+                    s.records as i64,
+                    s.bytes as i64,
+                    s.truncated,
+                    streams_to_text(&s.streams)
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(outcomes)
+    }
+}
+
+pub(super) fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
+    match summaries.iter_mut().find(|(j, _)| *j == job) {
+        Some(slot) => slot.1 = s,
+        None => summaries.push((job, s)),
+    }
+}
+
+fn apply_one(
+    tx: &rusqlite::Transaction,
+    op: &WriteOp,
+    summaries: &mut Vec<(JobId, LogSummary)>,
+) -> Result<Outcome> {
+    let now = Timestamp::now().micros();
+    match op {
+        WriteOp::InsertJob { name, spec } => {
+            let job = jobs::insert_job(tx, name.as_deref(), spec, None, now)?.ok_or_else(|| {
+                StoreError::Database("a job for a fire that already has one".into())
+            })?;
+            Ok(Outcome::Job(job))
+        }
+        WriteOp::ClaimNext { node } => Ok(Outcome::Claimed(jobs::claim(tx, node, now)?)),
+        WriteOp::FireDue { now: at } => {
+            conn::run(tx, async |c| schedule_writes::fire_due(c, *at, now).await)
+        }
+        WriteOp::SaveSchedule {
+            id,
+            schedule,
+            next_fire,
+        } => conn::run(tx, async |c| {
+            schedule_writes::save(c, *id, schedule, *next_fire, now).await
+        }),
+        WriteOp::DeleteSchedule { id } => {
+            conn::run(tx, async |c| schedule_writes::delete(c, *id).await)
+        }
+        WriteOp::Append {
+            job,
+            records,
+            summary,
+        } => {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO log (job_id, seq, ts, stream, message, fields) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for r in records {
+                stmt.execute(params![
+                    job,
+                    r.seq as i64,
+                    r.ts.micros(),
+                    r.stream.code(),
+                    r.message,
+                    fields_text(r)
+                ])?;
+            }
+            note_summary(summaries, *job, *summary);
+            Ok(Outcome::Done)
+        }
+        WriteOp::Finish {
+            job,
+            state,
+            exit_code,
+            result,
+            summary,
+        } => {
+            note_summary(summaries, *job, *summary);
+            let (state, exit_code, result) = (*state, *exit_code, result.as_ref());
+            conn::run(tx, async |c| {
+                writes::finish(c, *job, state, exit_code, result, summary, now).await
+            })
+        }
+        WriteOp::CancelQueued { job } => {
+            conn::run(tx, async |c| writes::cancel_queued(c, *job, now).await)
+        }
+        WriteOp::Interrupt {
+            node,
+            include_queued,
+        } => nodes::interrupt(tx, node.as_deref(), *include_queued, now, summaries),
+        WriteOp::DeleteLogChunk { job, max } => {
+            conn::run(tx, async |c| writes::delete_log_chunk(c, *job, *max).await)
+        }
+        WriteOp::SealSlice(slice) => conn::run(tx, async |c| writes::seal_slice(c, slice).await),
+        WriteOp::MarkSealed { job } => {
+            conn::run(tx, async |c| writes::mark_sealed(c, *job, now).await)
+        }
+        // One node, no partitions, nobody else to tell.
+        WriteOp::DropLogPartitions { .. } => Ok(Outcome::Groomed {
+            jobs: Vec::new(),
+            records: 0,
+        }),
+        WriteOp::Heartbeat { node, .. } => nodes::heartbeat(tx, node, now),
+        WriteOp::RegisterNode {
+            node,
+            version,
+            secret_names,
+        } => nodes::register(tx, node, version, secret_names, now),
+        WriteOp::NodeStopped { node } => nodes::stopped(tx, node, now),
+        WriteOp::RequestCancel { .. } => Ok(Outcome::Done),
+        WriteOp::CreateToken(token) => {
+            conn::run(tx, async |c| writes::create_token(c, token).await)
+        }
+        WriteOp::RevokeToken { name } => {
+            conn::run(tx, async |c| writes::revoke_token(c, name).await)
+        }
+        WriteOp::TouchToken { name, at } => {
+            conn::run(tx, async |c| writes::touch_token(c, name, *at).await)
+        }
+        WriteOp::Audit(entries) => audit::append(tx, entries),
+        WriteOp::DeleteAudit { before, max } => {
+            conn::run(tx, async |c| writes::delete_audit(c, *before, *max).await)
+        }
+        WriteOp::DeleteJob { job } => conn::run(tx, async |c| writes::delete_job(c, *job).await),
+    }
+}
