@@ -427,7 +427,7 @@ fn apply_one_by_one(
                     std::thread::sleep(backoff.next_delay());
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, op = ?op_kind(op), "write op rejected by the store");
+                    tracing::error!(error = %e, op = op.name(), "write op rejected by the store");
                     break Err(PipelineError::Store(e));
                 }
             }
@@ -435,34 +435,6 @@ fn apply_one_by_one(
         out.push(r);
     }
     out
-}
-
-fn op_kind(op: &WriteOp) -> &'static str {
-    match op {
-        WriteOp::InsertJob { .. } => "insert_job",
-        WriteOp::ClaimNext { .. } => "claim_next",
-        WriteOp::Append { .. } => "append",
-        WriteOp::Finish { .. } => "finish",
-        WriteOp::CancelQueued { .. } => "cancel_queued",
-        WriteOp::Interrupt { .. } => "interrupt",
-        WriteOp::DeleteLogChunk { .. } => "delete_log_chunk",
-        WriteOp::DeleteJob { .. } => "delete_job",
-        WriteOp::DropLogPartitions { .. } => "drop_log_partitions",
-        WriteOp::Heartbeat { .. } => "heartbeat",
-        WriteOp::RegisterNode { .. } => "register_node",
-        WriteOp::NodeStopped { .. } => "node_stopped",
-        WriteOp::RequestCancel { .. } => "request_cancel",
-        WriteOp::CreateToken(_) => "create_token",
-        WriteOp::RevokeToken { .. } => "revoke_token",
-        WriteOp::TouchToken { .. } => "touch_token",
-        WriteOp::Audit(_) => "audit",
-        WriteOp::DeleteAudit { .. } => "delete_audit",
-        WriteOp::FireDue { .. } => "fire_due",
-        WriteOp::SaveSchedule { .. } => "save_schedule",
-        WriteOp::DeleteSchedule { .. } => "delete_schedule",
-        WriteOp::SealSlice(_) => "seal_slice",
-        WriteOp::MarkSealed { .. } => "mark_sealed",
-    }
 }
 
 /// How the writer waits between attempts at a transient store failure.

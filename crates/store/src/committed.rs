@@ -1,0 +1,222 @@
+//! What one commit made durable ([`Committed`]), as followers of live
+//! logs, idle dispatchers and other nodes (in NOTIFY payloads) learn it.
+
+use joblog_core::JobId;
+
+use crate::{Outcome, WriteOp};
+
+/// What one commit made durable, for followers of live logs and idle
+/// dispatchers. Produced by the local writer and, with a shared store, by
+/// the store's listener for commits of other nodes.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Committed {
+    /// Jobs whose log grew, with their last committed seq.
+    #[serde(default, rename = "a", skip_serializing_if = "Vec::is_empty")]
+    pub appended: Vec<(JobId, u64)>,
+    /// Jobs that reached a final state in this commit.
+    #[serde(default, rename = "f", skip_serializing_if = "Vec::is_empty")]
+    pub finished: Vec<JobId>,
+    /// Jobs claimed by a node in this commit (they started running).
+    /// Added after the others: a peer that predates it ignores the key,
+    /// and an empty list is not sent at all.
+    #[serde(default, rename = "s", skip_serializing_if = "Vec::is_empty")]
+    pub started: Vec<JobId>,
+    /// Jobs queued by this commit.
+    #[serde(default, rename = "q", skip_serializing_if = "is_zero")]
+    pub queued: u32,
+    /// Running jobs whose cancellation was asked on another node.
+    #[serde(default, rename = "c", skip_serializing_if = "Vec::is_empty")]
+    pub cancel: Vec<JobId>,
+    /// Anything may have changed (commits were missed, e.g. while the
+    /// listener reconnected): re-read whatever is followed.
+    #[serde(default, rename = "r", skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
+    /// An API token was revoked: whoever holds a stream open on a token
+    /// checks it again. Added after the others (a peer that predates it
+    /// ignores the key).
+    #[serde(default, rename = "t", skip_serializing_if = "std::ops::Not::not")]
+    pub tokens_revoked: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Committed {
+    /// Notes what a committed op changed.
+    pub fn add(&mut self, op: &WriteOp, outcome: &Outcome) {
+        match (op, outcome) {
+            (WriteOp::Append { job, records, .. }, _) => {
+                if let Some(last) = records.last() {
+                    match self.appended.iter_mut().find(|(j, _)| j == job) {
+                        Some(slot) => slot.1 = last.seq,
+                        None => self.appended.push((*job, last.seq)),
+                    }
+                }
+            }
+            (WriteOp::InsertJob { .. }, _) => self.queued += 1,
+            (WriteOp::FireDue { .. }, Outcome::Fired(fired)) => {
+                self.queued += fired.jobs.len() as u32
+            }
+            (WriteOp::FireDue { .. }, _) => {}
+            // Each node's scheduler reads the schedules when it wakes.
+            (WriteOp::SaveSchedule { .. } | WriteOp::DeleteSchedule { .. }, _) => {}
+            (WriteOp::Finish { job, .. }, _) => self.finished.push(*job),
+            (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => self.finished.push(*job),
+            (WriteOp::CancelQueued { .. }, _) => {}
+            (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
+            (WriteOp::RevokeToken { .. }, Outcome::Count(n)) => self.tokens_revoked |= *n > 0,
+            // A job list shows a job start; the job's own followers learn
+            // it from its records.
+            (WriteOp::ClaimNext { .. }, Outcome::Claimed(Some(job))) => self.started.push(job.id),
+            // Jobs of a lapsed or restarted node were ended in bulk.
+            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, Outcome::Interrupted(jobs)) => {
+                self.reset |= !jobs.is_empty()
+            }
+            (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, _) => {}
+            // Nobody follows nodes: `joblog nodes` reads them when asked.
+            (WriteOp::RegisterNode { .. } | WriteOp::NodeStopped { .. }, _) => {}
+            // Nobody follows a claim that found nothing, deletions (only
+            // finished jobs are deleted) or new tokens (each request looks
+            // its token up).
+            // The audit trail is read when asked (`GET /api/v1/audit`).
+            // Sealing changes how a log is kept, not what it says.
+            (
+                WriteOp::SealSlice(_)
+                | WriteOp::MarkSealed { .. }
+                | WriteOp::ClaimNext { .. }
+                | WriteOp::Audit(_)
+                | WriteOp::DeleteAudit { .. }
+                | WriteOp::DeleteLogChunk { .. }
+                | WriteOp::DeleteJob { .. }
+                | WriteOp::DropLogPartitions { .. }
+                | WriteOp::CreateToken(_)
+                | WriteOp::RevokeToken { .. }
+                | WriteOp::TouchToken { .. },
+                _,
+            ) => {}
+        }
+    }
+
+    /// Whether a follower of `job` should look again.
+    pub fn touches(&self, job: JobId) -> bool {
+        self.touches_after(job, 0)
+    }
+
+    /// Whether a follower of `job` that has read up to seq `after` should
+    /// look again: the job ended, or records past `after` came. (A client
+    /// waiting only for the end passes a seq beyond any log and is not
+    /// woken by every commit of the job.)
+    pub fn touches_after(&self, job: JobId, after: u64) -> bool {
+        self.reset
+            || self.finished.contains(&job)
+            || self.appended.iter().any(|(j, s)| *j == job && *s > after)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self == &Committed::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use joblog_core::{Job, JobSpec, JobState, LogSummary, Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn a_commit_touches_followers_behind_it_or_of_an_ended_job() {
+        let c = Committed {
+            appended: vec![(7, 120)],
+            finished: vec![9],
+            ..Committed::default()
+        };
+        assert!(c.touches(7));
+        assert!(c.touches_after(7, 119));
+        assert!(!c.touches_after(7, 120), "nothing past what was read");
+        assert!(!c.touches_after(8, 0), "another job");
+        assert!(c.touches_after(9, u64::MAX), "the job ended");
+        let reset = Committed {
+            reset: true,
+            ..Committed::default()
+        };
+        assert!(reset.touches_after(1, u64::MAX));
+    }
+
+    fn running(id: JobId) -> Job {
+        Job {
+            id,
+            name: None,
+            state: JobState::Running,
+            exit_code: None,
+            command: vec!["true".into()],
+            command_truncated: false,
+            env_truncated: false,
+            run_after: None,
+            node: Some("a".into()),
+            created_at: Timestamp(0),
+            started_at: Some(Timestamp(1)),
+            finished_at: None,
+            duration_ms: None,
+            log: LogSummary::default(),
+            result: None,
+            given: joblog_core::Given::default(),
+            spec: JobSpec::default(),
+        }
+    }
+
+    #[test]
+    fn a_claim_that_found_a_job_is_a_start() {
+        let claim = WriteOp::ClaimNext { node: "a".into() };
+        let mut c = Committed::default();
+        c.add(&claim, &Outcome::Claimed(None));
+        assert!(c.is_empty(), "nothing was claimed: {c:?}");
+        c.add(&claim, &Outcome::Claimed(Some(running(4))));
+        c.add(&claim, &Outcome::Claimed(Some(running(5))));
+        assert_eq!(c.started, [4, 5]);
+        assert!(!c.touches(4), "a tail of job 4 learns it from its records");
+    }
+
+    /// `Committed` crosses nodes in NOTIFY payloads, so nodes of two
+    /// versions read each other: `s` is left out when empty, and a peer
+    /// that has no `started` (below: the struct as it was) reads a notice
+    /// that has it.
+    #[test]
+    fn started_crosses_nodes_and_older_peers_still_read_it() {
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        struct Before {
+            #[serde(default, rename = "a")]
+            appended: Vec<(JobId, u64)>,
+            #[serde(default, rename = "f")]
+            finished: Vec<JobId>,
+            #[serde(default, rename = "q")]
+            queued: u32,
+        }
+        let c = Committed {
+            started: vec![3, 8],
+            finished: vec![2],
+            queued: 1,
+            ..Committed::default()
+        };
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(json, r#"{"f":[2],"s":[3,8],"q":1}"#);
+        assert_eq!(serde_json::from_str::<Committed>(&json).unwrap(), c);
+        let old: Before = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            old,
+            Before {
+                appended: vec![],
+                finished: vec![2],
+                queued: 1
+            }
+        );
+        // And what an older peer sends reads as no start.
+        let from_old: Committed = serde_json::from_str(r#"{"q":2}"#).unwrap();
+        assert!(from_old.started.is_empty());
+        let none = Committed {
+            queued: 1,
+            ..Committed::default()
+        };
+        assert_eq!(serde_json::to_string(&none).unwrap(), r#"{"q":1}"#);
+    }
+}
