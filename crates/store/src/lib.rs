@@ -36,6 +36,7 @@ pub mod scratch;
 pub mod sealed;
 mod snapshot;
 pub mod sqlite;
+mod store_impl;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod writes;

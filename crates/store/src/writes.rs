@@ -6,13 +6,13 @@
 //! PostgreSQL sends one binary COPY), claims (`SKIP LOCKED`), nodes'
 //! heartbeats and the interruption of their jobs.
 
-use joblog_core::{JobId, JobState, LogSummary, NewToken, ResultBlob, Timestamp};
+use joblog_core::{JobId, LogSummary, NewToken, Timestamp};
 
 use crate::db::{query_opt, sql, Conn, Statement};
 use crate::rows::{job_columns, streams_to_text};
 use crate::schedules::writes::{retry, ScheduleWrites};
 use crate::sealed::SealSlice;
-use crate::{Outcome, Result};
+use crate::{Outcome, Result, StoreError, WriteOp};
 
 const FINISH: Statement = sql!(concat!(
     "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
@@ -65,24 +65,46 @@ const DELETE_OLD_AUDIT: Statement = sql!(
      (SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT $2) AS head WHERE at < $1)"
 );
 
-/// Ends a job stamped `now` (once: a job already ended is left as it is),
-/// stores its result, and queues its schedule's next attempt if its
-/// retries say so. → [`Outcome::MaybeJob`]
+/// Notes a job's counters, saved once per job at the end of a batch
+/// (the last noted wins: they only grow).
+pub(crate) fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
+    match summaries.iter_mut().find(|(j, _)| *j == job) {
+        Some(slot) => slot.1 = s,
+        None => summaries.push((job, s)),
+    }
+}
+
+/// [`WriteOp::Finish`]: ends a job stamped `now` (once: a job already
+/// ended is left as it is), stores its result, and queues its schedule's
+/// next attempt if its retries say so; its counters are noted in
+/// `summaries`. → [`Outcome::MaybeJob`]
 pub(crate) async fn finish<T: ScheduleWrites>(
     tx: &mut T,
-    job: JobId,
-    state: JobState,
-    exit_code: Option<i32>,
-    result: Option<&ResultBlob>,
-    summary: &LogSummary,
+    op: &WriteOp,
+    summaries: &mut Vec<(JobId, LogSummary)>,
     now: i64,
 ) -> Result<Outcome> {
+    let WriteOp::Finish {
+        job,
+        state,
+        exit_code,
+        result,
+        summary,
+    } = op
+    else {
+        return Err(StoreError::Database(format!(
+            "a {} op applied as a finish",
+            op.name()
+        )));
+    };
+    note_summary(summaries, *job, *summary);
+    let job = *job;
     let params = [
         job.into(),
         state.name().into(),
         exit_code.map(i64::from).into(),
         now.into(),
-        result.map(|b| b.raw_len() as i64).into(),
+        result.as_ref().map(|b| b.raw_len() as i64).into(),
         (summary.records as i64).into(),
         (summary.bytes as i64).into(),
         summary.truncated.into(),

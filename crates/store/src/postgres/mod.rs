@@ -43,7 +43,6 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use joblog_core::schedule::{Schedule, ScheduleId};
 use joblog_core::{
     AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, LogOutline, LogSearch, NodeInfo,
@@ -55,14 +54,9 @@ use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Config, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::db::Conn;
 use crate::error::pg_message;
-use crate::log_reads;
-use crate::reads;
-use crate::schedules::reads as schedule_reads;
-use crate::{
-    Committed, GroomPolicy, Result, Snapshot, Store, StoreError, StoreOptions, StoreWriter,
-};
+use crate::store_impl::store_impl;
+use crate::{Committed, GroomPolicy, Result, Snapshot, StoreError, StoreOptions, StoreWriter};
 use pool::Pool;
 use writer::PgWriter;
 
@@ -246,181 +240,22 @@ pub(crate) fn server(config: &Config) -> String {
     format!("{user}@{}", hosts.join(","))
 }
 
-#[async_trait]
-impl Store for PgStore {
+/// Shared logic on a pooled read connection.
+macro_rules! run {
+    ($self:ident, $c:ident => $call:expr) => {
+        $self
+            .pool
+            .read(move |$c| Box::pin(async move { $call.await }))
+            .await
+    };
+}
+
+store_impl!(PgStore, run, {
     fn open_writer(&self) -> Result<Box<dyn StoreWriter>> {
         Ok(Box::new(PgWriter::new(
             self.target.clone(),
             self.node.clone(),
         )?))
-    }
-
-    async fn get_schedule(&self, id: ScheduleId) -> Result<Option<Schedule>> {
-        self.pool
-            .read(move |c| Box::pin(async move { schedule_reads::get(c, id).await }))
-            .await
-    }
-
-    async fn list_schedules(&self, after_id: ScheduleId, limit: u32) -> Result<Vec<Schedule>> {
-        self.pool
-            .read(move |c| Box::pin(async move { schedule_reads::list(c, after_id, limit).await }))
-            .await
-    }
-
-    async fn next_fire(&self) -> Result<Option<Timestamp>> {
-        self.pool
-            .read(|c| Box::pin(async move { schedule_reads::next_fire(c).await }))
-            .await
-    }
-
-    async fn next_run_after(&self) -> Result<Option<Timestamp>> {
-        self.pool
-            .read(|c| Box::pin(async move { schedule_reads::next_run_after(c).await }))
-            .await
-    }
-
-    async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
-        self.pool
-            .read(move |c| Box::pin(async move { reads::get_job(c, id).await }))
-            .await
-    }
-    async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
-        self.pool
-            .read(move |c| Box::pin(async move { crate::listing::list(c, &q).await }))
-            .await
-    }
-
-    async fn read_log(
-        &self,
-        id: JobId,
-        after_seq: u64,
-        limit: u32,
-        streams: Option<Vec<Stream>>,
-    ) -> Result<Vec<Record>> {
-        self.pool
-            .read(move |c| {
-                Box::pin(
-                    async move { log_reads::read_log(c, id, after_seq, limit, &streams).await },
-                )
-            })
-            .await
-    }
-
-    async fn read_log_before(
-        &self,
-        id: JobId,
-        before_seq: u64,
-        limit: u32,
-        streams: Option<Vec<Stream>>,
-    ) -> Result<EarlierPage> {
-        self.pool
-            .read(move |c| {
-                Box::pin(
-                    async move { log_reads::read_before(c, id, before_seq, limit, &streams).await },
-                )
-            })
-            .await
-    }
-
-    async fn search_log(
-        &self,
-        id: JobId,
-        search: &LogSearch,
-        after_seq: u64,
-        limit: u32,
-        streams: Option<Vec<Stream>>,
-    ) -> Result<SearchHits> {
-        let search = search.clone();
-        self.pool
-            .read(move |c| {
-                Box::pin(async move {
-                    log_reads::search(c, id, &search, after_seq, limit, &streams).await
-                })
-            })
-            .await
-    }
-
-    async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline> {
-        self.pool
-            .read(move |c| Box::pin(async move { log_reads::outline(c, id, max_groups).await }))
-            .await
-    }
-
-    async fn unsealed_rows(&self, id: JobId, limit: u32) -> Result<Vec<Record>> {
-        self.pool
-            .read(move |c| Box::pin(async move { log_reads::unsealed_rows(c, id, limit).await }))
-            .await
-    }
-
-    async fn count_unsealed(&self, up_to: u64) -> Result<u64> {
-        self.pool
-            .read(move |c| Box::pin(async move { log_reads::count_unsealed(c, up_to).await }))
-            .await
-    }
-
-    async fn unsealed_jobs(
-        &self,
-        after: JobId,
-        limit: u32,
-        node: Option<String>,
-    ) -> Result<Vec<(JobId, Timestamp)>> {
-        self.pool
-            .read(move |c| {
-                Box::pin(
-                    async move { log_reads::unsealed_jobs(c, after, limit, node.as_deref()).await },
-                )
-            })
-            .await
-    }
-
-    async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>> {
-        self.pool
-            .read(move |c| Box::pin(async move { reads::read_result(c, id).await }))
-            .await
-    }
-    async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>> {
-        self.pool
-            .read(move |c| Box::pin(async move { reads::groom_candidates(c, policy).await }))
-            .await
-    }
-    async fn count_queued(&self, up_to: u64) -> Result<u64> {
-        self.pool
-            .read(move |c| Box::pin(async move { reads::count_queued(c, up_to).await }))
-            .await
-    }
-    async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>> {
-        self.pool
-            .read(move |c| Box::pin(async move { reads::token_by_hash(c, hash).await }))
-            .await
-    }
-    async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
-        self.pool
-            .read(|c| Box::pin(async move { reads::list_tokens(c).await }))
-            .await
-    }
-    async fn finished_by_schedule(&self) -> Result<Vec<crate::FinishedBySchedule>> {
-        self.pool
-            .read(|c| {
-                Box::pin(async move { Conn::query(c, &crate::FINISHED_BY_SCHEDULE, &[]).await })
-            })
-            .await
-    }
-
-    async fn finished_by_name(&self) -> Result<Vec<crate::FinishedByName>> {
-        self.pool
-            .read(|c| Box::pin(async move { Conn::query(c, &crate::FINISHED_BY_NAME, &[]).await }))
-            .await
-    }
-
-    async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
-        self.pool
-            .read(|c| Box::pin(async move { reads::list_nodes(c).await }))
-            .await
-    }
-    async fn list_audit(&self, q: AuditQuery) -> Result<Vec<AuditEntry>> {
-        self.pool
-            .read(move |c| Box::pin(async move { crate::audit::list(c, &q).await }))
-            .await
     }
 
     async fn ping(&self) -> Result<()> {
@@ -456,4 +291,4 @@ impl Store for PgStore {
             sink,
         ));
     }
-}
+});

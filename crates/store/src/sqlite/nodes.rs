@@ -112,7 +112,7 @@ pub(super) fn interrupt(
             fields_text(&record)
         ])?;
         end.execute(params![job.id, now])?;
-        super::writer::note_summary(summaries, job.id, summary);
+        crate::writes::note_summary(summaries, job.id, summary);
         ended.push((job.id, job.node));
     }
     Ok(Outcome::Interrupted(ended))

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection};
 use super::{audit, conn, jobs, nodes};
 use crate::rows::{fields_text, streams_to_text};
 use crate::schedules::writes as schedule_writes;
-use crate::writes;
+use crate::writes::{self, note_summary};
 use crate::{Outcome, Result, StoreError, StoreWriter, WriteOp};
 
 pub(super) struct SqliteWriter {
@@ -67,13 +67,6 @@ impl StoreWriter for SqliteWriter {
     }
 }
 
-pub(super) fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
-    match summaries.iter_mut().find(|(j, _)| *j == job) {
-        Some(slot) => slot.1 = s,
-        None => summaries.push((job, s)),
-    }
-}
-
 fn apply_one(
     tx: &rusqlite::Transaction,
     op: &WriteOp,
@@ -123,18 +116,8 @@ fn apply_one(
             note_summary(summaries, *job, *summary);
             Ok(Outcome::Done)
         }
-        WriteOp::Finish {
-            job,
-            state,
-            exit_code,
-            result,
-            summary,
-        } => {
-            note_summary(summaries, *job, *summary);
-            let (state, exit_code, result) = (*state, *exit_code, result.as_ref());
-            conn::run(tx, async |c| {
-                writes::finish(c, *job, state, exit_code, result, summary, now).await
-            })
+        WriteOp::Finish { .. } => {
+            conn::run(tx, async |c| writes::finish(c, op, summaries, now).await)
         }
         WriteOp::CancelQueued { job } => {
             conn::run(tx, async |c| writes::cancel_queued(c, *job, now).await)

@@ -24,7 +24,7 @@ use crate::postgres::sql::{
 };
 use crate::rows::{fields_text, streams_to_text};
 use crate::schedules::writes::{self as schedule_writes, ScheduleWrites};
-use crate::writes;
+use crate::writes::{self, note_summary};
 use crate::{Committed, Outcome, Result, StoreError, WriteOp};
 
 /// The statement for `sql`, prepared once per connection.
@@ -97,17 +97,7 @@ pub(super) async fn apply_batch(
                 note_summary(&mut summaries, *job, *summary);
                 Outcome::Done
             }
-            WriteOp::Finish {
-                job,
-                state,
-                exit_code,
-                result,
-                summary,
-            } => {
-                note_summary(&mut summaries, *job, *summary);
-                let result = result.as_ref();
-                writes::finish(&mut w, *job, *state, *exit_code, result, summary, now).await?
-            }
+            WriteOp::Finish { .. } => writes::finish(&mut w, op, &mut summaries, now).await?,
             WriteOp::CancelQueued { job } => writes::cancel_queued(&mut w, *job, now).await?,
             WriteOp::Interrupt {
                 node,
@@ -299,13 +289,6 @@ impl End<'_> {
             tx.execute(&st, &[&ids, &self.now]).await?;
         }
         Ok(Outcome::Interrupted(ended))
-    }
-}
-
-fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId, s: LogSummary) {
-    match summaries.iter_mut().find(|(j, _)| *j == job) {
-        Some(slot) => slot.1 = s,
-        None => summaries.push((job, s)),
     }
 }
 

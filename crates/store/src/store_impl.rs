@@ -1,0 +1,137 @@
+//! The [`Store`](crate::Store) reads both stores answer with the same
+//! shared logic, listed once. Each store gives the macro how it runs
+//! shared logic on one of its read connections (`$run!(self, c =>
+//! call)`: SQLite on its blocking pool, PostgreSQL on its async pool) and
+//! the methods that are its own (opening the writer, ping, snapshot,
+//! describe, the listener).
+//!
+//! A macro rather than a generic impl: a PostgreSQL read's future must be
+//! `Send`, and for shared logic generic over the connection that can only
+//! be shown once the connection's type is known.
+
+macro_rules! store_impl {
+    ($store:ty, $run:ident, { $($own:tt)* }) => {
+        #[async_trait::async_trait]
+        impl $crate::Store for $store {
+            $($own)*
+
+            async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
+                $run!(self, c => $crate::reads::get_job(c, id))
+            }
+
+            async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
+                $run!(self, c => $crate::listing::list(c, &q))
+            }
+
+            async fn read_log(
+                &self,
+                id: JobId,
+                after_seq: u64,
+                limit: u32,
+                streams: Option<Vec<Stream>>,
+            ) -> Result<Vec<Record>> {
+                $run!(self, c => $crate::log_reads::read_log(c, id, after_seq, limit, &streams))
+            }
+
+            async fn read_log_before(
+                &self,
+                id: JobId,
+                before_seq: u64,
+                limit: u32,
+                streams: Option<Vec<Stream>>,
+            ) -> Result<EarlierPage> {
+                $run!(self, c => $crate::log_reads::read_before(c, id, before_seq, limit, &streams))
+            }
+
+            async fn search_log(
+                &self,
+                id: JobId,
+                search: &LogSearch,
+                after_seq: u64,
+                limit: u32,
+                streams: Option<Vec<Stream>>,
+            ) -> Result<SearchHits> {
+                let search = search.clone();
+                $run!(self, c => $crate::log_reads::search(c, id, &search, after_seq, limit, &streams))
+            }
+
+            async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline> {
+                $run!(self, c => $crate::log_reads::outline(c, id, max_groups))
+            }
+
+            async fn read_result(&self, id: JobId) -> Result<Option<Vec<u8>>> {
+                $run!(self, c => $crate::reads::read_result(c, id))
+            }
+
+            async fn unsealed_rows(&self, id: JobId, limit: u32) -> Result<Vec<Record>> {
+                $run!(self, c => $crate::log_reads::unsealed_rows(c, id, limit))
+            }
+
+            async fn unsealed_jobs(
+                &self,
+                after: JobId,
+                limit: u32,
+                node: Option<String>,
+            ) -> Result<Vec<(JobId, Timestamp)>> {
+                $run!(self, c => $crate::log_reads::unsealed_jobs(c, after, limit, node.as_deref()))
+            }
+
+            async fn count_unsealed(&self, up_to: u64) -> Result<u64> {
+                $run!(self, c => $crate::log_reads::count_unsealed(c, up_to))
+            }
+
+            async fn groom_candidates(&self, policy: GroomPolicy) -> Result<Vec<JobId>> {
+                $run!(self, c => $crate::reads::groom_candidates(c, policy))
+            }
+
+            async fn count_queued(&self, up_to: u64) -> Result<u64> {
+                $run!(self, c => $crate::reads::count_queued(c, up_to))
+            }
+
+            async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>> {
+                $run!(self, c => $crate::reads::token_by_hash(c, hash))
+            }
+
+            async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
+                $run!(self, c => $crate::reads::list_tokens(c))
+            }
+
+            async fn finished_by_name(&self) -> Result<Vec<$crate::FinishedByName>> {
+                $run!(self, c => $crate::db::Conn::query(c, &$crate::FINISHED_BY_NAME, &[]))
+            }
+
+            async fn finished_by_schedule(&self) -> Result<Vec<$crate::FinishedBySchedule>> {
+                $run!(self, c => $crate::db::Conn::query(c, &$crate::FINISHED_BY_SCHEDULE, &[]))
+            }
+
+            async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
+                $run!(self, c => $crate::reads::list_nodes(c))
+            }
+
+            async fn list_audit(&self, q: AuditQuery) -> Result<Vec<AuditEntry>> {
+                $run!(self, c => $crate::audit::list(c, &q))
+            }
+
+            async fn get_schedule(&self, id: ScheduleId) -> Result<Option<Schedule>> {
+                $run!(self, c => $crate::schedules::reads::get(c, id))
+            }
+
+            async fn list_schedules(
+                &self,
+                after_id: ScheduleId,
+                limit: u32,
+            ) -> Result<Vec<Schedule>> {
+                $run!(self, c => $crate::schedules::reads::list(c, after_id, limit))
+            }
+
+            async fn next_fire(&self) -> Result<Option<Timestamp>> {
+                $run!(self, c => $crate::schedules::reads::next_fire(c))
+            }
+
+            async fn next_run_after(&self) -> Result<Option<Timestamp>> {
+                $run!(self, c => $crate::schedules::reads::next_run_after(c))
+            }
+        }
+    };
+}
+pub(crate) use store_impl;
