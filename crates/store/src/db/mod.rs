@@ -180,3 +180,19 @@ pub(crate) async fn query_one<C: Conn, T: Value>(
         ))),
     }
 }
+
+/// Every statement a job listing or an audit listing may run in `d`,
+/// with its values: for the query-plan tests of both stores.
+#[cfg(test)]
+pub(crate) fn listing_statements(d: Dialect) -> Vec<(String, Vec<Param>)> {
+    let listings = crate::listing::tests::every_statement(d);
+    assert!(listings.len() > 10);
+    // The audit trail's listings: each walk, forward and backward.
+    let audit = crate::audit::every_statement(d);
+    assert_eq!(audit.len(), 16);
+    listings
+        .into_iter()
+        .chain(audit)
+        .map(|s| (s.text.into_owned(), s.params))
+        .collect()
+}

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use joblog_core::schedule::ScheduleId;
-use joblog_core::{Job, JobSpec, Timestamp};
+use joblog_core::{Job, JobSpec};
 
 use super::conn::PgTx;
 use super::sql::jobs_from_rows;
@@ -20,16 +20,6 @@ use crate::rows::job_columns;
 use crate::schedules::writes::{Moved, ScheduleWrites};
 use crate::schedules::JobKeys;
 use crate::Result;
-
-/// A job; nothing when it is a fire (schedule, fire time, attempt) that
-/// already has its job.
-const INSERT_JOB: &str = concat!(
-    "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node, schedule_id, \
-     fire_time, attempt, concurrency_key, max_concurrent, run_after) \
-     VALUES ($1, 'queued', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-     ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
-    job_columns!()
-);
 
 /// Which of the schedules `$1` have a run queued or running.
 const ACTIVE: &str = "SELECT DISTINCT schedule_id FROM jobs WHERE schedule_id = ANY($1) \
@@ -75,42 +65,8 @@ pub(super) const CLAIM_ID: &str = concat!(
 );
 
 impl ScheduleWrites for PgTx<'_, '_> {
-    /// A job with secrets is pinned to this node (they are in its
-    /// memory), unless it is a schedule's: the node that runs it takes
-    /// them from its environment.
-    async fn insert_job(
-        &mut self,
-        name: Option<&str>,
-        spec: &JobSpec,
-        run_after: Option<Timestamp>,
-        now: i64,
-    ) -> Result<Option<Job>> {
-        let spec_json = serde_json::to_string(spec)
-            .map_err(|e| crate::StoreError::Database(format!("encoding job spec: {e}")))?;
-        let node = self.node;
-        let pinned = (!spec.secret_names.is_empty() && spec.schedule.is_none()).then_some(node);
-        let keys = JobKeys::of(spec);
-        let st = self.prepared(INSERT_JOB).await?;
-        let rows = self
-            .tx
-            .query(
-                &st,
-                &[
-                    &name,
-                    &spec_json,
-                    &now,
-                    &node,
-                    &pinned,
-                    &keys.schedule_id,
-                    &keys.fire_time,
-                    &keys.attempt,
-                    &keys.concurrency_key,
-                    &keys.max_concurrent,
-                    &run_after.map(Timestamp::micros),
-                ],
-            )
-            .await?;
-        Ok(jobs_from_rows(&rows)?.pop())
+    fn node(&self) -> Option<&str> {
+        Some(self.node)
     }
 
     /// One statement for all the fires of a `FireDue`.

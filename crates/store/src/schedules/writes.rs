@@ -12,9 +12,10 @@ use std::collections::HashSet;
 use joblog_core::schedule::{ScheduleId, ValidSchedule};
 use joblog_core::{Job, JobSpec, Timestamp};
 
-use super::{due_columns, DueRow, Fired, SavedColumns, ScheduleSaved, FIRE_BATCH};
+use super::{due_columns, DueRow, Fired, JobKeys, SavedColumns, ScheduleSaved, FIRE_BATCH};
 use crate::db::{query_opt, sql, Conn, Decode, Param, Row, Statement};
-use crate::{Outcome, Result};
+use crate::rows::job_columns;
+use crate::{Outcome, Result, StoreError};
 
 /// The schedules due at `$1`, earliest first: one range of
 /// `schedules_next_fire`, however many schedules there are. Two texts:
@@ -57,6 +58,27 @@ const UPDATE: Statement = sql!(
 const BY_NAME: Statement = sql!("SELECT id FROM schedules WHERE name = $1");
 const DELETE: Statement = sql!("DELETE FROM schedules WHERE id = $1");
 
+/// A job; nothing when it is a fire (schedule, fire time, attempt) that
+/// already has its job. Two texts: PostgreSQL records the node that
+/// queued a job and pins one with secrets to it (`$4`, `$5`); SQLite has
+/// one node and leaves those two out.
+const INSERT_JOB: Statement = Statement::new(
+    concat!(
+        "INSERT INTO jobs (name, state, spec, created_at, schedule_id, fire_time, attempt, \
+         concurrency_key, max_concurrent, run_after) \
+         VALUES (?1, 'queued', ?2, ?3, ?6, ?7, ?8, ?9, ?10, ?11) \
+         ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
+        job_columns!()
+    ),
+    concat!(
+        "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node, schedule_id, \
+         fire_time, attempt, concurrency_key, max_concurrent, run_after) \
+         VALUES ($1, 'queued', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
+        job_columns!()
+    ),
+);
+
 /// A schedule's next fire and the fires it skipped, after a `FireDue`.
 pub(crate) struct Moved {
     pub id: ScheduleId,
@@ -67,22 +89,16 @@ pub(crate) struct Moved {
 /// The writer's transaction, as schedules need it: shared statements
 /// ([`Conn`]) and the steps each store does its own way.
 pub(crate) trait ScheduleWrites: Conn + Sized {
-    /// Queues a job; `None` when it is a fire (schedule, fire time,
-    /// attempt) that already has its job.
-    async fn insert_job(
-        &mut self,
-        name: Option<&str>,
-        spec: &JobSpec,
-        run_after: Option<Timestamp>,
-        now: i64,
-    ) -> Result<Option<Job>>;
+    /// The node this writer writes for, where the store keeps it (several
+    /// nodes share PostgreSQL); `None` on a store of one node.
+    fn node(&self) -> Option<&str>;
 
     /// The fires' jobs, each named for its schedule (a fire that has its
     /// job already makes none), in any order.
     async fn insert_fires(&mut self, fires: &[(&str, &JobSpec)], now: i64) -> Result<Vec<Job>> {
         let mut jobs = Vec::new();
         for (name, spec) in fires {
-            jobs.extend(self.insert_job(Some(name), spec, None, now).await?);
+            jobs.extend(insert_job(self, Some(name), spec, None, now).await?);
         }
         Ok(jobs)
     }
@@ -117,6 +133,38 @@ pub(crate) trait ScheduleWrites: Conn + Sized {
         }
         Ok(())
     }
+}
+
+/// Queues a job; `None` when it is a fire (schedule, fire time,
+/// attempt) that already has its job. A job with secrets is pinned to
+/// this node (they are in its memory), unless it is a schedule's: the
+/// node that runs it takes them from its environment.
+pub(crate) async fn insert_job<T: ScheduleWrites>(
+    tx: &mut T,
+    name: Option<&str>,
+    spec: &JobSpec,
+    run_after: Option<Timestamp>,
+    now: i64,
+) -> Result<Option<Job>> {
+    let spec_json = serde_json::to_string(spec)
+        .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
+    let node = tx.node();
+    let pinned = node.filter(|_| !spec.secret_names.is_empty() && spec.schedule.is_none());
+    let keys = JobKeys::of(spec);
+    let params = [
+        name.into(),
+        spec_json.into(),
+        now.into(),
+        node.into(),
+        pinned.into(),
+        keys.schedule_id.into(),
+        keys.fire_time.into(),
+        keys.attempt.into(),
+        keys.concurrency_key.into(),
+        keys.max_concurrent.into(),
+        run_after.map(Timestamp::micros).into(),
+    ];
+    query_opt(tx, &INSERT_JOB, &params).await
 }
 
 /// A row of [`due_columns!`].
@@ -267,8 +315,7 @@ pub(crate) async fn retry<T: ScheduleWrites>(tx: &mut T, ended: &Job, now: i64) 
     if let Some((next, after)) = run.retry(ended.state, Timestamp(now)) {
         let mut spec = ended.spec.clone();
         spec.schedule = Some(next);
-        tx.insert_job(ended.name.as_deref(), &spec, Some(after), now)
-            .await?;
+        insert_job(tx, ended.name.as_deref(), &spec, Some(after), now).await?;
     }
     Ok(())
 }

@@ -91,17 +91,9 @@ fn request_queries_search_indexes_and_never_scan() {
         }
         queries.push(bound(st, params));
     }
-    let listings = crate::listing::tests::every_statement(crate::listing::Dialect::Sqlite);
-    assert!(listings.len() > 10);
-    // The audit trail's listings: each walk, forward and backward.
-    let audit = crate::audit::every_statement(crate::listing::Dialect::Sqlite);
-    assert_eq!(audit.len(), 16);
-    queries.extend(
-        listings
-            .into_iter()
-            .chain(audit)
-            .map(|s| (s.text.into_owned(), s.params)),
-    );
+    queries.extend(crate::db::listing_statements(
+        crate::listing::Dialect::Sqlite,
+    ));
     for (q, params) in &queries {
         let plan = plan_of(&conn, q, params);
         assert!(

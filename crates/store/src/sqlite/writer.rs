@@ -75,10 +75,12 @@ fn apply_one(
     let now = Timestamp::now().micros();
     match op {
         WriteOp::InsertJob { name, spec } => {
-            let job = jobs::insert_job(tx, name.as_deref(), spec, None, now)?.ok_or_else(|| {
-                StoreError::Database("a job for a fire that already has one".into())
+            let job = conn::run(tx, async |c| {
+                schedule_writes::insert_job(c, name.as_deref(), spec, None, now).await
             })?;
-            Ok(Outcome::Job(job))
+            Ok(Outcome::Job(job.ok_or_else(|| {
+                StoreError::Database("a job for a fire that already has one".into())
+            })?))
         }
         WriteOp::ClaimNext { node } => Ok(Outcome::Claimed(jobs::claim(tx, node, now)?)),
         WriteOp::FireDue { now: at } => {

@@ -5,7 +5,6 @@ use joblog_core::{JobSpec, LogSummary, Record, Stream, Timestamp};
 
 use tokio_postgres::types::ToSql;
 
-use crate::listing::tests::every_statement;
 use crate::listing::{Dialect, Param};
 use crate::postgres::writer::PgWriter;
 use crate::postgres::PgStore;
@@ -70,17 +69,7 @@ fn request_queries_use_indexes_and_never_sort() {
             .into_iter()
             .map(|(_, st, params)| (st.postgres.to_string(), params)),
     );
-    let listings = every_statement(Dialect::Postgres);
-    assert!(listings.len() > 10);
-    // The audit trail's listings: each walk, forward and backward.
-    let audit = crate::audit::every_statement(Dialect::Postgres);
-    assert_eq!(audit.len(), 16);
-    queries.extend(
-        listings
-            .into_iter()
-            .chain(audit)
-            .map(|s| (s.text.into_owned(), s.params)),
-    );
+    queries.extend(crate::db::listing_statements(Dialect::Postgres));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -23,7 +23,7 @@ use crate::postgres::sql::{
     NOTIFY, REGISTER_NODE, SAVE_SUMMARIES, VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
 };
 use crate::rows::{fields_text, streams_to_text};
-use crate::schedules::writes::{self as schedule_writes, ScheduleWrites};
+use crate::schedules::writes as schedule_writes;
 use crate::writes::{self, note_summary};
 use crate::{Committed, Outcome, Result, StoreError, WriteOp};
 
@@ -70,7 +70,7 @@ pub(super) async fn apply_batch(
         };
         let outcome = match op {
             WriteOp::InsertJob { name, spec } => {
-                match w.insert_job(name.as_deref(), spec, None, now).await? {
+                match schedule_writes::insert_job(&mut w, name.as_deref(), spec, None, now).await? {
                     Some(job) => Outcome::Job(job),
                     None => {
                         return Err(StoreError::Database(
