@@ -35,7 +35,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 
 pub use error::EngineError;
 pub use scheduler::{Clock, SystemClock};
-pub use sealer::{SealStatus, COUNT_UP_TO};
+pub use sealer::{seal_job, SealReport, SealStatus, COUNT_UP_TO};
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {

@@ -1,5 +1,6 @@
 //! The sealer: one task per node that seals the logs of finished jobs
-//! (`joblog_store::sealed`), a few jobs at a time ([`JOBS_AT_ONCE`]), each
+//! ([`seal_job`]: `joblog_store::sealed` encodes, the pipeline's writer
+//! applies each slice), a few jobs at a time ([`JOBS_AT_ONCE`]), each
 //! one slice at a time through the pipeline's writer, so that sealing never
 //! gives the writer more than those few slices at once and never delays
 //! another job's records by more.
@@ -21,7 +22,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::sync::Notify;
 
-use crate::Engine;
+use joblog_pipeline::Pipeline;
+use joblog_store::sealed::{SealSlice, SEGMENT_RECORDS, SEGMENT_TEXT_BYTES};
+use joblog_store::Store;
+
+use crate::{Engine, EngineError};
 
 /// Jobs read from the store per look.
 const JOBS_PER_LOOK: u32 = 100;
@@ -240,12 +245,7 @@ impl Engine {
 
     async fn seal_one(&self, id: JobId) {
         let sealer = &self.inner.sealer;
-        match self
-            .inner
-            .pipeline
-            .seal(self.inner.store.as_ref(), id)
-            .await
-        {
+        match seal_job(self.inner.store.as_ref(), &self.inner.pipeline, id).await {
             Ok(report) => {
                 sealer.lock_failed().remove(&id);
                 sealer.records.inc_by(report.records);
@@ -263,4 +263,66 @@ impl Engine {
             }
         }
     }
+}
+
+/// What sealing one job did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SealReport {
+    /// Segments written, and the records and bytes (text and fields) they
+    /// replaced.
+    pub segments: u64,
+    pub records: u64,
+    pub bytes_before: u64,
+    /// Bytes of the segments written.
+    pub bytes_after: u64,
+    /// The job's log is now sealed whole (false: it was not finished, was
+    /// deleted, or another sealer marked it).
+    pub marked: bool,
+}
+
+/// Seals a finished job's log: slice by slice, each read from the rows,
+/// encoded off the writer and handed to the pipeline's writer, then
+/// marked sealed. One slice at a time is in the writer's hands, so
+/// sealing never holds it for more than one slice. A slice whose rows
+/// changed meanwhile (another node sealing the job, retention deleting
+/// it) is read again, a few times at most.
+pub async fn seal_job(
+    store: &dyn Store,
+    pipeline: &Pipeline,
+    job: JobId,
+) -> Result<SealReport, EngineError> {
+    const LOST_SLICES: u32 = 3;
+    let mut report = SealReport::default();
+    let mut lost = 0;
+    loop {
+        let mut rows = store.unsealed_rows(job, SEGMENT_RECORDS).await?;
+        if rows.is_empty() {
+            break;
+        }
+        let mut text = 0;
+        let keep = rows
+            .iter()
+            .position(|r| {
+                text += r.message.len();
+                text >= SEGMENT_TEXT_BYTES
+            })
+            .map_or(rows.len(), |i| i + 1);
+        rows.truncate(keep);
+        let slice = tokio::task::spawn_blocking(move || SealSlice::encode(job, &rows))
+            .await
+            .map_err(|e| EngineError::Io(format!("sealing task failed: {e}")))??;
+        let (records, before, after) = (slice.records(), slice.raw_bytes, slice.data.len());
+        if pipeline.seal_slice(slice).await? {
+            report.segments += 1;
+            report.records += records;
+            report.bytes_before += before;
+            report.bytes_after += after as u64;
+        } else if lost < LOST_SLICES {
+            lost += 1;
+        } else {
+            return Ok(report);
+        }
+    }
+    report.marked = pipeline.mark_sealed(job).await?;
+    Ok(report)
 }

@@ -12,8 +12,8 @@ use joblog_core::schedule::{ScheduleId, ValidSchedule};
 use joblog_core::{
     Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, ResultBlob, Timestamp,
 };
-use joblog_store::sealed::{seal_job, SealReport};
-use joblog_store::{Fired, Outcome, ScheduleSaved, Store, WriteOp};
+use joblog_store::sealed::SealSlice;
+use joblog_store::{Fired, Outcome, ScheduleSaved, WriteOp};
 
 use crate::{Pipeline, PipelineError};
 
@@ -150,10 +150,19 @@ impl Pipeline {
         count("delete_audit", outcome)
     }
 
-    /// Seals a finished job's log, one slice at a time through the writer
-    /// (`joblog_store::sealed::seal_job`).
-    pub async fn seal(&self, store: &dyn Store, job: JobId) -> Result<SealReport, PipelineError> {
-        seal_job(store, job, |op| self.execute(op)).await
+    /// Seals one slice of a finished job's log: true when it replaced its
+    /// rows, false when they were not all there (sealed or deleted
+    /// meanwhile), and nothing changed.
+    pub async fn seal_slice(&self, slice: SealSlice) -> Result<bool, PipelineError> {
+        let outcome = self.execute(WriteOp::SealSlice(Box::new(slice))).await?;
+        Ok(count("seal_slice", outcome)? == 1)
+    }
+
+    /// Marks a finished job's log sealed once no rows of it remain: false
+    /// when rows remain or it was already.
+    pub async fn mark_sealed(&self, job: JobId) -> Result<bool, PipelineError> {
+        let outcome = self.execute(WriteOp::MarkSealed { job }).await?;
+        Ok(count("mark_sealed", outcome)? > 0)
     }
 
     /// Deletes a job whose log is gone; returns 1, or 0 if it was not there.

@@ -86,7 +86,9 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
             let started = Instant::now();
             let mut sealed = 0;
             for &id in &ids {
-                sealed += pipeline.seal(store.as_ref(), id).await?.records;
+                sealed += joblog_engine::seal_job(store.as_ref(), &pipeline, id)
+                    .await?
+                    .records;
             }
             storage.seal_time += started.elapsed();
             storage.sealed_records += sealed;

@@ -5,7 +5,7 @@
 //! segment is an error for its job alone.
 
 use joblog_core::{LogSearch, MAX_OUTLINE_GROUPS};
-use joblog_store::sealed::{seal_job, SealReport, SealSlice, SEGMENT_RECORDS};
+use joblog_store::sealed::{SealSlice, SEGMENT_RECORDS, SEGMENT_TEXT_BYTES};
 use joblog_store::testing::{Backend, PgSession};
 
 use super::*;
@@ -71,15 +71,50 @@ fn finished_with_log(t: &mut TestStore, records: &[Record]) -> JobId {
     job
 }
 
-/// Seals the job through the store's writer.
-async fn seal(t: &mut TestStore, job: JobId) -> SealReport {
-    let TestStore { store, writer, .. } = t;
-    seal_job::<StoreError, _, _>(store.as_ref(), job, |op| {
-        let out = writer.apply(&[op]).map(|mut o| o.remove(0));
-        async move { out }
-    })
-    .await
-    .unwrap()
+/// What sealing one job did: slices sealed, records they held, and
+/// whether the job was marked sealed.
+#[derive(Debug, Default, PartialEq)]
+struct Sealed {
+    segments: u64,
+    records: u64,
+    bytes_before: u64,
+    bytes_after: u64,
+    marked: bool,
+}
+
+/// Seals the job through the store's writer, slice by slice of at most
+/// [`SEGMENT_RECORDS`] records and [`SEGMENT_TEXT_BYTES`] of text, as the
+/// engine's sealer does.
+async fn seal(t: &mut TestStore, job: JobId) -> Sealed {
+    let mut sealed = Sealed::default();
+    loop {
+        let mut rows = t.store.unsealed_rows(job, SEGMENT_RECORDS).await.unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        let mut text = 0;
+        let keep = rows
+            .iter()
+            .position(|r| {
+                text += r.message.len();
+                text >= SEGMENT_TEXT_BYTES
+            })
+            .map_or(rows.len(), |i| i + 1);
+        rows.truncate(keep);
+        let slice = SealSlice::encode(job, &rows).unwrap();
+        let (records, before, after) = (slice.records(), slice.raw_bytes, slice.data.len());
+        match t.apply_one(WriteOp::SealSlice(Box::new(slice))) {
+            Outcome::Count(1) => {
+                sealed.segments += 1;
+                sealed.records += records;
+                sealed.bytes_before += before;
+                sealed.bytes_after += after as u64;
+            }
+            other => panic!("a slice of a finished job's rows did not seal: {other:?}"),
+        }
+    }
+    sealed.marked = t.apply_one(WriteOp::MarkSealed { job }) == Outcome::Count(1);
+    sealed
 }
 
 /// Everything a client may read of a log, as text to compare.
