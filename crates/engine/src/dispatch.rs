@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use joblog_core::Job;
+use joblog_core::{Job, Timestamp};
 use tokio::sync::watch;
 use tracing::Instrument;
 
@@ -47,10 +47,13 @@ impl Engine {
                     return;
                 }
                 let notified = self.inner.wake.notified();
+                // The engine's clock, which retries' backoffs are counted
+                // by too.
+                let at = self.inner.clock.now();
                 let claims = permits.iter().map(|_| {
                     self.inner
                         .pipeline
-                        .claim_next(self.inner.config.node.clone())
+                        .claim_next(self.inner.config.node.clone(), at)
                 });
                 let mut jobs = Vec::new();
                 let mut failed = false;
@@ -71,13 +74,20 @@ impl Engine {
                     tokio::time::sleep(Duration::from_millis(500)).await;
                     continue;
                 }
-                let wait = self.until_next_retry().await;
+                let retry = self.next_retry().await;
                 tokio::select! {
                     _ = notified => {}
                     _ = shutdown.wait_for(|s| *s) => return,
                     // Submissions and ends wake us directly; this wakes us
-                    // for a retry's backoff, and is a safety net.
-                    _ = tokio::time::sleep(wait) => {}
+                    // for a retry's backoff, by the engine's clock...
+                    _ = async {
+                        match retry {
+                            Some(at) => self.inner.clock.sleep_until(at).await,
+                            None => std::future::pending().await,
+                        }
+                    } => {}
+                    // ...and this is a safety net.
+                    _ = tokio::time::sleep(SAFETY_POLL) => {}
                 }
             };
             // Slots without a job are given back as `permits` drops.
@@ -87,18 +97,15 @@ impl Engine {
         }
     }
 
-    /// How long until a queued job waiting for its retry's backoff may
-    /// start, at most [`SAFETY_POLL`].
-    async fn until_next_retry(&self) -> Duration {
+    /// When the first queued job waiting for its retry's backoff may
+    /// start; `None` when none waits (or it cannot be read: the safety
+    /// poll looks again).
+    async fn next_retry(&self) -> Option<Timestamp> {
         match self.inner.store.next_run_after().await {
-            Ok(Some(at)) => {
-                let wait = at.0.saturating_sub(joblog_core::Timestamp::now().0).max(0);
-                Duration::from_micros(wait as u64).min(SAFETY_POLL)
-            }
-            Ok(None) => SAFETY_POLL,
+            Ok(at) => at,
             Err(e) => {
                 tracing::warn!(error = %e, "reading when queued retries start failed");
-                SAFETY_POLL
+                None
             }
         }
     }

@@ -271,6 +271,7 @@ impl Engine {
             exit_code,
             result,
             summary,
+            at: self.inner.clock.now(),
         };
         match self.inner.pipeline.finish(id, ending).await {
             Ok(Some(done)) => {

@@ -33,6 +33,9 @@ pub struct Finish {
     pub exit_code: Option<i32>,
     pub result: Option<ResultBlob>,
     pub summary: LogSummary,
+    /// When it ended by the engine's clock (a retry's backoff counts from
+    /// it).
+    pub at: Timestamp,
 }
 
 impl Pipeline {
@@ -49,8 +52,12 @@ impl Pipeline {
     }
 
     /// Takes the oldest queued job for `node`; `None` when none is queued.
-    pub async fn claim_next(&self, node: String) -> Result<Option<Job>, PipelineError> {
-        match self.execute(WriteOp::ClaimNext { node }).await? {
+    pub async fn claim_next(
+        &self,
+        node: String,
+        at: Timestamp,
+    ) -> Result<Option<Job>, PipelineError> {
+        match self.execute(WriteOp::ClaimNext { node, at }).await? {
             Outcome::Claimed(job) => Ok(job),
             other => Err(mismatch("claim_next", other)),
         }
@@ -99,6 +106,7 @@ impl Pipeline {
             exit_code,
             result,
             summary,
+            at,
         } = ending;
         let op = WriteOp::Finish {
             job,
@@ -106,6 +114,7 @@ impl Pipeline {
             exit_code,
             result,
             summary,
+            at,
         };
         match self.execute(op).await? {
             Outcome::MaybeJob(job) => Ok(job),
@@ -346,7 +355,10 @@ mod tests {
             e.to_string(),
             "the store answered delete_log_chunk with Done"
         );
-        let e = p.claim_next("n".into()).await.unwrap_err();
+        let e = p
+            .claim_next("n".into(), Timestamp::now())
+            .await
+            .unwrap_err();
         assert!(matches!(
             e,
             PipelineError::Mismatch {
@@ -441,7 +453,7 @@ mod tests {
             .is_err());
         assert_eq!(
             pipeline(Outcome::Claimed(None))
-                .claim_next("n".into())
+                .claim_next("n".into(), Timestamp::now())
                 .await
                 .unwrap(),
             None

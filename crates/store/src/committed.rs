@@ -167,7 +167,10 @@ mod tests {
 
     #[test]
     fn a_claim_that_found_a_job_is_a_start() {
-        let claim = WriteOp::ClaimNext { node: "a".into() };
+        let claim = WriteOp::ClaimNext {
+            node: "a".into(),
+            at: Timestamp(0),
+        };
         let mut c = Committed::default();
         c.add(&claim, &Outcome::Claimed(None));
         assert!(c.is_empty(), "nothing was claimed: {c:?}");

@@ -21,9 +21,11 @@ pub enum WriteOp {
     /// Takes the oldest queued job for `node` that may start: not
     /// waiting for a retry's backoff, and not held back by its
     /// concurrency key (as many of that key's jobs running, on every
-    /// node, as its `max_concurrent`); marks it running. →
+    /// node, as its `max_concurrent`); marks it running. `at` is the
+    /// engine's clock: a job waiting for a retry's backoff until after it
+    /// is not taken (`started_at` is the commit's time). →
     /// [`Outcome::Claimed`]
-    ClaimNext { node: String },
+    ClaimNext { node: String, at: Timestamp },
     /// Makes the jobs of the schedules due at `now` (at most
     /// [`FIRE_BATCH`] schedules), each fire exactly once, and moves each
     /// schedule's next fire past `now`. → [`Outcome::Fired`]
@@ -56,6 +58,9 @@ pub enum WriteOp {
         /// compressed on the thread every job's records wait for).
         result: Option<ResultBlob>,
         summary: LogSummary,
+        /// When it ended by the engine's clock: a retry's backoff counts
+        /// from it (the same clock its claim compares with).
+        at: Timestamp,
     },
     /// Cancels the job if it is still queued. → [`Outcome::MaybeJob`]
     CancelQueued { job: JobId },

@@ -90,6 +90,7 @@ pub(crate) async fn finish<T: ScheduleWrites>(
         exit_code,
         result,
         summary,
+        at,
     } = op
     else {
         return Err(StoreError::Database(format!(
@@ -119,7 +120,7 @@ pub(crate) async fn finish<T: ScheduleWrites>(
         let params = [job.into(), body.as_bytes().to_vec().into()];
         tx.execute(&SAVE_RESULT, &params).await?;
     }
-    retry(tx, &done, now).await?;
+    retry(tx, &done, *at).await?;
     Ok(Outcome::MaybeJob(Some(done)))
 }
 

@@ -106,7 +106,10 @@ impl TestStore {
     }
 
     fn claim(&mut self, node: &str) -> Option<Job> {
-        match self.apply_one(WriteOp::ClaimNext { node: node.into() }) {
+        match self.apply_one(WriteOp::ClaimNext {
+            node: node.into(),
+            at: Timestamp::now(),
+        }) {
             Outcome::Claimed(job) => job,
             other => panic!("ClaimNext gave {other:?}"),
         }
@@ -130,6 +133,7 @@ impl TestStore {
             exit_code,
             result: result.map(|raw| ResultBlob::encode(&raw)),
             summary,
+            at: Timestamp::now(),
         }) {
             Outcome::MaybeJob(Some(job)) => job,
             other => panic!("Finish gave {other:?}"),
@@ -951,6 +955,7 @@ async fn a_job_is_finished_once(db: TestDatabase) {
         exit_code: Some(0),
         result: Some(ResultBlob::encode(b"{}")),
         summary: LogSummary::default(),
+        at: Timestamp::now(),
     });
     assert_eq!(outcome, Outcome::MaybeJob(None));
     let stored = t.job(job.id).await;
@@ -976,7 +981,10 @@ async fn postgres_claims_by_concurrent_nodes_never_overlap() {
             let mut got = Vec::new();
             loop {
                 let ops: Vec<WriteOp> = (0..5)
-                    .map(|_| WriteOp::ClaimNext { node: node.into() })
+                    .map(|_| WriteOp::ClaimNext {
+                        node: node.into(),
+                        at: Timestamp::now(),
+                    })
                     .collect();
                 let claimed: Vec<JobId> = w
                     .apply(&ops)
@@ -1040,6 +1048,7 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
     };
     dead.apply(&[WriteOp::ClaimNext {
         node: "dead".into(),
+        at: Timestamp::now(),
     }])
     .unwrap();
     let pinned = dead
@@ -1060,6 +1069,7 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
             insert_op(None),
             WriteOp::ClaimNext {
                 node: "alive".into(),
+                at: Timestamp::now(),
             },
         ])
         .unwrap();
@@ -1211,7 +1221,13 @@ async fn postgres_other_nodes_hear_of_commits_and_a_node_not_of_its_own() {
     // This node's own commits are not echoed back.
     own.apply(&[insert_op(None)]).unwrap();
     let out = other
-        .apply(&[insert_op(None), WriteOp::ClaimNext { node: "a".into() }])
+        .apply(&[
+            insert_op(None),
+            WriteOp::ClaimNext {
+                node: "a".into(),
+                at: Timestamp::now(),
+            },
+        ])
         .unwrap();
     let Outcome::Claimed(Some(job)) = &out[1] else {
         panic!("{out:?}")

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use joblog_core::schedule::ScheduleId;
-use joblog_core::{Job, JobSpec};
+use joblog_core::{Job, JobSpec, Timestamp};
 
 use super::conn::PgTx;
 use super::sql::jobs_from_rows;
@@ -121,14 +121,24 @@ impl ScheduleWrites for PgTx<'_, '_> {
     }
 }
 
-/// Takes the oldest job `node` may start (see [`CLAIM_CANDIDATE`]).
-pub(crate) async fn claim(tx: &mut PgTx<'_, '_>, node: &str, now: i64) -> Result<Option<Job>> {
+/// Takes the oldest job `node` may start at `at` (see
+/// [`CLAIM_CANDIDATE`]), running since `now`.
+pub(crate) async fn claim(
+    tx: &mut PgTx<'_, '_>,
+    node: &str,
+    at: Timestamp,
+    now: i64,
+) -> Result<Option<Job>> {
     // Keys whose lock another claim holds, or found at their limit once
     // locked: left for the next round.
     let mut passed: Vec<String> = Vec::new();
     loop {
         let st = tx.prepared(CLAIM_CANDIDATE).await?;
-        let Some(row) = tx.tx.query_opt(&st, &[&now, &node, &passed]).await? else {
+        let Some(row) = tx
+            .tx
+            .query_opt(&st, &[&at.micros(), &node, &passed])
+            .await?
+        else {
             return Ok(None);
         };
         let id: i64 = row.try_get(0)?;

@@ -306,16 +306,23 @@ pub(crate) async fn delete<C: Conn>(tx: &mut C, id: ScheduleId) -> Result<Outcom
     Ok(Outcome::Count(tx.execute(&DELETE, &[id.into()]).await?))
 }
 
-/// Queues the next attempt of a scheduled job that just ended, if its
-/// retries say so, in the transaction that ended it.
-pub(crate) async fn retry<T: ScheduleWrites>(tx: &mut T, ended: &Job, now: i64) -> Result<()> {
+/// Queues the next attempt of a scheduled job that just ended at `ended_at`
+/// (by the engine's clock, which claims compare with), if its retries say
+/// so, in the transaction that ended it. The attempt is made then, by the
+/// same clock, and waits its backoff from there.
+pub(crate) async fn retry<T: ScheduleWrites>(
+    tx: &mut T,
+    ended: &Job,
+    ended_at: Timestamp,
+) -> Result<()> {
     let Some(run) = ended.spec.schedule else {
         return Ok(());
     };
-    if let Some((next, after)) = run.retry(ended.state, Timestamp(now)) {
+    if let Some((next, after)) = run.retry(ended.state, ended_at) {
         let mut spec = ended.spec.clone();
         spec.schedule = Some(next);
-        insert_job(tx, ended.name.as_deref(), &spec, Some(after), now).await?;
+        let made = ended_at.micros();
+        insert_job(tx, ended.name.as_deref(), &spec, Some(after), made).await?;
     }
     Ok(())
 }

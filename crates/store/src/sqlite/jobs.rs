@@ -2,7 +2,7 @@
 //! SQLite's own (queueing one is `crate::schedules::writes`', the other
 //! shared writes `crate::writes`').
 
-use joblog_core::Job;
+use joblog_core::{Job, Timestamp};
 use rusqlite::Connection;
 
 use super::conn::Lite;
@@ -25,21 +25,22 @@ pub(super) fn query_jobs(
     Ok(out)
 }
 
-/// Takes the oldest queued job that may start at `now`: not waiting for
-/// a retry's backoff, and not held back by its concurrency key; marks it
-/// running on `node`. One writer, so one statement is the whole claim.
-pub(super) fn claim(tx: &Connection, node: &str, now: i64) -> Result<Option<Job>> {
+/// Takes the oldest queued job that may start at `at`: not waiting for a
+/// retry's backoff, and not held back by its concurrency key; marks it
+/// running on `node` since `now`. One writer, so one statement is the
+/// whole claim.
+pub(super) fn claim(tx: &Connection, node: &str, at: Timestamp, now: i64) -> Result<Option<Job>> {
     let sql = format!(
         "UPDATE jobs SET state = 'running', started_at = ?1, node = ?2 \
          WHERE id = (SELECT id FROM jobs AS q WHERE state = 'queued' \
-            AND (run_after IS NULL OR run_after <= ?1) \
+            AND (run_after IS NULL OR run_after <= ?3) \
             AND (concurrency_key IS NULL OR (SELECT count(*) FROM jobs AS r \
                 WHERE r.state = 'running' AND r.concurrency_key = q.concurrency_key) \
                 < q.max_concurrent) \
             ORDER BY id LIMIT 1) \
          RETURNING {JOB_COLUMNS}"
     );
-    Ok(query_jobs(tx, &sql, &[&now, &node])?.pop())
+    Ok(query_jobs(tx, &sql, &[&now, &node, &at.micros()])?.pop())
 }
 
 impl ScheduleWrites for Lite<'_> {

@@ -82,7 +82,7 @@ fn apply_one(
                 StoreError::Database("a job for a fire that already has one".into())
             })?))
         }
-        WriteOp::ClaimNext { node } => Ok(Outcome::Claimed(jobs::claim(tx, node, now)?)),
+        WriteOp::ClaimNext { node, at } => Ok(Outcome::Claimed(jobs::claim(tx, node, *at, now)?)),
         WriteOp::FireDue { now: at } => {
             conn::run(tx, async |c| schedule_writes::fire_due(c, *at, now).await)
         }

@@ -442,6 +442,7 @@ async fn postgres_claims_of_several_nodes_hold_a_concurrency_limit() {
                     let ops: Vec<WriteOp> = (0..4)
                         .map(|_| WriteOp::ClaimNext {
                             node: format!("n{}", n + 1),
+                            at: Timestamp::now(),
                         })
                         .collect();
                     for o in w.apply(&ops).unwrap() {

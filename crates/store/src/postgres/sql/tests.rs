@@ -33,7 +33,10 @@ fn request_queries_use_indexes_and_never_sort() {
                     ..JobSpec::default()
                 },
             },
-            WriteOp::ClaimNext { node: "n".into() },
+            WriteOp::ClaimNext {
+                node: "n".into(),
+                at: Timestamp::now(),
+            },
         ])
         .unwrap();
     let Outcome::Job(job) = &out[0] else { panic!() };

@@ -79,8 +79,8 @@ pub(super) async fn apply_batch(
                     }
                 }
             }
-            WriteOp::ClaimNext { node: claimer } => {
-                Outcome::Claimed(jobs::claim(&mut w, claimer, now).await?)
+            WriteOp::ClaimNext { node: claimer, at } => {
+                Outcome::Claimed(jobs::claim(&mut w, claimer, *at, now).await?)
             }
             WriteOp::FireDue { now: at } => schedule_writes::fire_due(&mut w, *at, now).await?,
             WriteOp::SaveSchedule {

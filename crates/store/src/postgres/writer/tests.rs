@@ -17,7 +17,10 @@ fn ops(node: &str) -> Vec<WriteOp> {
                 ..JobSpec::default()
             },
         },
-        WriteOp::ClaimNext { node: node.into() },
+        WriteOp::ClaimNext {
+            node: node.into(),
+            at: Timestamp::now(),
+        },
     ]
 }
 
