@@ -8,10 +8,28 @@
 use std::time::Duration;
 
 use joblog_core::{Job, Timestamp};
-use tokio::sync::watch;
+use std::sync::Arc;
+
+use tokio::sync::{watch, Notify, Semaphore};
 use tracing::Instrument;
 
 use crate::{Engine, StopReason};
+
+/// The dispatcher's state: the worker slots, and the wake-up of an idle
+/// dispatcher (a submission, an end, a fire).
+pub(crate) struct Dispatcher {
+    pub(crate) pool: Arc<Semaphore>,
+    pub(crate) wake: Notify,
+}
+
+impl Dispatcher {
+    pub(crate) fn new(max_concurrency: usize) -> Dispatcher {
+        Dispatcher {
+            pool: Arc::new(Semaphore::new(max_concurrency.max(1))),
+            wake: Notify::new(),
+        }
+    }
+}
 
 /// The longest an idle dispatcher waits without looking at the queue.
 const SAFETY_POLL: Duration = Duration::from_secs(5);
@@ -26,7 +44,7 @@ impl Engine {
         let mut shutdown = self.inner.shutdown.subscribe();
         loop {
             let first = tokio::select! {
-                p = self.inner.pool.clone().acquire_owned() => match p {
+                p = self.inner.dispatcher.pool.clone().acquire_owned() => match p {
                     Ok(p) => p,
                     Err(_) => return,
                 },
@@ -37,7 +55,7 @@ impl Engine {
             // commit per job (which is milliseconds on PostgreSQL).
             let mut permits = vec![first];
             while permits.len() < MAX_CLAIMS_AT_ONCE {
-                match self.inner.pool.clone().try_acquire_owned() {
+                match self.inner.dispatcher.pool.clone().try_acquire_owned() {
                     Ok(p) => permits.push(p),
                     Err(_) => break,
                 }
@@ -46,7 +64,7 @@ impl Engine {
                 if !self.is_accepting() {
                     return;
                 }
-                let notified = self.inner.wake.notified();
+                let notified = self.inner.dispatcher.wake.notified();
                 // The engine's clock, which retries' backoffs are counted
                 // by too.
                 let at = self.inner.clock.now();
@@ -120,7 +138,7 @@ impl Engine {
             }
             running.jobs.insert(
                 job.id,
-                crate::RunningJob {
+                crate::running::RunningJob {
                     stop: stop_tx,
                     pgid: None,
                     key: None,
@@ -147,7 +165,7 @@ impl Engine {
             engine.inner.metrics.in_use.set(engine.in_use() as i64);
             // Anything of the job's that left its process group goes now.
             engine.sweep_soon().await;
-            engine.inner.idle.notify_waiters();
+            engine.inner.jobs.idle.notify_waiters();
         });
     }
 }

@@ -23,7 +23,7 @@ impl Engine {
                     // A job that ended may have held back others of its
                     // concurrency key.
                     if c.queued > 0 || c.reset || !c.finished.is_empty() {
-                        self.inner.wake.notify_one();
+                        self.inner.dispatcher.wake.notify_one();
                     }
                     if c.reset || !c.finished.is_empty() {
                         self.jobs_ended();
@@ -36,7 +36,7 @@ impl Engine {
                     }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    self.inner.wake.notify_one();
+                    self.inner.dispatcher.wake.notify_one();
                     self.jobs_ended();
                     self.inner.tokens_revoked.send_modify(|n| *n += 1);
                 }

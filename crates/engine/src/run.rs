@@ -4,15 +4,17 @@
 use std::path::Path;
 use std::time::Duration;
 
-use joblog_core::{Job, JobId, JobState, Record, ResultBlob, Stream, Timestamp};
+use joblog_core::{Job, JobId, JobState, Record, Stream, Timestamp};
 use joblog_pipeline::{Finish, OutputParser, ResultText, Source};
 use nix::sys::signal::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::metrics::state_label;
 use crate::process::{signal_group, spawn};
-use crate::{state_label, Engine, StopReason};
+use crate::result_file::{encode_checked, remove_result_path, result_file_for_another_user};
+use crate::{Engine, StopReason};
 
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -63,7 +65,7 @@ impl Engine {
             if secrets.is_none() && !job.spec.secret_names.is_empty() {
                 // Claimed before its submission here stored the secrets:
                 // wait for submissions in flight, then look again.
-                drop(self.inner.submitting.write().await);
+                drop(self.inner.jobs.submitting.write().await);
                 secrets = self.lock_secrets().remove(&id);
             }
             secrets
@@ -155,6 +157,7 @@ impl Engine {
                 // sweep never mistakes this process for an orphan.
                 let _spawning = self
                     .inner
+                    .sweeps
                     .spawning
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
@@ -162,8 +165,8 @@ impl Engine {
                 let spawned = spawn(
                     id,
                     &crate::process::Marks {
-                        instance: self.inner.orphans.instance(),
-                        supervisor: self.inner.orphans.supervisor(),
+                        instance: self.inner.sweeps.orphans.instance(),
+                        supervisor: self.inner.sweeps.orphans.supervisor(),
                         job_key: &key,
                     },
                     &job.spec,
@@ -455,92 +458,6 @@ impl Engine {
             tracing::error!(job, error = %e, "log pipeline closed under a running job");
         }
     }
-
-    /// The job's result file: a regular file, never followed through a
-    /// link (a job could point it at a file of the server's), up to
-    /// `max_result_bytes`. Its JSON is checked by `encode_checked`.
-    async fn read_result_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
-        let max = self.inner.config.max_result_bytes;
-        let meta = match tokio::fs::symlink_metadata(path).await {
-            Ok(m) => m,
-            Err(_) => return Ok(None),
-        };
-        if meta.file_type().is_symlink() {
-            return Err("joblog: the result file is a symbolic link; links are not followed, result not stored".into());
-        }
-        if !meta.is_file() {
-            return Err(
-                "joblog: the result path is not a regular file (a directory?); result not stored"
-                    .into(),
-            );
-        }
-        if meta.len() == 0 {
-            return Ok(None);
-        }
-        if meta.len() > max {
-            return Err(format!(
-                "joblog: the result file is {} bytes, over the limit of {max} bytes; result not stored",
-                meta.len()
-            ));
-        }
-        let body = read_no_follow(path, max)
-            .await
-            .map_err(|e| format!("joblog: cannot read the result file: {e}"))?;
-        Ok(Some(body))
-    }
-}
-
-/// The result as a blob, made on blocking threads, never on the store's
-/// writer (which every running job's records wait for). When `check`,
-/// the JSON is checked on one thread while it is compressed on another:
-/// the two passes take about as long each (docs/benchmarks.md), so the
-/// result is stored sooner; a result that is not JSON is refused and its
-/// blob thrown away.
-async fn encode_checked(job: JobId, body: Vec<u8>, check: bool) -> Result<ResultBlob, String> {
-    let internal = |e: tokio::task::JoinError| {
-        tracing::error!(job, error = %e, "could not encode the result");
-        "joblog: the result could not be stored (an internal error, in the server's error log)"
-            .to_string()
-    };
-    let body = std::sync::Arc::new(body);
-    let encoding = {
-        let body = body.clone();
-        tokio::task::spawn_blocking(move || ResultBlob::encode(&body))
-    };
-    if check {
-        let verdict = tokio::task::spawn_blocking(move || {
-            serde_json::from_slice::<serde::de::IgnoredAny>(&body)
-                .map_err(|e| format!("joblog: the result file is not valid JSON: {e}"))?;
-            joblog_core::result_blob::check_depth(&body)
-                .map_err(|e| format!("joblog: the result file is refused: it is {e}"))
-        })
-        .await
-        .map_err(internal)?;
-        verdict?;
-    }
-    encoding.await.map_err(internal)
-}
-
-/// Opens with `O_NOFOLLOW`, so a link swapped in after the check above is
-/// refused too, and reads at most `max` bytes.
-async fn read_no_follow(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        use std::io::Read;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(path)?;
-        let mut body = Vec::new();
-        file.take(max + 1).read_to_end(&mut body)?;
-        if body.len() as u64 > max {
-            return Err(std::io::Error::other("it grew past the limit while read"));
-        }
-        Ok(body)
-    })
-    .await
-    .map_err(std::io::Error::other)?
 }
 
 /// Whether the node secret `name` may be given to the schedule
@@ -555,37 +472,6 @@ pub(crate) fn secret_allowed(
             .iter()
             .any(|p| joblog_core::NameFilter::parse(p).matches(schedule))
     })
-}
-
-/// The result file of a job that runs as another user: made empty by the
-/// server in its own directory, writable by others (whom the directory
-/// keeps out: only the job, through the descriptor it inherits, reaches
-/// it) and readable by the server alone.
-fn result_file_for_another_user(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o602)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(path)?;
-    // The umask took `o+w` away.
-    file.set_permissions(std::fs::Permissions::from_mode(0o602))?;
-    Ok(file)
-}
-
-/// Removes whatever a job left at its result path: a file, a link (not
-/// what it points to) or a directory tree.
-fn remove_result_path(path: &Path) {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            let _ = std::fs::remove_dir_all(path);
-        }
-        Ok(_) => {
-            let _ = std::fs::remove_file(path);
-        }
-        Err(_) => {}
-    }
 }
 
 /// The state a stopped job ends in, and the words its log says it with.

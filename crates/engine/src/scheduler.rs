@@ -23,6 +23,13 @@ pub trait Clock: Send + Sync + 'static {
     fn sleep_until(&self, at: Timestamp) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
+/// The scheduler's state: told when a schedule was saved on this node,
+/// so it looks again before its next fire.
+#[derive(Default)]
+pub(crate) struct Scheduler {
+    pub(crate) changed: tokio::sync::Notify,
+}
+
 /// The system's clock.
 pub struct SystemClock;
 
@@ -68,7 +75,7 @@ impl Engine {
             if *shutdown.borrow() {
                 return;
             }
-            let woken = self.inner.schedules_changed.notified();
+            let woken = self.inner.scheduler.changed.notified();
             let now = clock.now();
             // Fires wait while `max_queued` jobs do, as submissions are
             // refused: a fire later than a minute is then missed, as after
@@ -97,7 +104,7 @@ impl Engine {
                     self.inner.metrics.fires.inc_by(fired.jobs.len() as u64);
                     self.inner.metrics.fires_skipped.inc_by(fired.skipped);
                     if !fired.jobs.is_empty() {
-                        self.inner.wake.notify_one();
+                        self.inner.dispatcher.wake.notify_one();
                     }
                     if fired.more {
                         continue;
@@ -222,7 +229,7 @@ impl Engine {
     ) -> Result<Schedule, EngineError> {
         match saved {
             ScheduleSaved::Saved(s) => {
-                self.inner.schedules_changed.notify_one();
+                self.inner.scheduler.changed.notify_one();
                 Ok(s.with_next_fires())
             }
             ScheduleSaved::NameTaken => Err(EngineError::ScheduleNameTaken(name)),
@@ -260,7 +267,7 @@ impl Engine {
         let spec = fire_job(id, &s.spec, s.overlap, s.retries, None);
         self.check_queue().await?;
         let job = self.inner.pipeline.insert_job(Some(s.name), spec).await?;
-        self.inner.wake.notify_one();
+        self.inner.dispatcher.wake.notify_one();
         Ok(job)
     }
 }
