@@ -69,7 +69,7 @@ pub struct AppState {
     body_budget: Arc<tokio::sync::Semaphore>,
     store_metrics: Arc<metrics::StoreMetrics>,
     /// The server's own logs, when the API may reconfigure them.
-    oplog: Option<joblog_pipeline::oplog::Oplog>,
+    oplog: Option<joblog_oplog::Oplog>,
 }
 
 /// How the API admits requests.
@@ -120,7 +120,7 @@ impl AppState {
 
     /// Lets `GET`/`PUT /api/v1/logging` read and replace the logs'
     /// configuration.
-    pub fn with_oplog(mut self, oplog: joblog_pipeline::oplog::Oplog) -> AppState {
+    pub fn with_oplog(mut self, oplog: joblog_oplog::Oplog) -> AppState {
         self.oplog = Some(oplog);
         self
     }

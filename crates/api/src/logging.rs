@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use joblog_pipeline::oplog::{LoggingConfig, Oplog, OplogError};
+use joblog_oplog::{LoggingConfig, Oplog, OplogError};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::JsonBody;

@@ -4,8 +4,19 @@
 //! Invariants: producers never block on disk I/O and share no hot lock;
 //! memory between producers and the store is bounded; records of a job
 //! reach the store in seq order, so a crash leaves a gap-free prefix.
+//! Only this crate hands a `WriteOp` to the writer: every other write is a
+//! typed call (`requests`), and an outcome of the wrong kind is an error
+//! (`PipelineError::Mismatch`), never read as a default.
+//!
+//! Where things are: `output` (a job's bytes to records: `lines` splits
+//! at newlines and at the line limit without cutting a character or a
+//! masked value, `command` reads workflow commands, `mask` hides secrets
+//! and their encoded forms, `cap` keeps a job's head and tail past its
+//! limit with gapless seqs); `writer` (the byte budget, batches, the
+//! writer thread: a transient store error holds the batch and retries
+//! with backoff, any other fails only the op at fault); `requests` (the
+//! typed calls).
 
-pub mod oplog;
 mod output;
 mod requests;
 mod writer;

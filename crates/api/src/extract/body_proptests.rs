@@ -375,7 +375,7 @@ proptest! {
             json_body::<NewJobRequest>(&value).err(),
             json_body::<CreateToken>(&value).err(),
             json_body::<GroomRequest>(&value).err(),
-            json_body::<joblog_pipeline::oplog::LoggingConfig>(&value).err(),
+            json_body::<joblog_oplog::LoggingConfig>(&value).err(),
         ] {
             let e = e.expect("not an object, yet read");
             prop_assert_eq!(e.code, ErrorCode::InvalidJson, "{}", e.message);

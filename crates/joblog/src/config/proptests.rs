@@ -8,8 +8,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use joblog_pipeline::oplog::queue::Overflow;
-use joblog_pipeline::oplog::{Log, SinkConfig, SinkKind};
+use joblog_oplog::queue::Overflow;
+use joblog_oplog::{Log, SinkConfig, SinkKind};
 use joblog_store::SyncMode;
 use proptest::prelude::*;
 

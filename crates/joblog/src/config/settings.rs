@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use joblog_api::limits::Limits;
 use joblog_engine::EngineConfig;
-use joblog_pipeline::oplog::config::{DEFAULT_QUEUE, DEFAULT_SLOW};
-use joblog_pipeline::oplog::queue::Overflow;
+use joblog_oplog::config::{DEFAULT_QUEUE, DEFAULT_SLOW};
+use joblog_oplog::queue::Overflow;
 use joblog_pipeline::LogLimits;
 use joblog_store::SyncMode;
 

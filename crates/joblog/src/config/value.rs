@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use joblog_pipeline::oplog::queue::Overflow;
-use joblog_pipeline::oplog::SinkConfig;
+use joblog_oplog::queue::Overflow;
+use joblog_oplog::SinkConfig;
 use joblog_store::SyncMode;
 
 /// A type a setting can have.

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use joblog_pipeline::oplog::open::{opener, Resources};
-use joblog_pipeline::oplog::sinks::database::{AuditDb, AuditWriter};
-use joblog_pipeline::oplog::sinks::SystemClock;
-use joblog_pipeline::oplog::{LoggingConfig, Oplog, OplogOptions, AUDIT_FIELD, UNIT_FIELD};
+use joblog_oplog::open::{opener, Resources};
+use joblog_oplog::sinks::database::{AuditDb, AuditWriter};
+use joblog_oplog::sinks::SystemClock;
+use joblog_oplog::{LoggingConfig, Oplog, OplogOptions, AUDIT_FIELD, UNIT_FIELD};
 use joblog_pipeline::Pipeline;
 
 use super::resolve::ServeConfig;

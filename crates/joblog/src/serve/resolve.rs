@@ -13,7 +13,7 @@ use anyhow::{bail, Context};
 use joblog_api::limits::Limits;
 use joblog_api::ApiOptions;
 use joblog_engine::EngineConfig;
-use joblog_pipeline::oplog::LoggingConfig;
+use joblog_oplog::LoggingConfig;
 use joblog_pipeline::LogLimits;
 use joblog_store::{Database, GroomPolicy, SyncMode};
 

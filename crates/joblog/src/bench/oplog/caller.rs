@@ -10,10 +10,10 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use joblog_pipeline::oplog::open::{opener, Resources};
-use joblog_pipeline::oplog::sinks::database::AuditDb;
-use joblog_pipeline::oplog::sinks::SystemClock;
-use joblog_pipeline::oplog::{Log, LoggingConfig, Oplog, OplogOptions, SinkConfig, SinkKind};
+use joblog_oplog::open::{opener, Resources};
+use joblog_oplog::sinks::database::AuditDb;
+use joblog_oplog::sinks::SystemClock;
+use joblog_oplog::{Log, LoggingConfig, Oplog, OplogOptions, SinkConfig, SinkKind};
 use tracing::Dispatch;
 use tracing_subscriber::layer::SubscriberExt;
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use joblog_core::Timestamp;
 
-use crate::oplog::sinks::clock::Utc;
+use crate::sinks::clock::Utc;
 
 /// How one sink's rotated files are named: `{stem}.{time}[.{ext}]` then
 /// `.zst`/`.gz`, and `.tmp` while being compressed.

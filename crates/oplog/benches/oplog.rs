@@ -7,9 +7,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use joblog_pipeline::oplog::format::write_line;
-use joblog_pipeline::oplog::route::{entries, RouteOptions};
-use joblog_pipeline::oplog::{Format, LogSet, Unit, UnitKind, Value, UNIT_FIELD};
+use joblog_oplog::format::write_line;
+use joblog_oplog::route::{entries, RouteOptions};
+use joblog_oplog::{Format, LogSet, Unit, UnitKind, Value, UNIT_FIELD};
 
 /// A request unit as `crates/api/src/access.rs` fills it for
 /// `GET /api/v1/jobs/{id}`.

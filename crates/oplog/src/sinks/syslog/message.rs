@@ -7,9 +7,9 @@
 use serde_json::{json, Map, Value};
 
 use super::target::Facility;
-use crate::oplog::entry::{Entry, Level};
-use crate::oplog::format::{human_line, json_line, Format};
-use crate::oplog::sinks::clock::Utc;
+use crate::entry::{Entry, Level};
+use crate::format::{human_line, json_line, Format};
+use crate::sinks::clock::Utc;
 
 /// What every message of a sink starts with, made printable once.
 #[derive(Debug, Clone)]
@@ -235,8 +235,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::oplog::entry::Log;
-    use crate::oplog::sinks::syslog::MIN_MAX_MESSAGE;
+    use crate::entry::Log;
+    use crate::sinks::syslog::MIN_MAX_MESSAGE;
 
     fn text(max: usize) -> impl Strategy<Value = String> {
         let piece = prop_oneof![

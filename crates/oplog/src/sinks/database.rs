@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 use joblog_core::NewAudit;
 use serde_json::Value;
 
-use crate::oplog::entry::{Entry, Log};
-use crate::oplog::sink::Sink;
+use crate::entry::{Entry, Log};
+use crate::sink::Sink;
 
 /// Where audit entries are stored: the log pipeline, which commits them
 /// with everything else. Blocking: called on the sink's own thread.

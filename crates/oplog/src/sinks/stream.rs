@@ -6,9 +6,9 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use crate::oplog::entry::Entry;
-use crate::oplog::format::{write_line, Format};
-use crate::oplog::sink::Sink;
+use crate::entry::Entry;
+use crate::format::{write_line, Format};
+use crate::sink::Sink;
 
 enum Out {
     Stdout,
@@ -109,7 +109,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::oplog::entry::{Level, Log};
+    use crate::entry::{Level, Log};
 
     /// A writer tests can read back, counting the writes it took.
     #[derive(Clone, Default)]

@@ -8,7 +8,19 @@
 //! Invariants: the thread that logs only captures values and pushes onto
 //! a queue (no I/O, no formatting to text, no shared lock); a full queue
 //! does what its policy says and counts what it drops; a failing sink
-//! never stops the others or the server.
+//! never stops the others or the server. The crate depends on `core`
+//! only: the database sink writes through [`sinks::database::AuditWriter`],
+//! which the binary implements with the pipeline.
+//!
+//! Where things are: `event` and `unit` (what the layer captures),
+//! `layer` (the `tracing` layer), `router` and `route` (a finished unit to
+//! the access, audit, error, slow and server entries, and which sinks take
+//! each), `runner` and `queue` (a sink's thread and bounded queue),
+//! `config` and `plan` (the `[logging]` shape, checked whole into one plan
+//! per sink, API-given paths confined), `open` (a plan to a sink),
+//! `entry` and `format` (lines as text or JSON), `metrics`, and `sinks`
+//! (files with rotation, stdout/stderr, syslog, the database).
+//! `benches/oplog.rs` measures the part joblog writes.
 
 pub mod config;
 pub mod entry;
@@ -17,6 +29,7 @@ pub mod format;
 mod layer;
 mod metrics;
 pub mod open;
+pub mod plan;
 pub mod queue;
 pub mod route;
 mod router;
@@ -25,11 +38,12 @@ pub mod sink;
 pub mod sinks;
 mod unit;
 
-pub use config::{LoggingConfig, Plan, SinkConfig, SinkKind, Target};
+pub use config::{LoggingConfig, SinkConfig, SinkKind};
 pub use entry::{Entry, Level, Log, LogSet};
 pub use event::{Event, Value};
 pub use format::Format;
 pub use layer::OplogLayer;
+pub use plan::{Plan, Target};
 pub use route::AUDIT_FIELD;
 pub use router::{Opener, Oplog, OplogOptions};
 pub use runner::SinkStats;

@@ -20,9 +20,9 @@ use joblog_core::Timestamp;
 
 use super::clock::{timestamp_of, utc_day, Clock};
 use super::rotation::{self, Naming, Rotation};
-use crate::oplog::entry::Entry;
-use crate::oplog::format::{write_line, Format};
-use crate::oplog::sink::Sink;
+use crate::entry::Entry;
+use crate::format::{write_line, Format};
+use crate::sink::Sink;
 
 /// A file sink. See the module documentation.
 pub struct FileSink {

@@ -213,7 +213,7 @@ impl Runner {
     }
 
     fn tell(&self, level: Level, message: String, count: (&'static str, u64)) {
-        let event = Event::new(level, "joblog_pipeline::oplog", message)
+        let event = Event::new(level, "joblog_oplog", message)
             .with("sink", Value::Str(self.name.clone()))
             .with(count.0, Value::U64(count.1));
         self.report.submit(Unit::server_event(event));

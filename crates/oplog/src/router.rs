@@ -10,9 +10,10 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::config::{self, LoggingConfig, Plan};
+use super::config::LoggingConfig;
 use super::entry::Entry;
 use super::layer::{is_internal, OplogLayer};
+use super::plan::{self, Plan};
 use super::queue::{self, Overflow, Pushed};
 use super::route::{self, RouteOptions, SinkFilter};
 use super::runner::{self, Msg, SinkStats};
@@ -196,7 +197,7 @@ impl Oplog {
     /// Checks `config`, opens its sinks and starts the router. An invalid
     /// configuration or a sink that cannot open is an error.
     pub fn start(config: LoggingConfig, options: OplogOptions) -> Result<Oplog, OplogError> {
-        let plans = config::plan(&config, &options.default_dir).map_err(OplogError::Invalid)?;
+        let plans = plan::plan(&config, &options.default_dir).map_err(OplogError::Invalid)?;
         let (tx, rx) = queue::bounded(ROUTER_QUEUE, Overflow::Block);
         let submitter = Submitter { tx };
         let (routes, figures) = open_routes(&plans, &config, &options, &[], &submitter)?;
@@ -248,7 +249,7 @@ impl Oplog {
     /// Replaces the configuration with one sent through the API: as
     /// [`Oplog::reconfigure`], but its files must stay inside the logging
     /// directory of the file's configuration, or be files that
-    /// configuration names itself (`config::confine`).
+    /// configuration names itself (`plan::confine`).
     pub fn reconfigure_from_api(&self, config: LoggingConfig) -> Result<bool, OplogError> {
         self.replace(config, Source::Api)
     }
@@ -256,9 +257,9 @@ impl Oplog {
     fn replace(&self, config: LoggingConfig, source: Source) -> Result<bool, OplogError> {
         let mut state = self.state();
         let options = &self.inner.options;
-        let plans = config::plan(&config, &options.default_dir).map_err(OplogError::Invalid)?;
+        let plans = plan::plan(&config, &options.default_dir).map_err(OplogError::Invalid)?;
         match source {
-            Source::Api => config::confine(&plans, &state.trusted, &state.trusted_dir)
+            Source::Api => plan::confine(&plans, &state.trusted, &state.trusted_dir)
                 .map_err(OplogError::Invalid)?,
             Source::File => {
                 state.trusted.clone_from(&plans);
@@ -497,8 +498,8 @@ fn tell_stall(routes: &Routes, sink: &SinkHandle, handed: &Handed) {
         ),
         Handed::Queued | Handed::Dropped => return,
     };
-    let event = Event::new(level, "joblog_pipeline::oplog", message)
-        .with("sink", Value::Str(sink.name.clone()));
+    let event =
+        Event::new(level, "joblog_oplog", message).with("sink", Value::Str(sink.name.clone()));
     for entry in route::entries(&Unit::server_event(event), &routes.options) {
         dispatch(routes, Arc::new(entry));
     }

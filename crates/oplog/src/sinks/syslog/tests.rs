@@ -9,8 +9,8 @@ use joblog_core::Timestamp;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::oplog::entry::{Level, Log};
-use crate::oplog::format::human_line;
+use crate::entry::{Level, Log};
+use crate::format::human_line;
 
 /// A guard against a test hanging for ever, not a timing assertion.
 const RECV_GUARD: Duration = Duration::from_secs(30);
@@ -221,7 +221,7 @@ fn a_long_timeline_is_cut_to_fit_a_udp_datagram_and_stays_json() {
     slow.fields
         .insert("events".into(), Value::Array(events.clone()));
     let mut original = Vec::new();
-    crate::oplog::format::json_line(&slow, &mut original);
+    crate::format::json_line(&slow, &mut original);
     sink.write(&[Arc::new(slow)]).unwrap();
     let mut buf = vec![0; 65_536];
     let n = listener.recv(&mut buf).unwrap();

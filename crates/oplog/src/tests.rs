@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::*;
-use crate::oplog::queue::Overflow;
+use crate::queue::Overflow;
 
 /// What each memory sink received, by sink name.
 #[derive(Clone, Default)]

@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::Arc;
 
-use super::config::{Plan, Target};
+use super::plan::{Plan, Target};
 use super::sink::Sink;
 use super::sinks::database::{AuditDb, DatabaseSink};
 use super::sinks::{Clock, FileSink, StreamSink, SyslogSink};

@@ -21,9 +21,9 @@ pub use message::{header_field, severity};
 pub use target::{Facility, SyslogTarget, DEFAULT_PORT};
 
 use self::message::Header;
-use crate::oplog::entry::Entry;
-use crate::oplog::format::Format;
-use crate::oplog::sink::Sink;
+use crate::entry::Entry;
+use crate::format::Format;
+use crate::sink::Sink;
 
 /// The default largest message over a unix socket or TCP.
 pub const STREAM_MAX_MESSAGE: usize = 64 * 1024;

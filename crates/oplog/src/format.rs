@@ -159,7 +159,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::oplog::entry::{Level, Log};
+    use crate::entry::{Level, Log};
 
     fn entry() -> Entry {
         let mut fields = serde_json::Map::new();

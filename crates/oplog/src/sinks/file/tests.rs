@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::*;
-use crate::oplog::entry::{Level, Log};
-use crate::oplog::sinks::clock::ManualClock;
-use crate::oplog::sinks::rotation::{read_rotated, Compression};
+use crate::entry::{Level, Log};
+use crate::sinks::clock::ManualClock;
+use crate::sinks::rotation::{read_rotated, Compression};
 
 /// 2026-11-24T23:59:00Z
 const LATE: Timestamp = Timestamp(1_795_564_740_000_000);
