@@ -9,7 +9,7 @@
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
-use crate::backup::CONTENT_TYPE as BACKUP;
+use crate::handlers::backup::CONTENT_TYPE as BACKUP;
 
 /// The layer `app()` wraps every route in.
 pub(crate) fn layer() -> CompressionLayer<impl Predicate> {

@@ -1,4 +1,4 @@
-//! Keeps the API's documents true: every route of [`crate::app`] and every
+//! Keeps the API's documents true: every route of [`crate::routes::ROUTES`] and every
 //! [`ErrorCode`] appears in the OpenAPI document and in `docs/api.md`.
 
 use std::collections::BTreeSet;
@@ -16,47 +16,20 @@ fn api_docs() -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// `(path, method)` of every `.route(…)` in `app()`, read from its source:
-/// axum cannot list a router's routes, and the source is what must agree.
-/// Routes declared before the `/api/v1` nest are under it.
+/// `(path, method)` of every declared route, the method in lower case as
+/// OpenAPI writes it.
 fn routes() -> BTreeSet<(String, String)> {
-    let source = include_str!("lib.rs");
-    let body = &source[source.find("pub fn app(").expect("app() in lib.rs")..];
-    let body = &body[..body.find("\n}\n").expect("end of app()")];
-    let nest = body.find(".nest(\"/api/v1\"").expect("the /api/v1 nest");
-    let mut out = BTreeSet::new();
-    for (at, _) in body.match_indices(".route(") {
-        let call = body[at + ".route(".len()..].trim_start();
-        let call = call.strip_prefix('"').expect("a quoted path");
-        let (path, rest) = call.split_once('"').expect("a quoted path");
-        // The call ends at the parenthesis that closes `.route(`, however
-        // rustfmt wraps it.
-        let mut depth = 1;
-        let end = rest
-            .char_indices()
-            .find(|(_, c)| {
-                match c {
-                    '(' => depth += 1,
-                    ')' => depth -= 1,
-                    _ => {}
-                }
-                depth == 0
-            })
-            .map_or(rest.len(), |(i, _)| i);
-        let handlers = &rest[..end];
-        let path = if at < nest {
-            format!("/api/v1{path}")
-        } else {
-            path.to_string()
-        };
-        for method in ["get", "post", "put", "patch", "delete"] {
-            let called = |prefix: &str| handlers.contains(&format!("{prefix}{method}("));
-            if handlers.starts_with(&format!("{method}(")) || called(" ") || called(".") {
-                out.insert((path.clone(), method.to_string()));
-            }
-        }
-    }
-    out
+    crate::routes::ROUTES
+        .iter()
+        .map(|r| (r.path.to_string(), r.method.as_str().to_lowercase()))
+        .collect()
+}
+
+/// `(method, path, access)` of every declared route.
+fn rules() -> impl Iterator<Item = (&'static str, &'static str, crate::rules::Access)> {
+    crate::routes::ROUTES
+        .iter()
+        .map(|r| (r.method.as_str(), r.path, r.access))
 }
 
 #[test]
@@ -115,39 +88,11 @@ fn the_api_docs_name_every_route_and_error_code() {
     }
 }
 
-/// Every routed method and path has an access rule, and every rule a
-/// route: a new route without a rule fails here (and is refused to
-/// everybody at run time).
-#[test]
-fn every_route_has_an_access_rule_and_every_rule_a_route() {
-    let routes = routes();
-    let rules: BTreeSet<(String, String)> = crate::rules::RULES
-        .iter()
-        .map(|(m, p, _)| (p.to_string(), m.to_lowercase()))
-        .collect();
-    for route in &routes {
-        assert!(
-            rules.contains(route),
-            "{} {} is routed but has no rule in auth/rules.rs",
-            route.1.to_uppercase(),
-            route.0
-        );
-    }
-    for rule in &rules {
-        assert!(
-            routes.contains(rule),
-            "auth/rules.rs has a rule for {} {}, which is not routed",
-            rule.1.to_uppercase(),
-            rule.0
-        );
-    }
-}
-
 /// The OpenAPI document tells each operation's role as the rules do.
 #[test]
 fn the_openapi_document_gives_each_route_its_role() {
     let doc = openapi();
-    for (method, path, access) in crate::rules::RULES {
+    for (method, path, access) in rules() {
         let key = path.strip_prefix("/api/v1").unwrap_or(path);
         let role = match access {
             crate::rules::Access::Public => "public",
@@ -169,7 +114,7 @@ fn the_openapi_document_gives_each_route_its_role() {
 #[test]
 fn the_openapi_document_lists_each_routes_refusals() {
     let doc = openapi();
-    for (method, path, access) in crate::rules::RULES {
+    for (method, path, access) in rules() {
         let key = path.strip_prefix("/api/v1").unwrap_or(path);
         let responses = &doc["paths"][key][method.to_lowercase()]["responses"];
         let lists = |status: &str| responses[status].is_object();
@@ -186,7 +131,7 @@ fn the_openapi_document_lists_each_routes_refusals() {
 #[test]
 fn the_api_docs_give_each_route_its_role() {
     let docs = api_docs();
-    for (method, path, access) in crate::rules::RULES {
+    for (method, path, access) in rules() {
         let role = match access {
             crate::rules::Access::Public => "public",
             crate::rules::Access::Role(r) => r.name(),

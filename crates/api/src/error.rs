@@ -51,7 +51,7 @@ error_codes! {
     InvalidBody = "invalid_body", BAD_REQUEST, "The request body could not be read.";
     InvalidQuery = "invalid_query", BAD_REQUEST, "A query parameter is wrong; the message names it.";
     InvalidPath = "invalid_path", BAD_REQUEST, "The path could not be read.";
-    InvalidJobId = "invalid_job_id", BAD_REQUEST, "The job id in the path is not a positive integer.";
+    InvalidId = "invalid_id", BAD_REQUEST, "An id in the path (a job's or a schedule's) is not a positive integer; the message names which.";
     InvalidHeader = "invalid_header", BAD_REQUEST, "A header is wrong (e.g. `Last-Event-ID` that is not a seq).";
     Unauthorized = "unauthorized", UNAUTHORIZED, "The API token is missing, unknown, revoked or expired.";
     Forbidden = "forbidden", FORBIDDEN, "The token's role is too low for this route; the message names the role needed.";
@@ -114,10 +114,17 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The one shape every error is sent in, as an HTTP body and as the
+    /// data of a stream's `error` event: `{"error": {"code", "message"}}`.
+    pub(crate) fn body(&self) -> serde_json::Value {
+        serde_json::json!({"error": {"code": self.code.as_str(), "message": self.message}})
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body =
-            serde_json::json!({"error": {"code": self.code.as_str(), "message": self.message}});
+        let body = self.body();
         let mut response = (self.code.status(), axum::Json(body)).into_response();
         if matches!(self.code, ErrorCode::QueueFull | ErrorCode::TooManyViewers) {
             response.headers_mut().insert(

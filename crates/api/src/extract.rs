@@ -147,19 +147,16 @@ impl<S: Send + Sync> FromRequestParts<S> for JobIdPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        positive_id(parts, state, "job", ErrorCode::InvalidJobId)
-            .await
-            .map(JobIdPath)
+        positive_id(parts, state, "job").await.map(JobIdPath)
     }
 }
 
 /// The path's one parameter as a positive integer: the id of a `what`;
-/// anything else → 400 with `code`.
+/// anything else → 400 `invalid_id`, the one code of a bad id.
 pub(crate) async fn positive_id<S: Send + Sync>(
     parts: &mut Parts,
     state: &S,
     what: &str,
-    code: ErrorCode,
 ) -> Result<i64, ApiError> {
     let axum::extract::Path(raw) = axum::extract::Path::<String>::from_request_parts(parts, state)
         .await
@@ -167,7 +164,7 @@ pub(crate) async fn positive_id<S: Send + Sync>(
     match raw.parse::<i64>() {
         Ok(id) if id > 0 => Ok(id),
         _ => Err(ApiError::new(
-            code,
+            ErrorCode::InvalidId,
             format!("{what} id must be a positive integer, not {raw:?}"),
         )),
     }

@@ -9,13 +9,13 @@ use futures_util::FutureExt;
 use joblog_core::{NewJobRequest, Timestamp, ValidJob};
 use serde::de::DeserializeOwned;
 
-use crate::audit::AuditParams;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JsonBody, QueryParams};
-use crate::listing::ListParams;
-use crate::navigation::SearchParams;
-use crate::routes::{parse_streams, LogParams, TextParams};
-use crate::sse::EventsParams;
+use crate::handlers::audit::AuditParams;
+use crate::handlers::jobs::listing::ListParams;
+use crate::handlers::log::navigation::SearchParams;
+use crate::handlers::log::tail::EventsParams;
+use crate::handlers::log::{parse_streams, LogParams, TextParams};
 
 /// What each route with query parameters (the job listing, a log page,
 /// the text log, the live tail, a log search, the audit trail) makes of the query string `q`: read by the

@@ -1,6 +1,6 @@
 //! The security headers every response carries — API, UI, errors, 404s
-//! and the guards' refusals alike — set by the outermost layer of `app()`
-//! so that no route can be built without them.
+//! and the guards' refusals alike — set by a layer of `app()` outside the
+//! routes and the guards, so that no route can be built without them.
 //!
 //! The pages of the web UI load their scripts, styles and images from this
 //! server only and talk to nothing else; the policy forbids the rest

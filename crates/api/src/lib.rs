@@ -1,47 +1,76 @@
-//! The HTTP API (docs/api.md): jobs, logs, results, tokens, the audit
-//! trail, health, metrics and the job-list feed, each route behind the access rule of its
+//! The HTTP API (docs/api.md) and the web UI (docs/ui.md): jobs, logs,
+//! results, schedules, tokens, the audit trail, nodes, sealing, the
+//! logging configuration, health, metrics and the two live feeds (a log's
+//! tail and the job-list feed), each route behind the access rule of its
 //! role; every answer compressed as asked and with the security headers.
 //!
-//! Invariants: only this crate speaks JSON to clients; handlers hold no
-//! lock across I/O and never write to the store themselves (writes go
-//! through the engine and its pipeline); internal errors are logged, and
-//! clients get a stable code and a clean message.
+//! Where things are:
+//! - `routes`: every route declared once (method, path, handler, access,
+//!   body limit, timeout); [`app`], the access rules, the request limits
+//!   and the contract tests all read it. `handlers`: a module per resource
+//!   (`jobs`, `log` with its live `tail`, `feed`, `schedules`, `tokens`,
+//!   …), and `/healthz`.
+//! - The layers of [`app`], outermost first: `access` (each request as an
+//!   operation unit of the server's own logs), `headers` (the security
+//!   headers), `compress`, `guard` (foreign `Host`s, cross-site requests),
+//!   `limits` (URL, bodies, time, live viewers; `limits::body` reads a
+//!   body within its budgets), then `auth` per route (a bearer token
+//!   becomes an [`Identity`], `auth::rules` finds its route's rule in
+//!   `routes`, `auth::lease` ends a stream when its token does).
+//! - `extract` turns bad requests into errors naming the field; `error`
+//!   holds [`ErrorCode`], the one list of stable codes, and maps crate
+//!   errors to them; `openapi.json` is the OpenAPI document;
+//!   `contract_tests` holds both to the router and to docs/api.md.
+//! - `metrics`: `/metrics` in the format the scraper asks for, with
+//!   figures per job name and per schedule read from the store.
+//! - `ui`: the web UI's files, embedded from `crates/api/ui/` (plain ES
+//!   modules and one stylesheet, no build step), the one page served for
+//!   every UI path, and `whoami`. In `ui/`: `app.js` routes, `api.js`
+//!   calls the API (Server-Sent Events through `fetch`, so they carry the
+//!   token); `jobs.js`, `job.js`, `schedules.js`, `schedule*.js`,
+//!   `submit.js` and `audit.js` are the pages; `viewer.js` (fixed-height
+//!   rows) and `sources.js` (pages by seq range) the virtualized log,
+//!   `ansi.js` its colours; `result.js` and `result-worker.js` a result
+//!   as a tree parsed off the page's thread.
+//!
+//! Invariants:
+//! - Every route has exactly one rule; a request whose route has none is
+//!   refused to everybody. The UI's files hold no data and need no token.
+//! - Handlers hold no lock across I/O and never write to the store
+//!   themselves: reads go through `Store`, writes through the engine and
+//!   its pipeline.
+//! - A live stream (tail, feed) holds one broadcast subscription, taken
+//!   before it reads, and no task: a client that goes away drops it.
+//! - Every answer carries the security headers; event streams and backups
+//!   are never compressed. Log pages are bounded in bytes as well as
+//!   records (`joblog_store::MAX_PAGE_BYTES`).
+//! - Internal errors are logged; clients get a stable code and a clean
+//!   message (the binary's hand-written 503 uses [`ErrorCode`] too).
+//! - Job data reaches the UI's DOM only as text nodes and classes (a test
+//!   of `ui` refuses `innerHTML` and its kin); the token never goes in a
+//!   URL.
 
 mod access;
-mod audit;
 mod auth;
-mod backup;
 mod compress;
 #[cfg(test)]
 mod contract_tests;
 mod error;
 mod extract;
-mod feed;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
+mod handlers;
 pub mod headers;
 pub mod limits;
-mod listing;
-mod logging;
 mod metrics;
-mod navigation;
-mod nodes;
-mod result;
-mod routes;
-mod schedules;
-mod sealing;
-mod sse;
-mod tokens;
+pub mod routes;
 mod ui;
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::StatusCode;
+use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
 use axum::Router;
 use joblog_engine::Engine;
 use prometheus_client::registry::Registry;
@@ -127,43 +156,13 @@ impl AppState {
 }
 
 /// The whole HTTP surface, testable without a socket. Who may call each
-/// route is in [`rules::RULES`].
+/// route and what it takes is declared once in [`routes::ROUTES`].
 pub fn app(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/jobs", post(routes::submit).get(listing::list))
-        .route("/jobs/{id}", get(routes::show))
-        .route("/jobs/{id}/cancel", post(routes::cancel))
-        .route("/jobs/{id}/rerun", post(routes::rerun))
-        .route("/jobs/{id}/log", get(routes::log_page))
-        .route("/jobs/{id}/log/text", get(routes::log_text))
-        .route("/jobs/{id}/log/search", get(navigation::search))
-        .route("/jobs/{id}/log/outline", get(navigation::outline))
-        .route("/jobs/{id}/log/events", get(sse::log_events))
-        .route("/jobs/{id}/result", get(result::result))
-        .route("/schedules", get(schedules::list).post(schedules::create))
-        .route(
-            "/schedules/{id}",
-            get(schedules::show)
-                .patch(schedules::update)
-                .delete(schedules::delete),
-        )
-        .route("/schedules/{id}/run", post(schedules::run_now))
-        .route("/events", get(feed::job_events))
-        .route("/groom", post(routes::groom))
-        .route("/sealing", get(sealing::status).post(sealing::seal_all))
-        .route("/nodes", get(nodes::list))
-        .route("/audit", get(audit::list))
-        .route("/backup", get(backup::backup))
-        .route("/tokens", get(tokens::list).post(tokens::create))
-        .route("/tokens/{name}", delete(tokens::revoke))
-        .route("/logging", get(logging::show).put(logging::replace))
-        .route("/whoami", get(ui::whoami))
-        .route("/openapi.json", get(routes::openapi));
-    Router::new()
-        .nest("/api/v1", api)
-        .route("/metrics", get(metrics::metrics))
-        .route("/openapi.json", get(routes::openapi))
-        .route("/healthz", get(healthz))
+    let mut router = Router::new();
+    for route in routes::ROUTES {
+        router = router.route(route.path, route.method_router());
+    }
+    router
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,
@@ -193,43 +192,4 @@ pub fn app(state: AppState) -> Router {
         // counts the bytes as sent.
         .layer(middleware::from_fn(access::unit))
         .with_state(state)
-}
-
-/// 200 when the node takes jobs and its store answers and accepts writes;
-/// 503 otherwise, saying why.
-async fn healthz(State(state): State<AppState>) -> Response {
-    let engine = &state.engine;
-    // A database that is away can take a connect timeout to say so;
-    // health must answer sooner.
-    let read = match tokio::time::timeout(std::time::Duration::from_secs(2), engine.store().ping())
-        .await
-    {
-        Ok(r) => r,
-        Err(_) => Err(joblog_store::StoreError::Unavailable(
-            "no answer within 2 s".into(),
-        )),
-    };
-    let write = engine.pipeline().health();
-    let store = match (&read, &write) {
-        (Ok(()), joblog_pipeline::Health::Ok) => "ok".to_string(),
-        (Err(e), _) => {
-            tracing::error!(error = %e, "health check: store read failed");
-            "unavailable: reads fail".to_string()
-        }
-        (_, joblog_pipeline::Health::Failing(_)) => "unavailable: writes fail".to_string(),
-    };
-    let ok = store == "ok" && engine.is_accepting();
-    let body = serde_json::json!({
-        "status": if ok { "ok" } else { "unavailable" },
-        "store": store,
-        "accepting_jobs": engine.is_accepting(),
-        "node": engine.node(),
-        "pool_in_use": engine.in_use(),
-    });
-    let status = if ok {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (status, axum::Json(body)).into_response()
 }

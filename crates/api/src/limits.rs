@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use joblog_core::JobId;
 
 use crate::error::{ApiError, ErrorCode};
+use crate::routes::{BodyLimit, Timeout};
 use crate::AppState;
 
 pub mod body;
@@ -72,7 +73,10 @@ pub(crate) async fn enforce(State(state): State<AppState>, req: Request, next: N
         )
         .into_response();
     }
-    let body_limit = body_limit(limits, req.uri().path());
+    // The route's own limits, from its declaration; an unrouted path (a
+    // 404 to be) gets the small ones.
+    let route = crate::routes::find(req.method(), req.uri().path());
+    let body_limit = body_limit(limits, route.map_or(BodyLimit::Small, |r| r.body));
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -103,7 +107,7 @@ pub(crate) async fn enforce(State(state): State<AppState>, req: Request, next: N
         axum::body::Body::new(body::Metered::new(limited, budgets, held.clone()))
     });
     let _held = held;
-    if !timed(req.uri().path()) {
+    if route.is_some_and(|r| r.timeout == Timeout::Unbounded) {
         return next.run(req).await;
     }
     let timeout = limits.request_timeout;
@@ -122,22 +126,13 @@ pub(crate) async fn enforce(State(state): State<AppState>, req: Request, next: N
     }
 }
 
-/// A job submission may be large (scripts, environments); everything else
-/// is small.
-pub(crate) fn body_limit(limits: &Limits, path: &str) -> usize {
-    if path == "/api/v1/jobs" {
-        limits.max_body_bytes
-    } else {
-        SMALL_BODY_BYTES.min(limits.max_body_bytes)
+/// The byte limit of a route's body: a submission's is
+/// `http.max_body_bytes`, every other route's smaller.
+pub(crate) fn body_limit(limits: &Limits, body: BodyLimit) -> usize {
+    match body {
+        BodyLimit::Submission => limits.max_body_bytes,
+        BodyLimit::Small => SMALL_BODY_BYTES.min(limits.max_body_bytes),
     }
-}
-
-/// Whether `http.request_timeout` bounds the time to a route's answer.
-/// Not a backup's: its snapshot is made before the answer begins and takes
-/// as long as the database is large (it is an admin's route, not one a
-/// careless client can hold open).
-pub(crate) fn timed(path: &str) -> bool {
-    path != "/api/v1/backup"
 }
 
 fn humantime_secs(d: Duration) -> String {
@@ -360,14 +355,35 @@ mod tests {
 
     #[test]
     fn only_job_submissions_take_large_bodies() {
+        use axum::http::Method;
         let limits = Limits::default();
-        assert_eq!(body_limit(&limits, "/api/v1/jobs"), 1 << 20);
-        assert_eq!(body_limit(&limits, "/api/v1/tokens"), SMALL_BODY_BYTES);
+        let limit = |method: Method, path: &str| {
+            let route = crate::routes::find(&method, path).expect(path);
+            body_limit(&limits, route.body)
+        };
+        assert_eq!(limit(Method::POST, "/api/v1/jobs"), 1 << 20);
+        assert_eq!(limit(Method::POST, "/api/v1/tokens"), SMALL_BODY_BYTES);
+        assert_eq!(
+            limit(Method::POST, "/api/v1/jobs/7/rerun"),
+            SMALL_BODY_BYTES
+        );
+        let small = Limits {
+            max_body_bytes: 1024,
+            ..Limits::default()
+        };
+        assert_eq!(
+            body_limit(&small, BodyLimit::Small),
+            1024,
+            "never above the setting"
+        );
     }
 
     #[test]
     fn only_a_backup_is_not_bound_by_the_request_timeout() {
-        assert!(!timed("/api/v1/backup"));
-        assert!(timed("/api/v1/jobs"));
+        use axum::http::Method;
+        let timeout = |path: &str| crate::routes::find(&Method::GET, path).expect(path).timeout;
+        assert_eq!(timeout("/api/v1/backup"), Timeout::Unbounded);
+        assert_eq!(timeout("/api/v1/jobs"), Timeout::Request);
+        assert_eq!(timeout("/api/v1/jobs/7/log/events"), Timeout::Request);
     }
 }

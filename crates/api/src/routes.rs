@@ -1,482 +1,221 @@
-//! Handlers of `/api/v1`.
+//! Every route of the HTTP API, declared once: its method, path, handler,
+//! who may call it, how large a body it takes and whether
+//! `http.request_timeout` bounds it. The router ([`crate::app`]), the
+//! access rules ([`crate::rules`]), the request limits
+//! ([`crate::limits`]) and the contract tests are all read from
+//! [`ROUTES`], so a route is added in one place.
+//!
+//! The web UI's pages and files are not here: they hold no data and are
+//! served to anyone (`ui.rs`).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use axum::http::Method;
+use axum::routing::{on, MethodFilter, MethodRouter};
+use joblog_core::Role;
 
-use axum::body::Body;
-use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use joblog_core::{Job, JobId, NewJobRequest, Record, Stream, Timestamp};
-use joblog_store::GroomPolicy;
-use serde::{Deserialize, Serialize};
-
-use crate::error::{ApiError, ErrorCode};
-use crate::extract::{JobIdPath, JsonBody, QueryParams};
+use crate::auth::rules::Access;
+use crate::handlers::{
+    audit, backup, feed, groom, jobs, log, logging, nodes, schedules, sealing, tokens,
+};
 use crate::AppState;
 
-pub const DEFAULT_LOG_LIMIT: u32 = 1000;
-pub const MAX_LOG_LIMIT: u32 = 10_000;
-pub const MAX_WAIT_MS: u64 = 30_000;
-/// Bytes of a job's command shown in a listing; `GET /jobs/{id}` has all.
-pub const LISTED_COMMAND_BYTES: usize = 4096;
-
-pub async fn submit(
-    State(state): State<AppState>,
-    JsonBody(req): JsonBody<NewJobRequest>,
-) -> Result<Response, ApiError> {
-    let job = state.engine.submit(req).await?;
-    audit_submitted(&job, None);
-    Ok((StatusCode::CREATED, Json(job)).into_response())
+/// One route of the API.
+#[derive(Debug)]
+pub struct Route {
+    pub method: Method,
+    /// The router's pattern (`{id}`), as axum's `MatchedPath` gives it.
+    pub path: &'static str,
+    pub access: Access,
+    pub body: BodyLimit,
+    pub timeout: Timeout,
+    handler: fn() -> MethodRouter<AppState>,
 }
 
-/// The audit entry of a submission (the actor and peer come from the
-/// request's unit).
-fn audit_submitted(job: &Job, rerun_of: Option<i64>) {
-    tracing::Span::current().record("job_id", job.id);
-    tracing::info!(
-        audit = "job.submitted",
-        job_id = job.id,
-        name = job.name.as_deref(),
-        rerun_of,
-        "job {} submitted",
-        job.id
-    );
+/// The largest request body a route reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyLimit {
+    /// [`crate::limits::SMALL_BODY_BYTES`] (or `http.max_body_bytes` if
+    /// lower): a few small fields.
+    Small,
+    /// `http.max_body_bytes`: a job submission, with its script and
+    /// environment.
+    Submission,
 }
 
-pub(crate) async fn load_job(state: &AppState, id: JobId) -> Result<Job, ApiError> {
-    state
-        .engine
-        .store()
-        .get_job(id)
-        .await?
-        .ok_or_else(|| ApiError::job_not_found(id))
+/// Whether `http.request_timeout` bounds the time to a route's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeout {
+    Request,
+    /// Not bounded: a backup's snapshot is made before the answer begins
+    /// and takes as long as the database is large (an admin's route, not
+    /// one a careless client can hold open).
+    Unbounded,
 }
 
-pub async fn show(
-    State(state): State<AppState>,
-    JobIdPath(id): JobIdPath,
-) -> Result<Json<Job>, ApiError> {
-    Ok(Json(load_job(&state, id).await?))
-}
-
-/// The body of `POST /api/v1/jobs/{id}/rerun`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RerunRequest {
-    /// Values of the original job's secrets (by name), which joblog never
-    /// kept.
-    pub(crate) secrets: BTreeMap<String, String>,
-}
-
-/// Submits a job again as it was submitted (name, command or script,
-/// environment, timeout, directory), its secrets given anew.
-pub async fn rerun(
-    State(state): State<AppState>,
-    JobIdPath(id): JobIdPath,
-    JsonBody(req): JsonBody<RerunRequest>,
-) -> Result<Response, ApiError> {
-    let original = load_job(&state, id).await?;
-    let request = original
-        .rerun_request(req.secrets)
-        .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.to_string()))?;
-    let job = state.engine.submit(request).await?;
-    audit_submitted(&job, Some(id));
-    Ok((StatusCode::CREATED, Json(job)).into_response())
-}
-
-pub async fn cancel(
-    State(state): State<AppState>,
-    JobIdPath(id): JobIdPath,
-) -> Result<Json<Job>, ApiError> {
-    let job = state.engine.cancel(id).await?;
-    tracing::info!(
-        audit = "job.cancelled",
-        job_id = id,
-        state = job.state.name(),
-        "job {id} cancelled"
-    );
-    Ok(Json(job))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LogParams {
-    after_seq: Option<u64>,
-    before_seq: Option<u64>,
-    limit: Option<u32>,
-    streams: Option<String>,
-    wait_ms: Option<u64>,
-}
-
-/// A log page as asked for, checked.
-#[derive(Debug, PartialEq)]
-pub(crate) struct LogRequest {
-    pub after: u64,
-    /// A page read backwards: the records just before this seq (then
-    /// `after` is 0 and `wait` zero).
-    pub before: Option<u64>,
-    pub limit: u32,
-    /// `None`: every stream.
-    pub streams: Option<Vec<Stream>>,
-    /// How long a long poll may wait, at most [`MAX_WAIT_MS`].
-    pub wait: Duration,
-}
-
-impl LogParams {
-    /// The page asked for: `limit` 1 to [`MAX_LOG_LIMIT`] (default
-    /// [`DEFAULT_LOG_LIMIT`]), `streams` known, `wait_ms` capped, and a
-    /// page either after a seq or before one, only the first waiting. A
-    /// bad value → 400 naming the parameter.
-    pub(crate) fn request(self) -> Result<LogRequest, ApiError> {
-        let limit = check_limit(self.limit)?;
-        if self.before_seq.is_some() {
-            if self.after_seq.is_some() {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidQuery,
-                    "before_seq: a page goes one way; give before_seq or after_seq, not both",
-                ));
-            }
-            if self.wait_ms.is_some() {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidQuery,
-                    "wait_ms: only a page after a seq waits for records; not with before_seq",
-                ));
-            }
-        }
-        Ok(LogRequest {
-            after: self.after_seq.unwrap_or(0),
-            before: self.before_seq,
-            limit,
-            streams: parse_streams(self.streams.as_deref())?,
-            wait: Duration::from_millis(self.wait_ms.unwrap_or(0).min(MAX_WAIT_MS)),
-        })
+impl Route {
+    /// The handler, routed for this route's method only.
+    pub(crate) fn method_router(&self) -> MethodRouter<AppState> {
+        (self.handler)()
     }
-}
 
-/// A page's `limit`: 1 to [`MAX_LOG_LIMIT`], default [`DEFAULT_LOG_LIMIT`].
-pub(crate) fn check_limit(limit: Option<u32>) -> Result<u32, ApiError> {
-    let limit = limit.unwrap_or(DEFAULT_LOG_LIMIT);
-    if limit == 0 || limit > MAX_LOG_LIMIT {
-        return Err(ApiError::new(
-            ErrorCode::InvalidQuery,
-            format!("limit: must be 1 to {MAX_LOG_LIMIT}"),
-        ));
-    }
-    Ok(limit)
-}
-
-#[derive(Serialize)]
-struct LogPage {
-    records: Vec<Record>,
-    /// Where the next page starts; `null` once the job has finished and
-    /// nothing follows.
-    next_after_seq: Option<u64>,
-}
-
-/// A `streams` filter; `None` (every stream) when none is named, so that
-/// `streams=,` means what `streams=` does, not "no stream at all".
-pub(crate) fn parse_streams(s: Option<&str>) -> Result<Option<Vec<Stream>>, ApiError> {
-    let Some(s) = s else { return Ok(None) };
-    match Stream::parse_list(s) {
-        Ok(streams) => Ok(Some(streams).filter(|s| !s.is_empty())),
-        Err(e) => Err(ApiError::new(
-            ErrorCode::InvalidQuery,
-            format!("streams: {e}"),
-        )),
-    }
-}
-
-/// A page of the log. With `wait_ms`, a request for records that do not
-/// exist yet waits (long poll) until the writer commits some for this job
-/// or the job ends. With `before_seq`, the page read backwards from there.
-pub async fn log_page(
-    State(state): State<AppState>,
-    JobIdPath(id): JobIdPath,
-    QueryParams(p): QueryParams<LogParams>,
-) -> Result<Response, ApiError> {
-    let LogRequest {
-        after,
-        before,
-        limit,
-        streams,
-        wait,
-    } = p.request()?;
-    if let Some(before) = before {
-        return crate::navigation::earlier_page(&state, id, before, limit, streams).await;
-    }
-    let deadline = tokio::time::Instant::now() + wait;
-    // Subscribe before reading so that a commit between the read and the
-    // wait is not missed.
-    let mut commits = (!wait.is_zero()).then(|| state.engine.pipeline().subscribe());
-    loop {
-        // The job's state is read before its records: if it had finished,
-        // every record it wrote is already committed and in this read.
-        let finished = load_job(&state, id).await?.state.is_finished();
-        let records = state
-            .engine
-            .store()
-            .read_log(id, after, limit, streams.clone())
-            .await?;
-        let waiting = records.is_empty() && !finished;
-        if waiting {
-            if let Some(rx) = commits.as_mut() {
-                if wait_for_job(rx, id, after, deadline).await {
-                    continue;
-                }
-            }
-        }
-        let next_after_seq = match records.last() {
-            _ if joblog_store::page_is_full(&records, limit) => records.last().map(|r| r.seq),
-            _ if finished => None,
-            Some(r) => Some(r.seq),
-            None => Some(after),
-        };
-        let bytes: usize = records.iter().map(|r| r.message.len() + 96).sum();
-        return Ok(json_response(
-            &LogPage {
-                records,
-                next_after_seq,
-            },
-            bytes,
-        ));
-    }
-}
-
-/// Waits until a commit brings records of `id` past `after` or ends it
-/// (true), or the deadline passes (false).
-async fn wait_for_job(
-    rx: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<joblog_pipeline::Committed>>,
-    id: JobId,
-    after: u64,
-    deadline: tokio::time::Instant,
-) -> bool {
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Err(_) => return false,
-            Ok(Ok(c)) => {
-                if c.touches_after(id, after) {
-                    return true;
-                }
-            }
-            // Missed some commits: re-read rather than guess.
-            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => return true,
-            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return false,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TextParams {
-    pub(crate) streams: Option<String>,
-    pub(crate) timestamps: Option<bool>,
-    pub(crate) escape: Option<bool>,
-    pub(crate) format: Option<TextFormat>,
-}
-
-/// What `/log/text` writes: lines of text, or one record's JSON per line
-/// (as `GET /log` gives it: seq, time, stream, message, fields), which
-/// keeps what text loses — streams, times, levels and error marks.
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum TextFormat {
-    #[default]
-    Text,
-    Jsonl,
-}
-
-/// The whole log as plain text, streamed page by page so that memory does
-/// not grow with the log. Raw, it is the job's bytes as stored (control
-/// characters and escape sequences included), so it is sent as a file to
-/// save, not to show: a `curl` of it into a terminal would run them. With
-/// `escape=true` every control character but TAB is written visibly
-/// (`\x1b`, `\0`), for reading.
-pub async fn log_text(
-    State(state): State<AppState>,
-    JobIdPath(id): JobIdPath,
-    QueryParams(p): QueryParams<TextParams>,
-) -> Result<Response, ApiError> {
-    load_job(&state, id).await?;
-    let streams = parse_streams(p.streams.as_deref())?;
-    let format = p.format.unwrap_or_default();
-    if format == TextFormat::Jsonl && (p.timestamps.is_some() || p.escape.is_some()) {
-        return Err(ApiError::new(
-            ErrorCode::InvalidQuery,
-            "timestamps and escape apply to format=text; format=jsonl has every record's time, \
-             and JSON escapes control characters",
-        ));
-    }
-    let timestamps = p.timestamps.unwrap_or(false);
-    let escape = p.escape.unwrap_or(false);
-    let store = state.engine.store().clone();
-    let pages = futures_util::stream::unfold(Some(0u64), move |after| {
-        let store = store.clone();
-        let streams = streams.clone();
-        async move {
-            let after = after?;
-            match store.read_log(id, after, MAX_LOG_LIMIT, streams).await {
-                Ok(records) if records.is_empty() => None,
-                Ok(records) => {
-                    let next = records.last().map(|r| r.seq);
-                    let mut text = String::new();
-                    for r in &records {
-                        if format == TextFormat::Jsonl {
-                            // A record always serializes (strings and
-                            // numbers); a failure would be a bug, not input.
-                            text.push_str(&serde_json::to_string(r).unwrap_or_default());
-                            text.push('\n');
-                            continue;
-                        }
-                        if timestamps {
-                            text.push_str(&r.ts.to_rfc3339());
-                            text.push(' ');
-                        }
-                        if escape {
-                            text.push_str(&joblog_core::escape_display(&r.message, false));
-                        } else {
-                            text.push_str(&r.message);
-                        }
-                        text.push('\n');
+    /// Whether this route's pattern matches a request's path: `{…}`
+    /// stands for one non-empty segment.
+    pub fn matches(&self, path: &str) -> bool {
+        let mut pattern = self.path.split('/');
+        let mut given = path.split('/');
+        loop {
+            match (pattern.next(), given.next()) {
+                (None, None) => return true,
+                (Some(p), Some(g)) if p.starts_with('{') && p.ends_with('}') => {
+                    if g.is_empty() {
+                        return false;
                     }
-                    Some((Ok::<_, std::io::Error>(text), next))
                 }
-                Err(e) => {
-                    tracing::error!(job = id, error = %e, "reading log for text download");
-                    Some((Err(std::io::Error::other("log read failed")), None))
-                }
+                (Some(p), Some(g)) if p == g => {}
+                _ => return false,
             }
         }
-    });
-    let (disposition, content_type) = match (format, escape) {
-        (TextFormat::Jsonl, _) => (
-            format!("attachment; filename=\"job-{id}.jsonl\""),
-            "application/x-ndjson",
-        ),
-        (TextFormat::Text, true) => ("inline".to_string(), "text/plain; charset=utf-8"),
-        (TextFormat::Text, false) => (
-            format!("attachment; filename=\"job-{id}.log\""),
-            "text/plain; charset=utf-8",
-        ),
+    }
+}
+
+/// The route a request reaches, by method and path; `HEAD` finds `GET`'s,
+/// as axum routes it.
+pub fn find(method: &Method, path: &str) -> Option<&'static Route> {
+    let method = if method == Method::HEAD {
+        &Method::GET
+    } else {
+        method
     };
-    Ok((
-        [
-            (header::CONTENT_TYPE, content_type.to_string()),
-            (header::CONTENT_DISPOSITION, disposition),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
-        ],
-        // Fused: an encoder of the compression layer polls again after the
-        // end, which a bare `unfold` answers with a panic.
-        Body::from_stream(futures_util::StreamExt::fuse(pages)),
-    )
-        .into_response())
+    ROUTES
+        .iter()
+        .find(|r| r.method == method && r.matches(path))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GroomRequest {
-    pub(crate) older_than_s: Option<f64>,
-    pub(crate) keep_per_name: Option<u32>,
-    /// Only say what would be deleted.
-    #[serde(default)]
-    pub(crate) dry_run: bool,
+/// Picks an optional clause of [`routes!`], else its default.
+macro_rules! or_default {
+    ($default:expr) => {
+        $default
+    };
+    ($default:expr, $given:expr) => {
+        $given
+    };
 }
 
-/// Jobs a dry run lists one by one; past it, only counted.
-const DRY_RUN_LISTED: usize = 1000;
+/// `METHOD "path" => handler, access [, body B] [, timeout T];`
+macro_rules! routes {
+    ($(
+        $method:ident $path:literal => $handler:path, $access:expr
+            $(, body $body:ident)? $(, timeout $timeout:ident)?;
+    )+) => {
+        /// Every route of the API, in the order docs/api.md lists them.
+        pub static ROUTES: &[Route] = &[$(
+            Route {
+                method: Method::$method,
+                path: $path,
+                access: $access,
+                body: or_default!(BodyLimit::Small $(, BodyLimit::$body)?),
+                timeout: or_default!(Timeout::Request $(, Timeout::$timeout)?),
+                handler: || on(MethodFilter::$method, $handler),
+            },
+        )+];
+    };
+}
 
-impl GroomRequest {
-    /// What to delete, `older_than_s` counted back from `now`; at least
-    /// one criterion. A bad value → 400 naming the field.
-    pub(crate) fn policy(&self, now: Timestamp) -> Result<GroomPolicy, ApiError> {
-        if self.older_than_s.is_none() && self.keep_per_name.is_none() {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                "give older_than_s, keep_per_name or both",
-            ));
+use Access::Public;
+const VIEWER: Access = Access::Role(Role::Viewer);
+const OPERATOR: Access = Access::Role(Role::Operator);
+const ADMIN: Access = Access::Role(Role::Admin);
+
+routes! {
+    GET "/healthz" => crate::handlers::healthz, Public;
+    GET "/openapi.json" => crate::handlers::openapi, Public;
+    GET "/api/v1/openapi.json" => crate::handlers::openapi, Public;
+    GET "/api/v1/whoami" => crate::ui::whoami, VIEWER;
+    GET "/metrics" => crate::metrics::metrics, VIEWER;
+    GET "/api/v1/jobs" => jobs::listing::list, VIEWER;
+    POST "/api/v1/jobs" => jobs::submit, OPERATOR, body Submission;
+    GET "/api/v1/jobs/{id}" => jobs::show, VIEWER;
+    POST "/api/v1/jobs/{id}/cancel" => jobs::cancel, OPERATOR;
+    POST "/api/v1/jobs/{id}/rerun" => jobs::rerun, OPERATOR;
+    GET "/api/v1/jobs/{id}/log" => log::log_page, VIEWER;
+    GET "/api/v1/jobs/{id}/log/text" => log::log_text, VIEWER;
+    GET "/api/v1/jobs/{id}/log/search" => log::navigation::search, VIEWER;
+    GET "/api/v1/jobs/{id}/log/outline" => log::navigation::outline, VIEWER;
+    GET "/api/v1/jobs/{id}/log/events" => log::tail::log_events, VIEWER;
+    GET "/api/v1/jobs/{id}/result" => jobs::result::result, VIEWER;
+    GET "/api/v1/events" => feed::job_events, VIEWER;
+    GET "/api/v1/schedules" => schedules::list, VIEWER;
+    POST "/api/v1/schedules" => schedules::create, OPERATOR;
+    GET "/api/v1/schedules/{id}" => schedules::show, VIEWER;
+    PATCH "/api/v1/schedules/{id}" => schedules::update, OPERATOR;
+    DELETE "/api/v1/schedules/{id}" => schedules::delete, OPERATOR;
+    POST "/api/v1/schedules/{id}/run" => schedules::run_now, OPERATOR;
+    POST "/api/v1/groom" => groom::groom, ADMIN;
+    GET "/api/v1/sealing" => sealing::status, VIEWER;
+    POST "/api/v1/sealing" => sealing::seal_all, ADMIN;
+    GET "/api/v1/nodes" => nodes::list, VIEWER;
+    GET "/api/v1/backup" => backup::backup, ADMIN, timeout Unbounded;
+    GET "/api/v1/audit" => audit::list, ADMIN;
+    GET "/api/v1/tokens" => tokens::list, ADMIN;
+    POST "/api/v1/tokens" => tokens::create, ADMIN;
+    DELETE "/api/v1/tokens/{name}" => tokens::revoke, ADMIN;
+    GET "/api/v1/logging" => logging::show, ADMIN;
+    PUT "/api/v1/logging" => logging::replace, ADMIN;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_unique_and_head_finds_get() {
+        for (i, r) in ROUTES.iter().enumerate() {
+            assert!(
+                !ROUTES[i + 1..]
+                    .iter()
+                    .any(|o| o.method == r.method && o.path == r.path),
+                "{} {} is declared twice",
+                r.method,
+                r.path
+            );
         }
-        let finished_before = match self.older_than_s {
-            None => None,
-            Some(s) if s.is_finite() && s >= 0.0 => {
-                // `as` saturates; the subtraction must too (older_than_s=1e300).
-                Some(now.micros().saturating_sub((s * 1_000_000.0) as i64))
-            }
-            Some(_) => {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    "older_than_s: must be a number of seconds ≥ 0",
-                ))
-            }
-        };
-        Ok(GroomPolicy {
-            finished_before,
-            keep_per_name: self.keep_per_name,
-        })
+        let head = find(&Method::HEAD, "/api/v1/jobs").expect("HEAD /api/v1/jobs");
+        assert_eq!((&head.method, head.path), (&Method::GET, "/api/v1/jobs"));
+        assert!(find(&Method::PUT, "/api/v1/jobs").is_none());
     }
-}
 
-pub async fn groom(
-    State(state): State<AppState>,
-    JsonBody(req): JsonBody<GroomRequest>,
-) -> Result<Json<impl Serialize>, ApiError> {
-    let policy = req.policy(Timestamp::now())?;
-    if req.dry_run {
-        // What the same call without dry_run would delete now: the same
-        // candidates, counted from their rows (the log is not scanned).
-        let store = state.engine.store();
-        let mut listed = Vec::new();
-        let mut records = 0;
-        let candidates = store.groom_candidates(policy).await?;
-        for &id in &candidates {
-            let Some(mut job) = store.get_job(id).await? else {
-                continue;
-            };
-            records += job.log.records;
-            if listed.len() < DRY_RUN_LISTED {
-                job.abbreviate(LISTED_COMMAND_BYTES);
-                listed.push(job);
-            }
-        }
-        return Ok(Json(serde_json::json!({
-            "dry_run": true,
-            "jobs_deleted": candidates.len(),
-            "records_deleted": records,
-            "jobs": listed,
-        })));
+    #[test]
+    fn a_pattern_matches_one_non_empty_segment_per_parameter() {
+        let show = find(&Method::GET, "/api/v1/jobs/7").expect("a job");
+        assert_eq!(show.path, "/api/v1/jobs/{id}");
+        assert!(show.matches("/api/v1/jobs/abc"));
+        assert!(!show.matches("/api/v1/jobs/"));
+        assert!(!show.matches("/api/v1/jobs/7/log"));
+        assert!(!show.matches("/api/v1/jobs"));
+        assert_eq!(
+            find(&Method::GET, "/api/v1/jobs/7/log/text").map(|r| r.path),
+            Some("/api/v1/jobs/{id}/log/text")
+        );
     }
-    let report = state.engine.groom(policy).await?;
-    tracing::info!(
-        audit = "job.groomed",
-        jobs = report.jobs_deleted,
-        records = report.records_deleted,
-        "groomed {} jobs",
-        report.jobs_deleted
-    );
-    Ok(Json(serde_json::json!({
-        "dry_run": false,
-        "jobs_deleted": report.jobs_deleted,
-        "records_deleted": report.records_deleted,
-    })))
-}
 
-/// JSON encoded in one pre-sized buffer: for large pages this is cheaper
-/// than axum's `Json`, which writes through many small buffer appends.
-pub(crate) fn json_response<T: Serialize>(value: &T, size_hint: usize) -> Response {
-    let mut body = Vec::with_capacity(size_hint + 64);
-    match serde_json::to_writer(&mut body, value) {
-        Ok(()) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "encoding a response");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    #[test]
+    fn only_a_submission_takes_a_large_body_and_only_a_backup_is_untimed() {
+        for r in ROUTES {
+            let submission = r.method == Method::POST && r.path == "/api/v1/jobs";
+            assert_eq!(
+                r.body == BodyLimit::Submission,
+                submission,
+                "{} {}",
+                r.method,
+                r.path
+            );
+            let backup = r.path == "/api/v1/backup";
+            assert_eq!(
+                r.timeout == Timeout::Unbounded,
+                backup,
+                "{} {}",
+                r.method,
+                r.path
+            );
         }
     }
-}
-
-pub async fn openapi() -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        include_str!("openapi.json"),
-    )
-        .into_response()
 }

@@ -450,14 +450,10 @@ async fn bad_input_gets_a_clear_error(db: TestDatabase) {
         "/api/v1/jobs/0",
         "/api/v1/jobs/-3/result",
     ] {
-        assert_error(
-            &get(r, uri).await,
-            StatusCode::BAD_REQUEST,
-            "invalid_job_id",
-        );
+        assert_error(&get(r, uri).await, StatusCode::BAD_REQUEST, "invalid_id");
     }
     let reply = post_raw(r, "/api/v1/jobs/1.5/cancel", "").await;
-    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_job_id");
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_id");
     assert_error(
         &get(r, "/api/v1/nothing-here").await,
         StatusCode::NOT_FOUND,
@@ -1408,7 +1404,7 @@ async fn the_event_stream_refuses_bad_requests_before_it_starts(db: TestDatabase
         .await
         .err()
         .expect("no stream for a bad id");
-    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_job_id");
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_id");
 
     let id = id_of(&run_sh(r, "echo hi").await);
     for (query, param) in [

@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 
 use super::JsonBody;
 use crate::error::{ApiError, ErrorCode};
-use crate::routes::GroomRequest;
-use crate::tokens::CreateToken;
+use crate::handlers::groom::GroomRequest;
+use crate::handlers::tokens::CreateToken;
 
 /// The real extractor on a body sent with `content_type`, read through
 /// the bound `limits::enforce` puts on it.

@@ -12,12 +12,12 @@ use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 
 use super::QueryParams;
-use crate::audit::AuditParams;
 use crate::error::{ApiError, ErrorCode};
-use crate::listing::ListParams;
-use crate::navigation::{SearchParams, SearchRequest};
-use crate::routes::{parse_streams, LogParams, LogRequest, TextParams};
-use crate::sse::EventsParams;
+use crate::handlers::audit::AuditParams;
+use crate::handlers::jobs::listing::ListParams;
+use crate::handlers::log::navigation::{SearchParams, SearchRequest};
+use crate::handlers::log::tail::EventsParams;
+use crate::handlers::log::{parse_streams, LogParams, LogRequest, TextParams};
 
 /// The real extractor on a request for `/x?{query}`.
 fn extract<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
@@ -366,7 +366,7 @@ proptest! {
     fn a_log_query_round_trips(
         after in prop::option::of(any::<u64>()),
         before in any::<u64>(),
-        limit in prop::option::of(1u32..=crate::routes::MAX_LOG_LIMIT),
+        limit in prop::option::of(1u32..=crate::handlers::log::MAX_LOG_LIMIT),
         streams in prop::option::of(stream_list()),
         wait_ms in prop::option::of(any::<u64>()),
         flags in (prop::option::of(any::<bool>()), prop::option::of(any::<bool>())),
@@ -391,7 +391,7 @@ proptest! {
             LogRequest {
                 after: after.unwrap_or(0),
                 before: None,
-                limit: limit.unwrap_or(crate::routes::DEFAULT_LOG_LIMIT),
+                limit: limit.unwrap_or(crate::handlers::log::DEFAULT_LOG_LIMIT),
                 streams: filter.clone(),
                 wait: std::time::Duration::from_millis(wait_ms.unwrap_or(0).min(30_000)),
             }
@@ -414,7 +414,7 @@ proptest! {
                 LogRequest {
                     after: 0,
                     before: Some(before),
-                    limit: limit.unwrap_or(crate::routes::DEFAULT_LOG_LIMIT),
+                    limit: limit.unwrap_or(crate::handlers::log::DEFAULT_LOG_LIMIT),
                     streams: filter.clone(),
                     wait: std::time::Duration::ZERO,
                 }
@@ -439,7 +439,7 @@ proptest! {
     fn a_search_query_round_trips(
         text in prop_oneof![4 => "\\PC{1,64}", 1 => "\\PC{0,300}", 1 => any::<String>()],
         after in prop::option::of(any::<u64>()),
-        limit in prop::option::of(1u32..=crate::routes::MAX_LOG_LIMIT),
+        limit in prop::option::of(1u32..=crate::handlers::log::MAX_LOG_LIMIT),
         streams in prop::option::of(stream_list()),
         how in encoding(),
         order in order(),
@@ -461,7 +461,7 @@ proptest! {
             SearchRequest {
                 search: joblog_core::LogSearch::new(&text).unwrap(),
                 after: after.unwrap_or(0),
-                limit: limit.unwrap_or(crate::routes::DEFAULT_LOG_LIMIT),
+                limit: limit.unwrap_or(crate::handlers::log::DEFAULT_LOG_LIMIT),
                 streams: streams.map(|s| s.0).filter(|s| !s.is_empty()),
             }
         );

@@ -208,11 +208,7 @@ async fn bad_navigation_requests_are_refused_naming_the_parameter(db: TestDataba
         "/api/v1/jobs/abc/log/search?q=hi",
         "/api/v1/jobs/0/log/outline",
     ] {
-        assert_error(
-            &get(r, uri).await,
-            StatusCode::BAD_REQUEST,
-            "invalid_job_id",
-        );
+        assert_error(&get(r, uri).await, StatusCode::BAD_REQUEST, "invalid_id");
     }
     t.shutdown().await;
 }

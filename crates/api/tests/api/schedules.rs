@@ -237,7 +237,7 @@ async fn bad_schedules_are_refused_naming_the_field(db: TestDatabase) {
     assert_error(
         &get(r, "/api/v1/schedules/x").await,
         StatusCode::BAD_REQUEST,
-        "invalid_path",
+        "invalid_id",
     );
     assert_error(
         &get(r, "/api/v1/schedules/99").await,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::QueryParams;
-use crate::routes::LISTED_COMMAND_BYTES;
+use crate::handlers::jobs::LISTED_COMMAND_BYTES;
 use crate::AppState;
 
 #[derive(Deserialize)]

@@ -26,7 +26,8 @@ use tokio::sync::broadcast::Receiver;
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JobIdPath, QueryParams};
-use crate::routes::{load_job, parse_streams, DEFAULT_LOG_LIMIT};
+use crate::handlers::jobs::load_job;
+use crate::handlers::log::{parse_streams, DEFAULT_LOG_LIMIT};
 use crate::AppState;
 
 /// Records per store read; also the most a viewer holds in memory (the
@@ -274,8 +275,8 @@ impl Tail {
             .unwrap_or(true)
     }
 
-    /// Ends the stream with `event: error` and a clean `{"code",
-    /// "message"}` (the cause was logged where the `ApiError` was made).
+    /// Ends the stream with `event: error` and the error as every
+    /// answer gives it, `{"error": {"code", "message"}}` (the cause was logged where the `ApiError` was made).
     fn fail(&mut self, e: &ApiError) -> Event {
         tracing::warn!(
             job = self.id,
@@ -284,8 +285,7 @@ impl Tail {
         );
         self.step = Step::Done;
         self.page.clear();
-        let body = serde_json::json!({"code": e.code.as_str(), "message": e.message});
-        Event::default().event("error").data(body.to_string())
+        Event::default().event("error").data(e.body().to_string())
     }
 }
 

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JobIdPath, QueryParams};
-use crate::routes::{check_limit, json_response, load_job, parse_streams};
+use crate::handlers::jobs::load_job;
+use crate::handlers::json_response;
+use crate::handlers::log::{check_limit, parse_streams};
 use crate::AppState;
 
 #[derive(Serialize)]

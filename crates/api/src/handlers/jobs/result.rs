@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::JobIdPath;
-use crate::routes::load_job;
+use crate::handlers::jobs::load_job;
 use crate::AppState;
 
 /// Pieces of decoded JSON in flight between the decoder and the socket:

@@ -25,8 +25,8 @@ use tokio::sync::broadcast::Receiver;
 use tokio::time::Instant;
 
 use crate::error::ApiError;
+use crate::handlers::log::tail::{event_stream, json_event};
 use crate::limits::ViewerSlot;
-use crate::sse::{event_stream, json_event};
 use crate::AppState;
 
 /// The least time between two events of one viewer: a page re-read per
@@ -198,13 +198,12 @@ impl Feed {
         }
     }
 
-    /// Ends the stream with `event: error` and a clean `{"code",
-    /// "message"}`.
+    /// Ends the stream with `event: error` and the error as every
+    /// answer gives it, `{"error": {"code", "message"}}`.
     fn fail(&mut self, e: &ApiError) -> Event {
         self.closed = true;
         self.pending.changes = Changes::default();
-        let body = serde_json::json!({"code": e.code.as_str(), "message": e.message});
-        Event::default().event("error").data(body.to_string())
+        Event::default().event("error").data(e.body().to_string())
     }
 }
 

@@ -20,7 +20,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ScheduleIdPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        positive_id(parts, state, "schedule", ErrorCode::InvalidPath)
+        positive_id(parts, state, "schedule")
             .await
             .map(ScheduleIdPath)
     }

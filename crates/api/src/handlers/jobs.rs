@@ -1,0 +1,99 @@
+//! The jobs: submit one, show one, rerun and cancel it; the listing
+//! (`listing`) and the result (`result`) are its parts.
+
+pub mod listing;
+pub mod result;
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use joblog_core::{Job, JobId, NewJobRequest};
+use serde::Deserialize;
+
+use crate::error::{ApiError, ErrorCode};
+use crate::extract::{JobIdPath, JsonBody};
+use crate::AppState;
+
+/// Bytes of a job's command shown in a listing; `GET /jobs/{id}` has all.
+pub const LISTED_COMMAND_BYTES: usize = 4096;
+
+pub async fn submit(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<NewJobRequest>,
+) -> Result<Response, ApiError> {
+    let job = state.engine.submit(req).await?;
+    audit_submitted(&job, None);
+    Ok((StatusCode::CREATED, Json(job)).into_response())
+}
+
+/// The audit entry of a submission (the actor and peer come from the
+/// request's unit).
+fn audit_submitted(job: &Job, rerun_of: Option<i64>) {
+    tracing::Span::current().record("job_id", job.id);
+    tracing::info!(
+        audit = "job.submitted",
+        job_id = job.id,
+        name = job.name.as_deref(),
+        rerun_of,
+        "job {} submitted",
+        job.id
+    );
+}
+
+pub(crate) async fn load_job(state: &AppState, id: JobId) -> Result<Job, ApiError> {
+    state
+        .engine
+        .store()
+        .get_job(id)
+        .await?
+        .ok_or_else(|| ApiError::job_not_found(id))
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+) -> Result<Json<Job>, ApiError> {
+    Ok(Json(load_job(&state, id).await?))
+}
+
+/// The body of `POST /api/v1/jobs/{id}/rerun`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RerunRequest {
+    /// Values of the original job's secrets (by name), which joblog never
+    /// kept.
+    pub(crate) secrets: BTreeMap<String, String>,
+}
+
+/// Submits a job again as it was submitted (name, command or script,
+/// environment, timeout, directory), its secrets given anew.
+pub async fn rerun(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+    JsonBody(req): JsonBody<RerunRequest>,
+) -> Result<Response, ApiError> {
+    let original = load_job(&state, id).await?;
+    let request = original
+        .rerun_request(req.secrets)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.to_string()))?;
+    let job = state.engine.submit(request).await?;
+    audit_submitted(&job, Some(id));
+    Ok((StatusCode::CREATED, Json(job)).into_response())
+}
+
+pub async fn cancel(
+    State(state): State<AppState>,
+    JobIdPath(id): JobIdPath,
+) -> Result<Json<Job>, ApiError> {
+    let job = state.engine.cancel(id).await?;
+    tracing::info!(
+        audit = "job.cancelled",
+        job_id = id,
+        state = job.state.name(),
+        "job {id} cancelled"
+    );
+    Ok(Json(job))
+}
