@@ -13,7 +13,7 @@ use joblog_oplog::queue::Overflow;
 use joblog_pipeline::LogLimits;
 use joblog_store::SyncMode;
 
-use super::declare::settings;
+use super::declare::{settings, Range};
 use super::value::{ByteSize, HostList, SinkList};
 
 /// The engine's own defaults, so that a setting's default and the library's
@@ -38,17 +38,19 @@ settings! {
     /// Default: the SQLite file `joblog.db` in the data directory.
     database: Option<String> = None,
         key "database", env "JOBLOG_DATABASE_URL", flag Some("database");
-    /// Jobs run at once on this node (1 to 10000).
+    /// Jobs run at once on this node.
     max_concurrency: usize = engine().max_concurrency,
-        key "max_concurrency", env "JOBLOG_MAX_CONCURRENCY", flag Some("max-concurrency");
+        key "max_concurrency", env "JOBLOG_MAX_CONCURRENCY", flag Some("max-concurrency"),
+            range Range::between(1, 10_000);
     /// This node's name, stored with the jobs it runs. Default:
     /// `hostname:port`, so that two nodes on one host differ.
     node: Option<String> = None,
         key "node", env "JOBLOG_NODE", flag Some("node");
     /// With PostgreSQL: a node silent for this long is taken for dead and
-    /// its running jobs become `interrupted` (at least 1s).
+    /// its running jobs become `interrupted`.
     heartbeat_timeout: Duration = engine().heartbeat_timeout,
-        key "heartbeat_timeout", env "JOBLOG_HEARTBEAT_TIMEOUT", flag Some("heartbeat-timeout");
+        key "heartbeat_timeout", env "JOBLOG_HEARTBEAT_TIMEOUT", flag Some("heartbeat-timeout"),
+            range Range::at_least(Duration::from_secs(1));
     /// Bootstrap API token (an admin, at least 32 characters): with it,
     /// every call but `/healthz` and `/openapi.json` needs
     /// `Authorization: Bearer <token>`. Prefer `token_file`: a flag shows
@@ -89,7 +91,8 @@ settings! {
         key "log.max_records", env "JOBLOG_LOG_MAX_RECORDS", flag Some("log-max-records");
     /// Message bytes kept per job, capped like `log.max_records`.
     log_max_bytes: ByteSize = ByteSize(LogLimits::default().max_bytes),
-        key "log.max_bytes", env "JOBLOG_LOG_MAX_BYTES", flag Some("log-max-bytes");
+        key "log.max_bytes", env "JOBLOG_LOG_MAX_BYTES", flag Some("log-max-bytes"),
+            range Range::at_least(ByteSize(1024));
     /// Records kept from the end of a job's log once it is over its cap
     /// (fewer than `log.max_records`).
     log_tail_records: usize = LogLimits::default().tail_records,
@@ -103,11 +106,13 @@ settings! {
     /// A job's result (the `JOBLOG_RESULT` file) is stored up to this
     /// size, compressed; past it the job fails and its log says why.
     max_result: ByteSize = ByteSize(engine().max_result_bytes),
-        key "max_result", env "JOBLOG_MAX_RESULT", flag Some("max-result");
+        key "max_result", env "JOBLOG_MAX_RESULT", flag Some("max-result"),
+            range Range::at_least(ByteSize(1));
     /// Jobs that may wait in the queue (of all nodes, on PostgreSQL); a
     /// submission past it gets `429 queue_full` with `Retry-After`.
     max_queued: u64 = engine().max_queued,
-        key "max_queued", env "JOBLOG_MAX_QUEUED", flag Some("max-queued");
+        key "max_queued", env "JOBLOG_MAX_QUEUED", flag Some("max-queued"),
+            range Range::at_least(1);
     /// Run every job as this user (a name, with its group and supplementary
     /// groups) instead of the server's own: jobs then cannot read the
     /// database, the token file or the logs. The server must start as
@@ -118,52 +123,68 @@ settings! {
     /// Schedules that may exist (of all nodes, on PostgreSQL); creating one
     /// more gets `409 too_many_schedules`.
     max_schedules: u64 = engine().max_schedules,
-        key "max_schedules", env "JOBLOG_MAX_SCHEDULES", flag Some("max-schedules");
+        key "max_schedules", env "JOBLOG_MAX_SCHEDULES", flag Some("max-schedules"),
+            range Range::at_least(1);
     /// Connections open at once; one more is answered `503
     /// too_many_connections` and closed.
     http_max_connections: usize = 1024,
-        key "http.max_connections", env "JOBLOG_HTTP_MAX_CONNECTIONS", flag Some("http-max-connections");
+        key "http.max_connections", env "JOBLOG_HTTP_MAX_CONNECTIONS", flag Some("http-max-connections"),
+            // More than a process may have files open on a usual system;
+            // a semaphore counts them, and panics past its (huge) maximum.
+            range Range::between(1, 1_000_000);
     /// Connections one client address may hold at once; one more gets
     /// `503 too_many_connections`. Behind a proxy every client has the
     /// proxy's address: raise it there.
     http_max_connections_per_address: usize = 256,
-        key "http.max_connections_per_address", env "JOBLOG_HTTP_MAX_CONNECTIONS_PER_ADDRESS", flag Some("http-max-connections-per-address");
+        key "http.max_connections_per_address", env "JOBLOG_HTTP_MAX_CONNECTIONS_PER_ADDRESS", flag Some("http-max-connections-per-address"),
+            range Range::at_least(1);
     /// Time a client has to send a request's headers, and that an idle
     /// keep-alive connection stays open; then it is closed.
     http_header_read_timeout: Duration = Duration::from_secs(10),
-        key "http.header_read_timeout", env "JOBLOG_HTTP_HEADER_READ_TIMEOUT", flag Some("http-header-read-timeout");
+        key "http.header_read_timeout", env "JOBLOG_HTTP_HEADER_READ_TIMEOUT", flag Some("http-header-read-timeout"),
+            range Range::at_least(Duration::from_secs(1));
     /// Request line and headers together; more gets `431`.
     http_max_header_bytes: ByteSize = ByteSize(16 << 10),
-        key "http.max_header_bytes", env "JOBLOG_HTTP_MAX_HEADER_BYTES", flag Some("http-max-header-bytes");
+        key "http.max_header_bytes", env "JOBLOG_HTTP_MAX_HEADER_BYTES", flag Some("http-max-header-bytes"),
+            range Range::at_least(ByteSize(8192));
     /// Path and query; longer gets `414 uri_too_long`.
     http_max_uri_bytes: ByteSize = ByteSize(Limits::default().max_uri_bytes as u64),
-        key "http.max_uri_bytes", env "JOBLOG_HTTP_MAX_URI_BYTES", flag Some("http-max-uri-bytes");
+        key "http.max_uri_bytes", env "JOBLOG_HTTP_MAX_URI_BYTES", flag Some("http-max-uri-bytes"),
+            range Range::at_least(ByteSize(256));
     /// Body of a job submission; other routes take at most 64KiB. More
     /// gets `413 body_too_large` (at once when `Content-Length` says so).
     http_max_body_bytes: ByteSize = ByteSize(Limits::default().max_body_bytes as u64),
-        key "http.max_body_bytes", env "JOBLOG_HTTP_MAX_BODY_BYTES", flag Some("http-max-body-bytes");
+        key "http.max_body_bytes", env "JOBLOG_HTTP_MAX_BODY_BYTES", flag Some("http-max-body-bytes"),
+            range Range::at_least(ByteSize(1024));
     /// From a request's headers to its answer's (a live tail's or a text
     /// log's body streams on after; a backup is not bound by it); then
     /// `408 request_timeout`. Above the longest long poll (30s).
     http_request_timeout: Duration = Limits::default().request_timeout,
-        key "http.request_timeout", env "JOBLOG_HTTP_REQUEST_TIMEOUT", flag Some("http-request-timeout");
+        key "http.request_timeout", env "JOBLOG_HTTP_REQUEST_TIMEOUT", flag Some("http-request-timeout"),
+            range Range::more_than(Duration::from_secs(30));
     /// Live viewers (SSE log tails and job-list feeds) open at once on this
     /// node; one more gets `429 too_many_viewers`.
     http_max_viewers: usize = Limits::default().max_viewers,
-        key "http.max_viewers", env "JOBLOG_HTTP_MAX_VIEWERS", flag Some("http-max-viewers");
+        key "http.max_viewers", env "JOBLOG_HTTP_MAX_VIEWERS", flag Some("http-max-viewers"),
+            range Range::at_least(1);
     /// Live-tail viewers of one job at once on this node.
     http_max_viewers_per_job: usize = Limits::default().max_viewers_per_job,
-        key "http.max_viewers_per_job", env "JOBLOG_HTTP_MAX_VIEWERS_PER_JOB", flag Some("http-max-viewers-per-job");
+        key "http.max_viewers_per_job", env "JOBLOG_HTTP_MAX_VIEWERS_PER_JOB", flag Some("http-max-viewers-per-job"),
+            range Range::at_least(1);
     /// Live viewers (log tails and job-list feeds) of one token at once on
     /// this node, or of one address for callers without a token; one more
     /// gets `429 too_many_viewers`.
     http_max_viewers_per_identity: usize = Limits::default().max_viewers_per_identity,
-        key "http.max_viewers_per_identity", env "JOBLOG_HTTP_MAX_VIEWERS_PER_IDENTITY", flag Some("http-max-viewers-per-identity");
+        key "http.max_viewers_per_identity", env "JOBLOG_HTTP_MAX_VIEWERS_PER_IDENTITY", flag Some("http-max-viewers-per-identity"),
+            range Range::at_least(1);
     /// Job names `/metrics` gives per-name figures of (last success, last
     /// failure, finished jobs by state): the most recently finished ones;
-    /// the rest are summed under `name="(other)"` (0 to 100000).
+    /// the rest are summed under `name="(other)"`.
     metrics_max_job_names: usize = joblog_api::DEFAULT_MAX_JOB_NAMES,
-        key "metrics.max_job_names", env "JOBLOG_METRICS_MAX_JOB_NAMES", flag Some("metrics-max-job-names");
+        key "metrics.max_job_names", env "JOBLOG_METRICS_MAX_JOB_NAMES", flag Some("metrics-max-job-names"),
+            // Each name costs a few series; a scrape of millions of
+            // series is no use to anyone.
+            range Range::at_most(100_000);
     /// Periodic retention: delete finished jobs older than this (with
     /// `retention.keep_per_name`, only those beyond the newest N of their
     /// name). Retention is off unless this or `keep_per_name` is set.
@@ -174,7 +195,8 @@ settings! {
         key "retention.keep_per_name", env "JOBLOG_RETENTION_KEEP_PER_NAME", flag Some("retention-keep-per-name");
     /// How often periodic retention runs.
     retention_every: Duration = Duration::from_secs(3600),
-        key "retention.every", env "JOBLOG_RETENTION_EVERY", flag Some("retention-every");
+        key "retention.every", env "JOBLOG_RETENTION_EVERY", flag Some("retention-every"),
+            range Range::at_least(Duration::from_secs(1));
     /// Audit entries older than this are deleted, at each retention round
     /// (whether or not jobs are); `0s` keeps them for ever.
     retention_audit: Duration = Duration::from_secs(365 * 24 * 3600),

@@ -56,18 +56,13 @@ fn hostname() -> String {
 /// Checks the settings against each other and derives what defaults to
 /// other settings (the database from the data dir, the node from the port).
 pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
+    s.check_ranges()?;
     let listen = s.listen;
     let token = bootstrap_token(s.token.clone(), s.token_file.as_deref())?;
     if !listen.ip().is_loopback() && token.is_none() {
         bail!(
             "refusing to listen on {listen} without an API token: set token_file (or JOBLOG_TOKEN), or listen on 127.0.0.1"
         );
-    }
-    if s.retention_every < Duration::from_secs(1) {
-        bail!("retention.every: must be at least 1s");
-    }
-    if s.log_max_bytes.0 < 1024 {
-        bail!("log.max_bytes: must be at least 1KiB");
     }
     let tls = match (s.tls_cert.clone(), s.tls_key.clone()) {
         (Some(cert), Some(key)) => Some((cert, key)),
@@ -90,20 +85,8 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
             }
         },
     };
-    if s.max_concurrency == 0 || s.max_concurrency > 10_000 {
-        bail!(
-            "max_concurrency: {} is not between 1 and 10000",
-            s.max_concurrency
-        );
-    }
-    if s.heartbeat_timeout < Duration::from_secs(1) {
-        bail!("heartbeat_timeout: must be at least 1s");
-    }
     if s.log_tail_records as u64 >= s.log_max_records {
         bail!("log.tail_records must be smaller than log.max_records");
-    }
-    if s.max_result.0 == 0 {
-        bail!("max_result: must be at least 1 byte (results are JSON)");
     }
     let node = s
         .node
@@ -190,10 +173,6 @@ pub(crate) fn logging(s: &Settings) -> anyhow::Result<LoggingConfig> {
     })
 }
 
-/// Most job names `/metrics` may be asked to export: each costs a few
-/// series, and a scrape of millions of series is no use to anyone.
-const MAX_JOB_NAMES: usize = 100_000;
-
 /// `path` made absolute against the server's working directory at start
 /// (without resolving links): jobs run in directories of their own, so a
 /// relative path handed to one (`JOBLOG_RESULT`) would point elsewhere.
@@ -201,68 +180,9 @@ fn absolute(setting: &str, path: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(path).with_context(|| format!("{setting}: cannot use {:?}", path))
 }
 
-/// Most connections a node may hold open: more than a process may have
-/// files open on a usual system.
-const MAX_CONNECTIONS: usize = 1_000_000;
-
-/// The limits on connections and requests, each checked for a value that
-/// would make the server unusable.
+/// The limits on connections and requests (each one's range, which keeps
+/// out a value that would make the server unusable, is declared with it).
 fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
-    let at_least = |name: &str, value: u64, min: u64, unit: &str| {
-        if value < min {
-            bail!("{name}: must be at least {min}{unit}");
-        }
-        Ok(())
-    };
-    at_least("max_queued", s.max_queued, 1, "")?;
-    at_least("max_schedules", s.max_schedules, 1, "")?;
-    if s.metrics_max_job_names > MAX_JOB_NAMES {
-        bail!("metrics.max_job_names: must be at most {MAX_JOB_NAMES}");
-    }
-    at_least("http.max_connections", s.http_max_connections as u64, 1, "")?;
-    // A semaphore counts them, and panics past its (huge) maximum.
-    if s.http_max_connections > MAX_CONNECTIONS {
-        bail!("http.max_connections: must be at most {MAX_CONNECTIONS}");
-    }
-    at_least(
-        "http.max_header_bytes",
-        s.http_max_header_bytes.0,
-        8192,
-        " bytes",
-    )?;
-    at_least("http.max_uri_bytes", s.http_max_uri_bytes.0, 256, " bytes")?;
-    at_least(
-        "http.max_body_bytes",
-        s.http_max_body_bytes.0,
-        1024,
-        " bytes",
-    )?;
-    at_least("http.max_viewers", s.http_max_viewers as u64, 1, "")?;
-    at_least(
-        "http.max_viewers_per_identity",
-        s.http_max_viewers_per_identity as u64,
-        1,
-        "",
-    )?;
-    at_least(
-        "http.max_connections_per_address",
-        s.http_max_connections_per_address as u64,
-        1,
-        "",
-    )?;
-    at_least(
-        "http.max_viewers_per_job",
-        s.http_max_viewers_per_job as u64,
-        1,
-        "",
-    )?;
-    if s.http_header_read_timeout < Duration::from_secs(1) {
-        bail!("http.header_read_timeout: must be at least 1s");
-    }
-    // A long poll may wait 30 s for records: the timeout must let it.
-    if s.http_request_timeout <= Duration::from_secs(30) {
-        bail!("http.request_timeout: must be more than 30s (a long poll waits up to 30s)");
-    }
     let size = |b: crate::config::value::ByteSize| usize::try_from(b.0).unwrap_or(usize::MAX);
     Ok((
         HttpLimits {
