@@ -1,10 +1,44 @@
-//! joblog's domain types: jobs, records, streams, timestamps, job
-//! listings, what a log viewer asks of a log (earlier pages, searches,
-//! outlines), API token roles, the audit trail and the stored form of a
-//! job's result, with no I/O.
+//! joblog's domain types and pure computation: jobs, records, streams,
+//! timestamps, job listings, what a log viewer asks of a log (earlier
+//! pages, searches, outlines), nodes, API token roles, the audit trail,
+//! schedules, and the stored forms of a job's result and of a sealed log.
 //!
 //! Every other crate speaks in these types; this crate knows nothing about
 //! SQL, HTTP, processes or files.
+//!
+//! Where things are:
+//! - `job`: what a client submits, its checks (`NewJobRequest::validate`,
+//!   errors naming the field), what the store keeps, `Concurrency`;
+//!   `given`: what a job was given besides its command (for `rerun`).
+//! - `record`: records and streams; `time`: `Timestamp` (microseconds,
+//!   RFC 3339 UTC) and `parse_time_bound` (`24h` back, or a time);
+//!   `duration`: the one `parse_duration` and `Backoff`, the delays every
+//!   retry loop waits by (callers sleep); `size`: byte sizes.
+//! - `query`: a job listing (`JobQuery`: states, a name or a `NameGlob`,
+//!   node, creation window, page); `navigation`: pages backwards,
+//!   searches (A–Z folded, nothing else) and outlines; `node`: nodes and
+//!   the state each is judged to be in.
+//! - `token`: `Role` (viewer < operator < admin) and what is kept of a
+//!   token (its hash, never its text); `audit`: the trail's entries and
+//!   pages of them (`MAX_AUDIT_FIELD`).
+//! - `schedule`: a schedule as sent and checked; `timing` (cron, 5 fields
+//!   or 6 or a shortcut, in a compiled-in IANA zone; daylight saving as
+//!   Debian's cron), `policy` (`Overlap`, `Missed`, `Retries`), `plan`
+//!   (which fires a waking scheduler runs; missed ones counted up to
+//!   `MAX_COUNTED`), `stored` (a schedule as stored, its `PATCH`, and the
+//!   job a fire submits).
+//! - `result_blob` (docs/results.md) and `segment` (docs/segments.md):
+//!   versioned binary formats; `escape`: untrusted text made safe for a
+//!   terminal; `buckets`: histogram bounds as people write them.
+//! - `proptests`: every parser of typed text fed arbitrary Unicode.
+//!
+//! Invariants:
+//! - No I/O, no async, no threads; what depends on the time takes it as an
+//!   argument (`Timestamp::now` is for callers).
+//! - Stored formats are only added to: `Stream::code` is never renumbered,
+//!   and every released version of a result blob or a segment keeps
+//!   decoding, as the checked-in fixtures (`fixtures/`, `tests/fixtures/`)
+//!   prove. Damaged bytes are an error, never a panic.
 
 mod audit;
 mod buckets;

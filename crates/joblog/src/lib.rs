@@ -1,7 +1,54 @@
 //! The `joblog` package's code: the server (`serve`), the command-line
-//! client and the benchmarks. The binary only parses the command line and
-//! dispatches here; being a library also lets the end-to-end tests share
-//! the bench harness's helpers instead of keeping copies.
+//! client and the benchmarks. The binary (`main.rs`) only parses the
+//! command line and dispatches here; being a library also lets the
+//! end-to-end tests share the bench harness's helpers instead of keeping
+//! copies.
+//!
+//! Where things are:
+//! - `cli`: the command line as a whole, and the runtime every command
+//!   runs on (at most 32 blocking threads: each is a stack that a job's
+//!   `fork` copies). For `serve` the server's secrets leave the
+//!   environment before that runtime starts.
+//! - `config`: every setting of `joblog serve` declared once
+//!   (`settings.rs`, through `declare.rs`'s `settings!`), read from
+//!   `joblog.toml` < `JOBLOG_*` < flags and kept as text until the
+//!   setting's type parses it (`layers.rs`, `value.rs`), so an error names
+//!   the layer; `args.rs` the flags made from the declarations;
+//!   `sources.rs` where the settings came from, for the first log line
+//!   (names, never values); `reference.rs` the table of
+//!   docs/configuration.md, which a test keeps equal to it.
+//! - `serve`: `resolve` (settings checked against each other, defaults
+//!   derived, paths made absolute), `secrets`, `lock`, `perms`, `run_as`
+//!   and `logs` (the server's own logs, through `joblog_oplog`); `mod.rs`
+//!   starts store, pipeline, engine and API, and stops them in order:
+//!   engine, HTTP, logs flushed, pipeline closed and its writer joined,
+//!   logs stopped.
+//! - `http`: the HTTP server around the API's router (connection limits
+//!   with a reserve for admins, header timeouts, graceful stop); `tls`:
+//!   rustls certificates, reloaded on SIGHUP.
+//! - `client` (docs/cli.md): `args` the clap definitions, `api` the HTTP
+//!   client, `wire` lenient views of what the server sends, `commands`
+//!   and one module per command group producing data, `render` alone
+//!   turning it into text, tables or JSON.
+//! - `bench` (docs/benchmarks.md): `joblog bench`, one module per
+//!   scenario (`psu`, `ingest`, `dispatch`, `flood`, `tail`, `oplog`,
+//!   `result`, `schedule`), each returning an `output::Report` (Markdown,
+//!   raw figures as JSON, SVG charts from `chart`); `server` runs a real
+//!   `joblog serve` for a measurement, and gives the end-to-end tests
+//!   `free_port`; `stats` the figures. `build.rs` records the commit a
+//!   report was measured on.
+//! - `progress`: progress bars, drawn only on a terminal; `fuzzing`:
+//!   hidden entry points for the targets in `fuzz/`.
+//!
+//! Invariants:
+//! - `anyhow` is used in this crate only.
+//! - A setting exists once: its declaration gives it a file key, a
+//!   variable, a flag and its row in docs/configuration.md.
+//! - One server per data directory and per SQLite file: the locks are
+//!   taken before anything is opened or recovered.
+//! - Commands never print while they compute; rendering is separate.
+//! - Every TLS connection, served or made, uses rustls's ring provider;
+//!   nothing pulls in aws-lc.
 
 pub mod bench;
 mod cli;

@@ -1,18 +1,52 @@
 //! Where jobs and their logs are kept: one trait, one implementation per
 //! database (SQLite embedded, PostgreSQL shared by several nodes).
 //!
-//! Invariants: the store knows nothing about HTTP or processes; a job's log
-//! is append-only (rows are inserted, never UPDATEd, and only deleted by
-//! retention); all writes go through the single [`StoreWriter`] of a store,
-//! reads through [`Store`] on their own connections.
+//! The boundary: [`Store`] for reads (async; each implementation reads on
+//! a pool of connections of its own, kept open, never the writer's);
+//! [`StoreWriter`] for writes (one per store, driven by the pipeline's
+//! writer thread: a batch of [`WriteOp`]s applied in one transaction, all
+//! or nothing, each op answered by its own kind of [`Outcome`]); [`Committed`]
+//! (what a commit made durable, for live followers and other nodes); and
+//! [`open`], with [`Database::of`] naming what a URL points to before
+//! anything is opened. `ops` holds the ops, `committed`, `open` and
+//! `error` the rest; `snapshot` a consistent copy of the store (SQLite
+//! only; PostgreSQL answers `Unsupported`, naming `pg_dump`).
 //!
 //! The logic is written once for both databases over `db` (a statement's
 //! texts, values, rows and a connection as the shared code sees it): the
-//! log's reads in `log_reads`, other reads in `reads`, job listings in
-//! `listing`, the audit trail's in `audit`, schedules in `schedules`, the
-//! writer's common ops in `writes`. `sqlite` and `postgres` hold only
-//! what really differs (schemas, connections, the append path, claims,
-//! nodes), each place saying why.
+//! log's reads in `log_reads` (with `sealed`, `navigation` and `outline`),
+//! other reads in `reads`, job listings in `listing`, the audit trail's in
+//! `audit`, schedules in `schedules`, the writer's common ops in `writes`,
+//! an interrupted job's last record in `interrupt`; `store_impl` lists the
+//! reads both stores answer alike. `sqlite` and `postgres` hold only what
+//! really differs (schemas, connections, the append path, claims, nodes,
+//! PostgreSQL's listener, partitions and TLS), each place saying why.
+//!
+//! Features: `testing` (`testing`: throwaway SQLite files and PostgreSQL
+//! databases, `backend_tests!`, a private PostgreSQL cluster; for the
+//! tests of this crate and those above it) and `bench` (`baseline`,
+//! `scratch`: what `joblog bench` measures beside the pipeline; only the
+//! `joblog` binary enables it). Neither is a default feature.
+//!
+//! Invariants:
+//! - The store knows nothing about HTTP, processes or metrics (a read
+//!   pool reports its waits through `StoreOptions::read_wait`).
+//! - A job's log is append-only: rows are inserted, never UPDATEd, and
+//!   deleted only by retention and sealing. Every record is in exactly one
+//!   form, a row or a sealed segment; the sealed ones are a prefix of the
+//!   log, and every log read runs in one snapshot.
+//! - All writes go through the single [`StoreWriter`] of a store.
+//! - Every statement a request runs is an index search, never a scan of a
+//!   table or a sort of what matched: the plan tests (`sqlite/tests.rs`,
+//!   `postgres/sql/tests.rs`) hold every statement to it.
+//! - Both stores answer alike: `tests/store.rs` runs every behaviour test
+//!   against each.
+//! - Errors say whether they are transient ([`StoreError::is_transient`]);
+//!   a refused configuration (a TLS certificate, a URL) is not.
+//! - API tokens are stored and found by their SHA-256; no method takes or
+//!   returns a token's text.
+//! - [`Committed`] crosses nodes in NOTIFY payloads: a field is only ever
+//!   added, and optional.
 
 mod audit;
 #[cfg(feature = "bench")]
