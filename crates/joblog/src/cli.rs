@@ -3,7 +3,10 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{bench, client, config, serve};
+use joblog_bench as bench;
+use joblog_client as client;
+
+use crate::{config, serve};
 
 #[derive(Parser, Debug)]
 #[command(

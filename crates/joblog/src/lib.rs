@@ -1,8 +1,6 @@
-//! The `joblog` package's code: the server (`serve`), the command-line
-//! client and the benchmarks. The binary (`main.rs`) only parses the
-//! command line and dispatches here; being a library also lets the
-//! end-to-end tests share the bench harness's helpers instead of keeping
-//! copies.
+//! The `joblog` package's code: the server (`serve`) and the command line
+//! that dispatches to it, to the client and to the benchmarks. The binary
+//! (`main.rs`) only parses the command line and calls `Cli::run`.
 //!
 //! Where things are:
 //! - `cli`: the command line as a whole, and the runtime every command
@@ -26,22 +24,15 @@
 //! - `http`: the HTTP server around the API's router (connection limits
 //!   with a reserve for admins, header timeouts, graceful stop); `tls`:
 //!   rustls certificates, reloaded on SIGHUP.
-//! - `client` (docs/cli.md): `args` the clap definitions, `api` the HTTP
-//!   client, `wire` lenient views of what the server sends, `commands`
-//!   and one module per command group producing data, `render` alone
-//!   turning it into text, tables or JSON.
-//! - `bench` (docs/benchmarks.md): `joblog bench`, one module per
-//!   scenario (`psu`, `ingest`, `dispatch`, `flood`, `tail`, `oplog`,
-//!   `result`, `schedule`), each returning an `output::Report` (Markdown,
-//!   raw figures as JSON, SVG charts from `chart`); `server` runs a real
-//!   `joblog serve` for a measurement, and gives the end-to-end tests
-//!   `free_port`; `stats` the figures. `build.rs` records the commit a
-//!   report was measured on.
-//! - `progress`: progress bars, drawn only on a terminal; `fuzzing`:
-//!   hidden entry points for the targets in `fuzz/`.
+//! - `fuzzing`: hidden entry points for the targets in `fuzz/`.
+//!
+//! The command-line client is `joblog-client` (crates/client) and
+//! `joblog bench` is `joblog-bench` (crates/bench); `cli` dispatches to
+//! them.
 //!
 //! Invariants:
-//! - `anyhow` is used in this crate only.
+//! - `anyhow` is used in the application crates only (this one, the
+//!   client, the benchmarks); the libraries below have `thiserror` enums.
 //! - A setting exists once: its declaration gives it a file key, a
 //!   variable, a flag and its row in docs/configuration.md.
 //! - One server per data directory and per SQLite file: the locks are
@@ -50,14 +41,11 @@
 //! - Every TLS connection, served or made, uses rustls's ring provider;
 //!   nothing pulls in aws-lc.
 
-pub mod bench;
 mod cli;
-pub mod client;
 pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
-mod progress;
 pub mod serve;
 mod tls;
 

@@ -37,14 +37,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use joblog::bench::server::free_port;
+use joblog_bench::server::free_port;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_joblog");
 
 /// An HTTP client for the tests (with the TLS provider joblog uses).
 fn http_client() -> reqwest::Client {
-    joblog::client::install_tls_provider();
+    joblog_client::install_tls_provider();
     reqwest::Client::new()
 }
 
@@ -109,7 +109,7 @@ impl Server {
         let mut headers = reqwest::header::HeaderMap::new();
         let value = format!("Bearer {token}").parse().expect("a header value");
         headers.insert(reqwest::header::AUTHORIZATION, value);
-        joblog::client::install_tls_provider();
+        joblog_client::install_tls_provider();
         self.http = reqwest::Client::builder()
             .default_headers(headers)
             .build()

@@ -24,9 +24,10 @@
 //!
 //! Features: `testing` (`testing`: throwaway SQLite files and PostgreSQL
 //! databases, `backend_tests!`, a private PostgreSQL cluster; for the
-//! tests of this crate and those above it) and `bench` (`baseline`,
-//! `scratch`: what `joblog bench` measures beside the pipeline; only the
-//! `joblog` binary enables it). Neither is a default feature.
+//! tests of this crate and those above it) and `bench` (`bench_support`:
+//! the store's way into PostgreSQL and its COPY, for the baseline designs
+//! of `joblog-bench`, which alone enables it). Neither is a default
+//! feature.
 //!
 //! Invariants:
 //! - The store knows nothing about HTTP, processes or metrics (a read
@@ -50,7 +51,7 @@
 
 mod audit;
 #[cfg(feature = "bench")]
-pub mod baseline;
+pub mod bench_support;
 mod committed;
 mod db;
 mod error;
@@ -65,8 +66,6 @@ pub mod postgres;
 mod reads;
 mod rows;
 mod schedules;
-#[cfg(feature = "bench")]
-pub mod scratch;
 pub mod sealed;
 mod snapshot;
 pub mod sqlite;

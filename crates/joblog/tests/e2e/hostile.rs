@@ -418,7 +418,7 @@ async fn connections_of_one_address_and_streams_of_one_identity_are_bounded() {
 
 /// A client with a connection of its own (not the shared pool's).
 fn http_client_for_reserve() -> reqwest::Client {
-    joblog::client::install_tls_provider();
+    joblog_client::install_tls_provider();
     reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
@@ -434,7 +434,7 @@ fn http_client_for_reserve() -> reqwest::Client {
 async fn http2_streams_share_one_connections_body_budget() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("data"), &[]).await;
-    joblog::client::install_tls_provider();
+    joblog_client::install_tls_provider();
     let h2 = reqwest::Client::builder()
         .http2_prior_knowledge()
         .build()

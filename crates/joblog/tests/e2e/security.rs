@@ -177,7 +177,7 @@ async fn https_with_a_private_ca_and_a_certificate_reloaded_on_sighup() {
     let key = dir.path().join("server-key.pem");
     std::fs::copy(&cert1, &cert).unwrap();
     std::fs::copy(&key1, &key).unwrap();
-    let port = joblog::bench::server::free_port().unwrap();
+    let port = joblog_bench::server::free_port().unwrap();
     let mut child = std::process::Command::new(BIN)
         .args([
             "serve",
@@ -264,7 +264,7 @@ fn plain_http_on_a_network_address_is_warned_about() {
     use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let admin = write_token_file(dir.path());
-    let port = joblog::bench::server::free_port().unwrap();
+    let port = joblog_bench::server::free_port().unwrap();
     let mut child = Command::new(BIN)
         .args([
             "serve",

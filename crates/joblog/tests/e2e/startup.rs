@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use joblog::bench::server::free_port;
+use joblog_bench::server::free_port;
 use joblog_store::testing::TestDatabase;
 use serde_json::{json, Value};
 

@@ -1,0 +1,84 @@
+//! Nodes as text: the `joblog nodes` table, the answering node marked.
+
+use super::escape_display;
+use super::job::{short_time, table};
+use crate::wire::NodeList;
+
+pub(super) fn nodes_table(list: &NodeList) -> String {
+    let header = [
+        "NAME",
+        "STATE",
+        "RUNNING",
+        "LAST HEARTBEAT",
+        "STARTED",
+        "VERSION",
+        "SECRETS",
+    ];
+    let rows: Vec<[String; 7]> = list
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut name = escape_display(&n.name, false).into_owned();
+            if n.name == list.this_node {
+                name.push_str(" *");
+            }
+            [
+                name,
+                escape_display(&n.state, false).into_owned(),
+                n.running_jobs.to_string(),
+                short_time(Some(&n.heartbeat_at)),
+                short_time(Some(&n.started_at)),
+                n.version.as_deref().map_or_else(
+                    || "-".to_string(),
+                    |v| escape_display(v, false).into_owned(),
+                ),
+                if n.secret_names.is_empty() {
+                    "-".to_string()
+                } else {
+                    escape_display(&n.secret_names.join(","), false).into_owned()
+                },
+            ]
+        })
+        .collect();
+    let mut text = table(
+        &header,
+        &rows,
+        &[false, false, true, false, false, false, false],
+    );
+    text.push_str("(* the node that answered)\n");
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::NodeView;
+
+    #[test]
+    fn nodes_are_listed_with_the_answering_one_marked() {
+        let node = |name: &str, state: &str, running: u64| NodeView {
+            name: name.into(),
+            state: state.into(),
+            version: Some("0.1.0".into()),
+            started_at: "2026-11-22T08:00:00.000000Z".into(),
+            heartbeat_at: "2026-11-22T10:15:01.000000Z".into(),
+            running_jobs: running,
+            secret_names: if running > 5 {
+                vec!["API_KEY".into(), "DB_PASSWORD".into()]
+            } else {
+                Vec::new()
+            },
+        };
+        let list = NodeList {
+            nodes: vec![node("a:7878", "up", 3), node("b:7878", "lapsed", 12)],
+            this_node: "a:7878".into(),
+        };
+        assert_eq!(
+            nodes_table(&list),
+            "NAME      STATE   RUNNING  LAST HEARTBEAT           STARTED                  VERSION  SECRETS\n\
+             a:7878 *  up            3  2026-11-22 10:15:01 UTC  2026-11-22 08:00:00 UTC  0.1.0    -\n\
+             b:7878    lapsed       12  2026-11-22 10:15:01 UTC  2026-11-22 08:00:00 UTC  0.1.0    API_KEY,DB_PASSWORD\n\
+             (* the node that answered)\n"
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! Schedules as text: the `schedule list` table and the `schedule show`
+//! listing. Every string from the server is escaped before it is shown.
+
+use super::escape_display;
+use super::job::{shell_quote, short_time, table};
+use crate::wire::ScheduleView;
+
+fn text(s: &str) -> String {
+    escape_display(s, false).into_owned()
+}
+
+/// `sleep 60`, or the script's first line for a script.
+fn what_it_runs(s: &ScheduleView) -> String {
+    match &s.script {
+        Some(script) => {
+            let first = script.lines().next().unwrap_or_default();
+            let more = if script.lines().nth(1).is_some() {
+                " …"
+            } else {
+                ""
+            };
+            format!("{}{more}", text(first))
+        }
+        None => text(
+            &s.command
+                .iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+    }
+}
+
+/// Its latest job: `#812 succeeded 2026-11-24 01:30:02`, or `-`.
+fn last_run(s: &ScheduleView) -> String {
+    match &s.last_run {
+        Some(r) => {
+            let attempt = if r.attempt > 1 {
+                format!(" (attempt {})", r.attempt)
+            } else {
+                String::new()
+            };
+            format!(
+                "#{} {}{attempt} {}",
+                r.job_id,
+                text(&r.state),
+                short_time(r.created_at.as_deref())
+            )
+        }
+        None => "-".into(),
+    }
+}
+
+pub(super) fn schedules_table(schedules: &[ScheduleView]) -> String {
+    let header = ["ID", "NAME", "CRON", "TZ", "NEXT FIRE", "LAST RUN", "RUNS"];
+    let rows: Vec<[String; 7]> = schedules
+        .iter()
+        .map(|s| {
+            [
+                s.id.to_string(),
+                text(&s.name),
+                text(&s.cron),
+                text(&s.timezone),
+                if s.enabled {
+                    short_time(s.next_fires.first().map(String::as_str))
+                } else {
+                    "disabled".into()
+                },
+                last_run(s),
+                what_it_runs(s),
+            ]
+        })
+        .collect();
+    table(
+        &header,
+        &rows,
+        &[true, false, false, false, false, false, false],
+    )
+}
+
+pub(super) fn show_text(s: &ScheduleView) -> String {
+    let mut rows: Vec<(String, String)> = vec![
+        ("id".into(), s.id.to_string()),
+        ("name".into(), text(&s.name)),
+        (
+            "cron".into(),
+            format!("{} ({})", text(&s.cron), text(&s.timezone)),
+        ),
+        (
+            "enabled".into(),
+            if s.enabled { "yes" } else { "no" }.into(),
+        ),
+    ];
+    match &s.script {
+        Some(script) => {
+            rows.push(("shell".into(), text(s.shell.as_deref().unwrap_or("sh"))));
+            // One line each, escaped alone, under the first.
+            let lines: Vec<String> = script.lines().map(text).collect();
+            rows.push(("script".into(), lines.join("\n")));
+        }
+        None => rows.push(("command".into(), what_it_runs(s))),
+    }
+    if !s.env.is_empty() {
+        let env: Vec<String> = s.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        rows.push(("env".into(), text(&env.join(" "))));
+    }
+    if !s.secrets.is_empty() {
+        rows.push(("secrets".into(), text(&s.secrets.join(", "))));
+    }
+    if let Some(t) = s.timeout_s {
+        rows.push(("timeout".into(), format!("{t}s")));
+    }
+    if let Some(c) = &s.cwd {
+        rows.push(("cwd".into(), text(c)));
+    }
+    if let Some(k) = &s.concurrency_key {
+        rows.push((
+            "concurrency".into(),
+            format!("{} (at most {})", text(k), s.max_concurrent.unwrap_or(1)),
+        ));
+    }
+    rows.push(("overlap".into(), text(&s.overlap)));
+    rows.push(("missed".into(), text(&s.missed)));
+    rows.push((
+        "retries".into(),
+        if s.retries.attempts <= 1 {
+            "none".into()
+        } else {
+            format!(
+                "{} attempts, backoff {}s doubling",
+                s.retries.attempts, s.retries.backoff_s
+            )
+        },
+    ));
+    rows.push(("skipped fires".into(), s.skipped_fires.to_string()));
+    rows.push(("last run".into(), last_run(s)));
+    let fires: Vec<String> = s.next_fires.iter().map(|f| short_time(Some(f))).collect();
+    rows.push((
+        "next fires".into(),
+        if fires.is_empty() {
+            "- (disabled)".into()
+        } else {
+            fires.join(", ")
+        },
+    ));
+    let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
+    let mut out = String::new();
+    let indent = format!("\n{}", " ".repeat(w + 1));
+    for (k, v) in rows {
+        let v = v.replace('\n', &indent);
+        out.push_str(&format!("{:<w$} {v}\n", format!("{k}:")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn view(overrides: serde_json::Value) -> ScheduleView {
+        let mut v = json!({
+            "id": 3, "name": "nightly", "cron": "30 2 * * *", "timezone": "Europe/Berlin",
+            "command": ["sh", "-c", "pg_dump app"], "script": "pg_dump app\necho done",
+            "shell": "sh", "env": {}, "secrets": ["PGPASSWORD"], "overlap": "skip",
+            "missed": "one", "retries": {"attempts": 3, "backoff_s": 60.0}, "enabled": true,
+            "next_fires": ["2026-11-25T01:30:00.000000Z", "2026-11-26T01:30:00.000000Z"],
+            "skipped_fires": 2,
+            "last_run": {"job_id": 812, "state": "succeeded", "created_at": "2026-11-24T01:30:00.100000Z", "attempt": 1}
+        });
+        for (k, val) in overrides.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn schedules_are_listed_aligned_with_their_next_fire_and_last_run() {
+        let off = view(
+            json!({"id": 12, "name": "tick\u{1b}", "enabled": false, "script": null,
+                              "command": ["true"], "last_run": null, "next_fires": []}),
+        );
+        assert_eq!(
+            schedules_table(&[view(json!({})), off]),
+            "ID  NAME      CRON        TZ             NEXT FIRE                LAST RUN                                RUNS\n \
+             3  nightly   30 2 * * *  Europe/Berlin  2026-11-25 01:30:00 UTC  #812 succeeded 2026-11-24 01:30:00 UTC  pg_dump app …\n\
+             12  tick\\x1b  30 2 * * *  Europe/Berlin  disabled                 -                                       true\n"
+        );
+    }
+
+    #[test]
+    fn a_schedule_is_shown_with_its_policies_and_next_fires() {
+        let shown = show_text(&view(json!({})));
+        for line in [
+            "cron:          30 2 * * * (Europe/Berlin)\n",
+            "script:        pg_dump app\n               echo done\n",
+            "secrets:       PGPASSWORD\n",
+            "retries:       3 attempts, backoff 60s doubling\n",
+            "skipped fires: 2\n",
+            "next fires:    2026-11-25 01:30:00 UTC, 2026-11-26 01:30:00 UTC\n",
+        ] {
+            assert!(shown.contains(line), "{line:?} not in:\n{shown}");
+        }
+        assert!(
+            show_text(&view(json!({"next_fires": [], "enabled": false})))
+                .contains("next fires:    - (disabled)")
+        );
+    }
+}

@@ -1,0 +1,52 @@
+//! API tokens as text: the `token list` table. A created token is printed
+//! alone on stdout so that it can be redirected into a file.
+
+use super::escape_display;
+use super::job::{short_time, table};
+use crate::wire::TokenView;
+
+pub(super) fn tokens_table(tokens: &[TokenView]) -> String {
+    let header = ["NAME", "ROLE", "CREATED", "EXPIRES", "LAST USED"];
+    let rows: Vec<[String; 5]> = tokens
+        .iter()
+        .map(|t| {
+            [
+                escape_display(&t.name, false).into_owned(),
+                escape_display(&t.role, false).into_owned(),
+                short_time(t.created_at.as_deref()),
+                t.expires_at
+                    .as_deref()
+                    .map_or_else(|| "never".to_string(), |e| short_time(Some(e))),
+                short_time(t.last_used_at.as_deref()),
+            ]
+        })
+        .collect();
+    table(&header, &rows, &[false; 5])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_listed_aligned_with_never_for_no_expiry() {
+        let t = |name: &str, expires: Option<&str>| TokenView {
+            name: name.into(),
+            role: "viewer".into(),
+            created_at: Some("2026-11-22T10:15:01.000001Z".into()),
+            expires_at: expires.map(String::from),
+            last_used_at: None,
+            token: None,
+        };
+        let text = tokens_table(&[
+            t("ci", None),
+            t("grafana\u{1b}", Some("2027-02-20T10:15:01Z")),
+        ]);
+        assert_eq!(
+            text,
+            "NAME         ROLE    CREATED                  EXPIRES                  LAST USED\n\
+             ci           viewer  2026-11-22 10:15:01 UTC  never                    -\n\
+             grafana\\x1b  viewer  2026-11-22 10:15:01 UTC  2027-02-20 10:15:01 UTC  -\n"
+        );
+    }
+}

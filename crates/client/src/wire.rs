@@ -1,0 +1,234 @@
+//! What the server sends, as the client reads it: lenient views (unknown
+//! fields are ignored, most are optional) so a newer server still works
+//! with an older client.
+
+use std::collections::BTreeMap;
+
+use joblog_core::JobState;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct JobView {
+    pub id: i64,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub state: String,
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    /// A queued retry's backoff: it starts no earlier.
+    #[serde(default)]
+    pub run_after: Option<String>,
+    #[serde(default)]
+    pub duration_ms: Option<f64>,
+    #[serde(default)]
+    pub log: LogView,
+    #[serde(default)]
+    pub result: Option<ResultView>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub secret_names: Vec<String>,
+    #[serde(default)]
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub rerun_of: Option<i64>,
+}
+
+impl JobView {
+    pub fn is_finished(&self) -> bool {
+        JobState::parse(&self.state).is_some_and(JobState::is_finished)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct LogView {
+    #[serde(default)]
+    pub records: u64,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default)]
+    pub streams: BTreeMap<String, u64>,
+}
+
+/// `GET /healthz`, as 200 and 503 both send it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct HealthView {
+    pub status: String,
+    #[serde(default)]
+    pub store: String,
+    #[serde(default)]
+    pub accepting_jobs: bool,
+    #[serde(default)]
+    pub node: String,
+    #[serde(default)]
+    pub pool_in_use: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResultView {
+    #[serde(default)]
+    pub bytes: u64,
+}
+
+/// One page of `GET /api/v1/jobs`; the jobs stay JSON values so `--json`
+/// can pass on fields this client does not know.
+#[derive(Debug, Deserialize)]
+pub(super) struct JobsPage {
+    pub jobs: Vec<Value>,
+    #[serde(default)]
+    pub next_before_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LogPage {
+    pub records: Vec<LogRecord>,
+    #[serde(default)]
+    pub next_after_seq: Option<u64>,
+}
+
+/// A record as the API sends it; re-serialised in the API's field order for
+/// `logs --json`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct LogRecord {
+    pub seq: u64,
+    pub ts: String,
+    pub stream: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct GroomReport {
+    #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub jobs_deleted: u64,
+    #[serde(default)]
+    pub records_deleted: u64,
+    /// With `dry_run`: the jobs that would go (the first 1000).
+    #[serde(default)]
+    pub jobs: Vec<JobView>,
+}
+
+/// An API token as `/api/v1/tokens` lists it; `token` only in the answer
+/// that created it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenView {
+    pub name: String,
+    pub role: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    #[serde(default)]
+    pub last_used_at: Option<String>,
+    #[serde(default)]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct TokenList {
+    pub tokens: Vec<TokenView>,
+}
+
+/// `GET /api/v1/nodes`.
+#[derive(Debug, Deserialize)]
+pub struct NodeList {
+    pub nodes: Vec<NodeView>,
+    pub this_node: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NodeView {
+    pub name: String,
+    pub state: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    pub started_at: String,
+    pub heartbeat_at: String,
+    pub running_jobs: u64,
+    /// Names only: a node never tells its secrets' values.
+    #[serde(default)]
+    pub secret_names: Vec<String>,
+}
+
+/// A schedule as `GET /api/v1/schedules/{id}` gives it (the fields the
+/// text shows; `--json` passes on the rest).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ScheduleView {
+    pub id: i64,
+    pub name: String,
+    pub cron: String,
+    pub timezone: String,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub script: Option<String>,
+    #[serde(default)]
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    #[serde(default)]
+    pub concurrency_key: Option<String>,
+    #[serde(default)]
+    pub max_concurrent: Option<u32>,
+    pub overlap: String,
+    pub missed: String,
+    pub retries: RetriesView,
+    pub enabled: bool,
+    #[serde(default)]
+    pub next_fires: Vec<String>,
+    #[serde(default)]
+    pub skipped_fires: u64,
+    #[serde(default)]
+    pub last_run: Option<LastRunView>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RetriesView {
+    pub attempts: u32,
+    #[serde(default)]
+    pub backoff_s: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LastRunView {
+    pub job_id: i64,
+    pub state: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub attempt: u32,
+}
+
+/// A page of `GET /api/v1/schedules`.
+#[derive(Debug, Deserialize)]
+pub(super) struct SchedulePage {
+    pub schedules: Vec<Value>,
+    #[serde(default)]
+    pub next_after_id: Option<i64>,
+}
