@@ -23,6 +23,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("audit.js", JS, include_str!("../ui/audit.js")),
     ("dom.js", JS, include_str!("../ui/dom.js")),
     ("jobs.js", JS, include_str!("../ui/jobs.js")),
+    ("live.js", JS, include_str!("../ui/live.js")),
     ("job.js", JS, include_str!("../ui/job.js")),
     ("result.js", JS, include_str!("../ui/result.js")),
     ("schedules.js", JS, include_str!("../ui/schedules.js")),
