@@ -25,6 +25,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("jobs.js", JS, include_str!("../ui/jobs.js")),
     ("live.js", JS, include_str!("../ui/live.js")),
     ("job.js", JS, include_str!("../ui/job.js")),
+    ("job-log.js", JS, include_str!("../ui/job-log.js")),
     ("result.js", JS, include_str!("../ui/result.js")),
     ("schedules.js", JS, include_str!("../ui/schedules.js")),
     ("schedule.js", JS, include_str!("../ui/schedule.js")),
