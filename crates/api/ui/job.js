@@ -8,18 +8,20 @@ import { JobLog } from "./job-log.js";
 import { el, text, stateBadge, duration, when, can, fail, clear, button } from "./dom.js";
 
 // What a job's page needs: the job and its log's outline (groups, first
-// error, progress), asked for together.
-export function prefetchJob(id) {
+// error, progress), asked for together, and before the page is drawn
+// (app.js): a refusal is the page's to show, if it is drawn at all.
+export function prefetchJob({ id }) {
   const job = get(`/api/v1/jobs/${id}`);
   const outline = get(`/api/v1/jobs/${id}/log/outline`);
+  job.catch(() => {});
   outline.catch(() => {});
   return { job, outline };
 }
 
 const NO_OUTLINE = { groups: [], first_error_seq: null, first_warning_seq: null, progress: null };
 
-export async function jobPage(main, id, me, early) {
-  const { job: jobP, outline: outlineP } = early ?? prefetchJob(id);
+export async function jobPage(main, me, params, early) {
+  const { job: jobP, outline: outlineP } = early ?? prefetchJob(params);
   const job = await jobP;
   // The outline reads the whole log. Only groups change what the first
   // screen shows (they fold), and groups are information records: without

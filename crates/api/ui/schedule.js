@@ -11,7 +11,7 @@ import { live } from "./live.js";
 
 const MIN_REFRESH_MS = 1000;
 
-export async function schedulePage(main, id, me) {
+export async function schedulePage(main, me, { id }) {
   const schedule = await get(`/api/v1/schedules/${id}`);
   const page = new SchedulePage(main, schedule, me);
   page.start();
