@@ -1,24 +1,23 @@
 // The web UI's entry: asks who the caller is (and for a token when the
-// server wants one), then shows the page the URL names.
+// server wants one), then shows the page the server found for the URL.
 
 import { get, setToken, token, onUnauthorized, ApiError } from "./api.js";
 import { el, text, clear, fail, can, zoneMode, setZoneMode, zoneLabel } from "./dom.js";
-import { jobsPage } from "./jobs.js";
-import { jobPage, prefetchJob } from "./job.js";
-import { submitPage } from "./submit.js";
-import { auditPage } from "./audit.js";
-import { schedulesPage } from "./schedules.js";
-import { schedulePage } from "./schedule.js";
-import { newSchedulePage } from "./schedule-form.js";
 
 const main = document.getElementById("app");
 let page = null;
 
+// This path's page, as the server declares it (ui.rs, PAGES): its path,
+// its module and that module's exports.
+const PAGE = JSON.parse(document.querySelector('meta[name="joblog-page"]').content);
+
 async function boot() {
-  // A job's page asks for its job and outline while asking who we are.
-  const job = /^\/jobs\/(\d+)$/.exec(location.pathname);
-  const early = job ? prefetchJob(Number(job[1])) : null;
-  early?.job.catch(() => {});
+  const params = pathParams();
+  // The page's module loads, and its data is asked for (a job's page: its
+  // job and outline), while we ask who we are.
+  const module = import(`./${PAGE.module}`);
+  const early = PAGE.prefetch ? module.then((m) => m[PAGE.prefetch](params)) : Promise.resolve(null);
+  early.catch(() => {});
   let me;
   try {
     me = await get("/api/v1/whoami");
@@ -32,26 +31,30 @@ async function boot() {
     askToken("The server no longer accepts the token.");
   });
   try {
-    page = await route(me, early);
+    page = await route(me, module, params, early);
   } catch (err) {
     fail(main, err);
   }
 }
 
-function route(me, early) {
-  const path = location.pathname;
+async function route(me, module, params, early) {
   for (const a of document.querySelectorAll("[data-needs]")) {
     a.hidden = !can(me, a.dataset.needs);
   }
-  const job = /^\/jobs\/(\d+)$/.exec(path);
-  if (job) return jobPage(main, Number(job[1]), me, early);
-  if (path === "/submit") return submitPage(main, me);
-  if (path === "/audit") return auditPage(main, me);
-  if (path === "/schedules") return schedulesPage(main, me);
-  if (path === "/schedules/new") return newSchedulePage(main, me);
-  const schedule = /^\/schedules\/(\d+)$/.exec(path);
-  if (schedule) return schedulePage(main, Number(schedule[1]), me);
-  return jobsPage(main, me);
+  const show = (await module)[PAGE.show];
+  return show(main, me, params, await early);
+}
+
+// The ids the page's path names, by name: `/jobs/{id}` at `/jobs/42` is
+// `{id: 42}`. The server serves a page only where its ids are numbers.
+function pathParams() {
+  const names = [];
+  const pattern = PAGE.path.replace(/\{(\w+)\}/g, (_, name) => {
+    names.push(name);
+    return "(\\d+)";
+  });
+  const m = new RegExp(`^${pattern}$`).exec(location.pathname);
+  return Object.fromEntries(names.map((name, i) => [name, Number(m?.[i + 1])]));
 }
 
 function showWho(me) {

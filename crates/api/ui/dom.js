@@ -210,3 +210,12 @@ export function tickRelative(root) {
   const now = Date.now();
   for (const r of root.querySelectorAll(".rel[data-ts]")) r.textContent = relative(r.dataset.ts, now);
 }
+
+// Running jobs' durations tick without asking the server: each
+// `tr.st-running` row of `root` names its job of `jobs` by `data-id`.
+export function tickDurations(root, jobs) {
+  for (const td of root.querySelectorAll("tr.st-running td.duration")) {
+    const job = jobs.find((j) => String(j.id) === td.parentElement.dataset.id);
+    if (job) td.textContent = duration(job) ?? "";
+  }
+}

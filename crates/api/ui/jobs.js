@@ -2,8 +2,9 @@
 // by `before_id`, kept current by the `/api/v1/events` feed (it re-reads
 // its page when a change concerns it; it never polls).
 
-import { get, post, stream } from "./api.js";
-import { el, text, clear, stateBadge, duration, when, can, fail, filterInput, headerRow } from "./dom.js";
+import { get, post } from "./api.js";
+import { el, text, clear, stateBadge, duration, when, can, fail, filterInput, headerRow, tickDurations } from "./dom.js";
+import { live } from "./live.js";
 
 const STATES = ["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted"];
 const LIMIT = 50;
@@ -29,8 +30,6 @@ class JobsPage {
     };
     this.beforeId = q.get("before_id");
     this.jobs = [];
-    this.lastRead = 0;
-    this.timer = null;
     document.title = "Jobs · joblog";
     clear(main);
     main.classList.add("jobs-page");
@@ -44,39 +43,20 @@ class JobsPage {
   }
 
   start() {
-    this.load();
-    this.feed = stream("/api/v1/events", {
-      onEvent: (type, data) => {
-        if (type !== "jobs") return;
-        const change = JSON.parse(data);
+    this.feed = live({
+      every: MIN_REFRESH_MS,
+      read: () => this.load(),
+      concerns: (change) => {
         const shown = new Set(this.jobs.map((j) => j.id));
-        const concerns =
-          change.reset || (change.new > 0 && !this.beforeId) || change.changed.some((id) => shown.has(id));
-        if (concerns) this.refreshSoon();
+        return change.reset || (change.new > 0 && !this.beforeId) || change.changed.some((id) => shown.has(id));
       },
       onState: (s) => {
         this.live = s;
         this.renderStatus();
-        // Changes made while the feed was away are read now.
-        if (s === "open") this.refreshSoon();
       },
+      tick: () => tickDurations(this.table, this.jobs),
     });
-    // Running jobs' durations tick without asking the server.
-    this.ticker = setInterval(() => {
-      for (const row of this.table.querySelectorAll("tr.st-running td.duration")) {
-        const job = this.jobs.find((j) => String(j.id) === row.parentElement.dataset.id);
-        if (job) row.textContent = duration(job) ?? "";
-      }
-    }, 1000);
-  }
-
-  refreshSoon() {
-    if (this.timer) return;
-    const wait = Math.max(0, this.lastRead + MIN_REFRESH_MS - Date.now());
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.load();
-    }, wait);
+    this.feed.readNow();
   }
 
   query() {
@@ -92,7 +72,6 @@ class JobsPage {
   }
 
   async load() {
-    this.lastRead = Date.now();
     try {
       const res = await get("/api/v1/jobs", this.query());
       this.jobs = res.jobs;
@@ -121,7 +100,7 @@ class JobsPage {
     const s = q.toString();
     history.replaceState(null, "", s ? `/?${s}` : "/");
     this.beforeId = beforeId ?? null;
-    this.load();
+    this.feed.readNow();
   }
 
   renderFilters() {
@@ -262,7 +241,7 @@ class JobsPage {
         b.disabled = true;
         try {
           await post(`/api/v1/jobs/${j.id}/cancel`);
-          this.refreshSoon();
+          this.feed.readSoon();
         } catch (err) {
           fail(this.status, err);
         }
@@ -283,7 +262,5 @@ class JobsPage {
 
   destroy() {
     this.feed?.close();
-    clearInterval(this.ticker);
-    clearTimeout(this.timer);
   }
 }

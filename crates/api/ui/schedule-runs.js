@@ -2,7 +2,7 @@
 // `GET /api/v1/jobs?schedule_id=N`, paged back by `before_id`.
 
 import { get } from "./api.js";
-import { el, text, clear, stateBadge, duration, when, fail, link, timeCell, button, headerRow } from "./dom.js";
+import { el, text, clear, stateBadge, duration, when, fail, link, timeCell, button, headerRow, tickDurations } from "./dom.js";
 
 const LIMIT = 25;
 
@@ -71,12 +71,8 @@ export class ScheduleRuns {
     }
   }
 
-  // Running jobs' durations tick without asking the server.
   tick() {
-    for (const td of this.table.querySelectorAll("tr.st-running td.duration")) {
-      const job = this.jobs.find((j) => String(j.id) === td.parentElement.dataset.id);
-      if (job) td.textContent = duration(job) ?? "";
-    }
+    tickDurations(this.table, this.jobs);
   }
 }
 

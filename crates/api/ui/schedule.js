@@ -2,15 +2,16 @@
 // for operators), its definition, its next fires, the edit form in place
 // of the definition, and its runs. Kept current by the job feed.
 
-import { get, patch, del, post, stream } from "./api.js";
+import { get, patch, del, post } from "./api.js";
 import { el, text, clear, stateBadge, can, fail, link, button, timeCell, tickRelative, zoneMode } from "./dom.js";
 import { scheduleForm } from "./schedule-form.js";
 import { ScheduleRuns } from "./schedule-runs.js";
 import { policies } from "./schedules.js";
+import { live } from "./live.js";
 
 const MIN_REFRESH_MS = 1000;
 
-export async function schedulePage(main, id, me) {
+export async function schedulePage(main, me, { id }) {
   const schedule = await get(`/api/v1/schedules/${id}`);
   const page = new SchedulePage(main, schedule, me);
   page.start();
@@ -22,8 +23,6 @@ class SchedulePage {
     this.s = schedule;
     this.me = me;
     this.editing = false;
-    this.lastRead = Date.now();
-    this.timer = null;
     clear(main);
     main.classList.add("schedule-page");
     this.header = el("section", "job-head schedule-head");
@@ -43,33 +42,26 @@ class SchedulePage {
 
   start() {
     this.runs.load();
-    this.feed = stream("/api/v1/events", {
-      onEvent: (type, data) => {
-        if (type === "jobs" && this.runs.concerns(JSON.parse(data))) this.refreshSoon();
+    this.feed = live({
+      every: MIN_REFRESH_MS,
+      read: () => this.reload(),
+      concerns: (change) => this.runs.concerns(change),
+      // A next fire that has passed is read again: a skipped fire makes no
+      // job, so the feed would not say.
+      tick: () => {
+        tickRelative(this.header);
+        tickRelative(this.body);
+        tickRelative(this.runs.table);
+        this.runs.tick();
+        const next = this.s.next_fire && new Date(this.s.next_fire).getTime();
+        if (next && next < Date.now() - 1000) this.feed.readSoon();
       },
-      onState: (s) => s === "open" && this.refreshSoon(),
+      // The schedule was read just now, to draw the page.
+      since: Date.now(),
     });
-    this.ticker = setInterval(() => {
-      tickRelative(this.header);
-      tickRelative(this.body);
-      tickRelative(this.runs.table);
-      this.runs.tick();
-      const next = this.s.next_fire && new Date(this.s.next_fire).getTime();
-      if (next && next < Date.now() - 1000) this.refreshSoon();
-    }, 1000);
-  }
-
-  refreshSoon() {
-    if (this.timer) return;
-    const wait = Math.max(0, this.lastRead + MIN_REFRESH_MS - Date.now());
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.reload();
-    }, wait);
   }
 
   async reload() {
-    this.lastRead = Date.now();
     try {
       this.s = await get(`/api/v1/schedules/${this.s.id}`);
       // An open form keeps what is being typed; the rest follows.
@@ -229,7 +221,7 @@ class SchedulePage {
       const msg = el("span");
       msg.append(text("Queued "), link(`/jobs/${job.id}`, `job #${job.id}`), text("."));
       say(this.note, msg);
-      this.refreshSoon();
+      this.feed.readSoon();
     } catch (err) {
       fail(this.note, err);
     } finally {
@@ -280,8 +272,6 @@ class SchedulePage {
 
   destroy() {
     this.feed?.close();
-    clearInterval(this.ticker);
-    clearTimeout(this.timer);
   }
 }
 

@@ -3,8 +3,9 @@
 // `after_id`. Kept current by the job feed (a fire makes a job) and by its
 // next fires passing; it never polls.
 
-import { get, stream } from "./api.js";
+import { get } from "./api.js";
 import { el, text, clear, stateBadge, can, fail, link, when, relative, timeCell, tickRelative, headerRow } from "./dom.js";
+import { live } from "./live.js";
 
 const LIMIT = 50;
 // The list is re-read at most this often, however busy the server.
@@ -21,8 +22,6 @@ class SchedulesPage {
     this.me = me;
     this.schedules = [];
     this.want = LIMIT;
-    this.lastRead = 0;
-    this.timer = null;
     document.title = "Schedules · joblog";
     clear(main);
     main.classList.add("schedules-page");
@@ -41,41 +40,31 @@ class SchedulesPage {
   }
 
   start() {
-    this.load();
-    this.feed = stream("/api/v1/events", {
-      onEvent: (type, data) => {
-        if (type !== "jobs") return;
-        const change = JSON.parse(data);
+    this.feed = live({
+      every: MIN_REFRESH_MS,
+      read: () => this.load(),
+      concerns: (change) => {
         const shown = new Set(this.schedules.map((s) => s.last_run?.job_id));
-        if (change.reset || change.new > 0 || change.changed.some((id) => shown.has(id))) this.refreshSoon();
+        return change.reset || change.new > 0 || change.changed.some((id) => shown.has(id));
       },
       onState: (s) => {
         this.live = s;
         this.renderStatus();
-        if (s === "open") this.refreshSoon();
+      },
+      // A next fire that has passed is read again: a skipped fire makes no
+      // job, so the feed would not say.
+      tick: () => {
+        tickRelative(this.table);
+        const now = Date.now();
+        const passed = this.schedules.some((s) => s.next_fire && new Date(s.next_fire).getTime() < now - 1000);
+        if (passed) this.feed.readSoon();
       },
     });
-    // Relative times tick; a next fire that has passed is read again (a
-    // skipped fire makes no job, so the feed would not say).
-    this.ticker = setInterval(() => {
-      tickRelative(this.table);
-      const now = Date.now();
-      if (this.schedules.some((s) => s.next_fire && new Date(s.next_fire).getTime() < now - 1000)) this.refreshSoon();
-    }, 1000);
-  }
-
-  refreshSoon() {
-    if (this.timer) return;
-    const wait = Math.max(0, this.lastRead + MIN_REFRESH_MS - Date.now());
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.load();
-    }, wait);
+    this.feed.readNow();
   }
 
   // Reads the first `want` schedules again: the pages "More" has shown.
   async load() {
-    this.lastRead = Date.now();
     try {
       const all = [];
       let after = 0;
@@ -124,7 +113,7 @@ class SchedulesPage {
       more.textContent = "More »";
       more.addEventListener("click", () => {
         this.want += LIMIT;
-        this.load();
+        this.feed.readNow();
       });
       this.footer.append(more);
     }
@@ -136,8 +125,6 @@ class SchedulesPage {
 
   destroy() {
     this.feed?.close();
-    clearInterval(this.ticker);
-    clearTimeout(this.timer);
   }
 }
 

@@ -47,6 +47,8 @@ export async function browser(options = {}) {
   const context = await b.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true, ...options });
   // Working on the UI: JOBLOG_UI_FROM=crates/api/ui serves its files from
   // that directory instead of the binary's, so a change needs no rebuild.
+  // The pages themselves still come from the server, which writes into
+  // index.html what each page loads (crates/api/src/ui.rs).
   const from = process.env.JOBLOG_UI_FROM;
   if (from) {
     await context.route(/\/ui\/[\w.-]+$/, (route) => {
@@ -54,11 +56,6 @@ export async function browser(options = {}) {
       const type = name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8";
       route.fulfill({ path: `${from}/${name}`, contentType: type }).catch(() => {});
     });
-    await context.route(/^[^?#]*\/(jobs\/\d+|submit|audit|schedules(\/\w+)?)?([?#].*)?$/, (route) =>
-      route.request().resourceType() === "document"
-        ? route.fulfill({ path: `${from}/index.html`, contentType: "text/html; charset=utf-8" })
-        : route.fallback(),
-    );
   }
   const problems = [];
   const newPage = async () => {
