@@ -6,6 +6,10 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Subcommand};
 use joblog_core::{JobState, Role, Stream};
 
+mod schedules;
+
+pub use schedules::{ScheduleArgs, ScheduleCommand, ScheduleFields};
+
 /// The options before the command name. `--token` and `--token-file` are
 /// global (every command takes them, `serve` as its bootstrap token);
 /// `--server` and `--cacert` are the client's, so that `joblog serve
@@ -256,134 +260,6 @@ pub enum TokenCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-#[derive(Args, Debug)]
-pub struct ScheduleArgs {
-    #[command(subcommand)]
-    pub command: ScheduleCommand,
-    #[command(flatten)]
-    pub connection: Connection,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum ScheduleCommand {
-    /// Create a schedule that runs CMD (or --script) at each fire of
-    /// --cron in --tz.
-    Add {
-        /// Name of the schedule (unique); its jobs take it.
-        #[arg(long)]
-        name: String,
-        /// When it fires: 5 fields (minute hour day-of-month month
-        /// day-of-week), 6 with seconds first, or @hourly, @daily, …
-        #[arg(long, value_name = "EXPR")]
-        cron: String,
-        /// Start disabled (no fires until `schedule enable`).
-        #[arg(long)]
-        disabled: bool,
-        #[command(flatten)]
-        fields: ScheduleFields,
-        /// Print the API's JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// List schedules: next fire, last run and its state.
-    List {
-        /// Print the API's JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show a schedule: its definition, next 5 fires and last run.
-    Show(ScheduleIdArgs),
-    /// Change what the options given say (the rest stays); CMD after `--`
-    /// replaces the command.
-    Edit {
-        /// Schedule id.
-        #[arg(value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
-        id: i64,
-        /// New name.
-        #[arg(long)]
-        name: Option<String>,
-        /// New cron expression.
-        #[arg(long, value_name = "EXPR")]
-        cron: Option<String>,
-        #[command(flatten)]
-        fields: ScheduleFields,
-        /// Print the API's JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Enable a schedule: it fires from the next fire after now.
-    Enable(ScheduleIdArgs),
-    /// Disable a schedule: no fires until enabled again.
-    Disable(ScheduleIdArgs),
-    /// Delete a schedule (its jobs stay).
-    Delete(ScheduleIdArgs),
-    /// Queue a run of the schedule now and print the job's id.
-    RunNow(ScheduleIdArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct ScheduleIdArgs {
-    /// Schedule id.
-    #[arg(value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
-    pub id: i64,
-    /// Print the API's JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// What `schedule add` and `schedule edit` share: the job each fire
-/// submits and the policies.
-#[derive(Args, Debug)]
-pub struct ScheduleFields {
-    /// IANA time zone the expression is read in (default UTC).
-    #[arg(long, value_name = "ZONE")]
-    pub tz: Option<String>,
-    /// Environment variable for its jobs; `K` alone passes this shell's value of K.
-    #[arg(long = "env", value_name = "K=V", value_parser = parse_kv)]
-    pub env: Vec<KeyValue>,
-    /// Name of a secret its jobs get (never a value): each node that runs
-    /// one gives it from its environment variable JOBLOG_SECRET_<NAME>.
-    #[arg(long = "secret", value_name = "NAME")]
-    pub secret: Vec<String>,
-    /// Stop each run after this long (e.g. 90s, 15m, 2h).
-    #[arg(long, value_name = "DUR", value_parser = joblog_core::parse_positive_duration)]
-    pub timeout: Option<Duration>,
-    /// Working directory of its jobs, on the server.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<String>,
-    /// When a fire comes while its previous run still runs: skip, queue or allow.
-    #[arg(long, value_name = "POLICY", value_parser = ["skip", "queue", "allow"])]
-    pub overlap: Option<String>,
-    /// Fires missed while no node ran: skip, one (the latest) or all (the latest 100).
-    #[arg(long, value_name = "POLICY", value_parser = ["skip", "one", "all"])]
-    pub missed: Option<String>,
-    /// Attempts of a failed run, the first included (1: no retry).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub attempts: Option<u32>,
-    /// Wait before the second attempt, doubled for each after (e.g. 30s).
-    #[arg(long, value_name = "DUR", value_parser = joblog_core::parse_duration)]
-    pub backoff: Option<Duration>,
-    /// Jobs with this key run at most --max-concurrent at once (all nodes).
-    #[arg(long, value_name = "KEY")]
-    pub concurrency_key: Option<String>,
-    /// The limit of --concurrency-key (default 1).
-    #[arg(long, value_name = "N", requires = "concurrency_key")]
-    pub max_concurrent: Option<u32>,
-    /// Run this script file (`-`: standard input) instead of a command.
-    #[arg(long, value_name = "FILE|-", conflicts_with = "command")]
-    pub script: Option<String>,
-    /// The shell that runs --script (default sh).
-    #[arg(long, value_name = "SHELL", requires = "script")]
-    pub shell: Option<String>,
-    /// The command its jobs run and its arguments (after `--`).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "CMD"
-    )]
-    pub command: Vec<String>,
 }
 
 fn parse_role(s: &str) -> Result<Role, String> {
