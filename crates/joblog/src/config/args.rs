@@ -1,6 +1,8 @@
 //! `joblog serve`'s flags, made from the declarations: one flag per
-//! setting (with its environment variable), plus `--config`, and the
-//! bootstrap token from the global `--token` / `--token-file`.
+//! setting, plus `--config`, and the bootstrap token from the global
+//! `--token` / `--token-file`. The settings' environment variables are not
+//! read here but by `Layers::add_env`, from the snapshot the server takes
+//! of its environment: one path for every variable.
 
 use std::path::PathBuf;
 
@@ -11,8 +13,8 @@ use clap::{Arg, ArgMatches, Command};
 use super::layers::{Layers, Origin};
 use super::settings::DECLARED;
 
-/// What `joblog serve` was given on its command line and through the
-/// environment variables of its flags.
+/// What `joblog serve` was given on its command line (and the global
+/// token options, which clap also reads from their variables).
 #[derive(Debug, Default, Clone)]
 pub struct ServeArgs {
     /// `--config FILE`; default `./joblog.toml` when it exists.
@@ -88,8 +90,7 @@ impl clap::FromArgMatches for ServeArgs {
             let Some(text) = matches.get_one::<String>(d.key) else {
                 continue;
             };
-            let origin = origin_of(matches, d.key, flag, d.env);
-            self.give(d.key, text.clone(), origin);
+            self.give(d.key, text.clone(), Origin::Flag(flag));
         }
         // The bootstrap token: the settings `token` and `token_file` have
         // no flag of serve's own; their flags are the global ones.
@@ -112,13 +113,14 @@ impl clap::Args for ServeArgs {
             cmd = cmd.arg(
                 Arg::new(d.key)
                     .long(flag)
-                    .env(d.env)
-                    // A database URL may hold a password.
-                    .hide_env_values(true)
                     .value_name(value_name(d.kind))
                     .help(match (d.default)() {
-                        default if default.is_empty() => d.summary(),
-                        default => format!("{} [default: {default}]", d.summary()),
+                        default if default.is_empty() => {
+                            format!("{} [env: {}]", d.summary(), d.env)
+                        }
+                        default => {
+                            format!("{} [default: {default}] [env: {}]", d.summary(), d.env)
+                        }
                     }),
             );
         }
@@ -160,9 +162,6 @@ mod tests {
 
     #[test]
     fn a_flag_wins_over_its_variable_and_errors_name_the_one_used() {
-        // Only this test reads these two variables.
-        std::env::set_var("JOBLOG_KILL_GRACE", "2s");
-        std::env::set_var("JOBLOG_GRACE_PERIOD", "forever");
         let cmd = ServeArgs::augment_args(Command::new("serve"));
         let matches = cmd
             .try_get_matches_from(["serve", "--kill-grace", "3s", "--config", "x.toml"])
@@ -171,6 +170,11 @@ mod tests {
         assert_eq!(args.config, Some(PathBuf::from("x.toml")));
         let mut layers = Layers::default();
         layers.give("kill_grace", "1s".into(), Origin::File("x.toml".into()));
+        layers.add_env(|var| match var {
+            "JOBLOG_KILL_GRACE" => Some("2s".into()),
+            "JOBLOG_GRACE_PERIOD" => Some("forever".into()),
+            _ => None,
+        });
         args.add_to(&mut layers);
         assert_eq!(
             layers.get::<Duration>("kill_grace").unwrap(),
@@ -184,5 +188,20 @@ mod tests {
             e.contains("environment variable JOBLOG_GRACE_PERIOD") && e.contains("forever"),
             "{e}"
         );
+    }
+
+    /// The flags do not read the settings' variables themselves: the
+    /// server's snapshot of its environment is the one path.
+    #[test]
+    fn a_setting_variable_reaches_the_settings_only_through_add_env() {
+        std::env::set_var("JOBLOG_MAX_QUEUED", "7");
+        let cmd = ServeArgs::augment_args(Command::new("serve"));
+        let matches = cmd.try_get_matches_from(["serve"]).unwrap();
+        let args = ServeArgs::from_arg_matches(&matches).unwrap();
+        let mut layers = Layers::default();
+        args.add_to(&mut layers);
+        assert_eq!(layers.get::<u64>("max_queued").unwrap(), None);
+        layers.add_env(|var| std::env::var(var).ok());
+        assert_eq!(layers.get::<u64>("max_queued").unwrap(), Some(7));
     }
 }

@@ -68,10 +68,11 @@ impl Layers {
         Ok(())
     }
 
-    /// Adds the environment variables of settings that have no flag (those
-    /// with a flag are read with it by the command line parser).
+    /// Adds every setting's environment variable, read through `var` (the
+    /// server's snapshot of its environment): the one path by which the
+    /// settings see the environment.
     pub fn add_env(&mut self, var: impl Fn(&str) -> Option<String>) {
-        for d in DECLARED.iter().filter(|d| d.flag.is_none()) {
+        for d in DECLARED {
             if let Some(text) = var(d.env).filter(|t| !t.is_empty()) {
                 self.give(d.key, text, Origin::Env(d.env));
             }
