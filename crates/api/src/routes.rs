@@ -80,14 +80,19 @@ impl Route {
 /// The route a request reaches, by method and path; `HEAD` finds `GET`'s,
 /// as axum routes it.
 pub fn find(method: &Method, path: &str) -> Option<&'static Route> {
-    let method = if method == Method::HEAD {
-        &Method::GET
-    } else {
-        method
-    };
+    let method = as_routed(method);
     ROUTES
         .iter()
         .find(|r| r.method == method && r.matches(path))
+}
+
+/// The method a request is routed by: `HEAD` is `GET`'s, as axum routes it.
+pub(crate) fn as_routed(method: &Method) -> &Method {
+    if method == Method::HEAD {
+        &Method::GET
+    } else {
+        method
+    }
 }
 
 /// Picks an optional clause of [`routes!`], else its default.

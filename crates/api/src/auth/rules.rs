@@ -17,14 +17,10 @@ pub enum Access {
 /// The rule of a routed request; `None` for a route nobody wrote a rule
 /// for. `HEAD` follows `GET`, as axum routes it.
 pub fn access(method: &Method, path: &str) -> Option<Access> {
-    let method = if method == Method::HEAD {
-        "GET"
-    } else {
-        method.as_str()
-    };
+    let method = crate::routes::as_routed(method);
     crate::routes::ROUTES
         .iter()
-        .find(|r| r.method.as_str() == method && r.path == path)
+        .find(|r| r.method == method && r.path == path)
         .map(|r| r.access)
 }
 
