@@ -175,18 +175,6 @@ mod body_proptests;
 #[cfg(test)]
 mod query_proptests;
 
-/// The property tests' settings: 2000 cases, `PROPTEST_CASES` for more.
-#[cfg(test)]
-fn proptest_config() -> proptest::prelude::ProptestConfig {
-    proptest::prelude::ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(2000),
-        failure_persistence: None,
-        ..proptest::prelude::ProptestConfig::default()
-    }
-}
 #[cfg(test)]
 mod tests {
     #[test]

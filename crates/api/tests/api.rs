@@ -64,7 +64,7 @@ joblog_store::backend_tests! {
 }
 
 /// `(stream, message, fields)` of a record as JSON, fields `null` when absent.
-fn view(record: &Value) -> Value {
+fn record_view(record: &Value) -> Value {
     json!({
         "stream": record["stream"],
         "message": record["message"],
@@ -245,7 +245,7 @@ echo 'plain stderr' >&2
     // stderr's records keep their order among themselves only.
     let (from_stderr, got): (Vec<Value>, Vec<Value>) = records
         .iter()
-        .map(view)
+        .map(record_view)
         .partition(|r| r["message"].as_str().unwrap().ends_with(" stderr"));
     assert_eq!(
         from_stderr,
@@ -665,14 +665,11 @@ async fn a_timeout_stops_the_job_and_its_whole_process_group(db: TestDatabase) {
         .trim()
         .parse()
         .unwrap();
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while process_alive(pid) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the job's child {pid} survived the timeout"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("the job's child {pid} to end with the timeout");
+    eventually(&what, PATIENCE, || async {
+        (!process_alive(pid)).then_some(())
+    })
+    .await;
     t.shutdown().await;
 }
 
@@ -772,17 +769,15 @@ async fn a_long_poll_returns_when_new_records_come(db: TestDatabase) {
     .await;
     let id = id_of(&job);
     // The first line, waiting for it with a long poll as well.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    let page = loop {
+    let page = eventually("the first line", PATIENCE, || async {
         let page = get_json(&t.router, &format!("/api/v1/jobs/{id}/log?wait_ms=5000")).await;
-        if !page["records"].as_array().unwrap().is_empty() {
-            break page;
+        if view::<LogPage>(&page).records.is_empty() {
+            Err(page)
+        } else {
+            Ok(page)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no first line: {page}"
-        );
-    };
+    })
+    .await;
     assert_eq!(
         lines(page["records"].as_array().unwrap()),
         [("output".into(), "first".into())]
@@ -1515,18 +1510,15 @@ async fn healthz_pool_in_use(router: &axum::Router) -> u64 {
 /// Polls `/healthz` until `pool_in_use` is `n` (a job is counted from the
 /// moment its task starts to the moment it ends, a little after its state).
 async fn wait_pool_in_use(router: &axum::Router, n: u64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    eventually(&format!("pool_in_use to be {n}"), PATIENCE, || async {
         let in_use = healthz_pool_in_use(router).await;
         if in_use == n {
-            return;
+            Ok(())
+        } else {
+            Err(in_use)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "pool_in_use stayed {in_use}, expected {n}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
 }
 
 /// The check every answer of these tests goes through (`common::openapi`)

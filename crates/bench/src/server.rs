@@ -60,8 +60,8 @@ pub(super) async fn on_own_server<T>(
 }
 
 /// A loopback port nothing listens on right now, for a server to be started
-/// on. Also used by the end-to-end tests, hence public.
-pub fn free_port() -> anyhow::Result<u16> {
+/// on. (The tests have the test kit's; a benchmark reports the error.)
+fn free_port() -> anyhow::Result<u16> {
     // The port is free when we drop the listener; the tiny race with another
     // process grabbing it is acceptable for a benchmark or a test.
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;

@@ -33,18 +33,8 @@ fn text() -> impl Strategy<Value = String> {
     ]
 }
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(2000),
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(joblog_testkit::proptest_config(2000))]
 
     #[test]
     fn cron_and_zones_read_or_refuse_any_text(t in text()) {

@@ -33,12 +33,11 @@ mod startup;
 #[path = "e2e/ui.rs"]
 mod ui;
 
+use joblog_testkit::views::{Job, JobList, LogPage};
+use joblog_testkit::{eventually, eventually_blocking, free_port, view, PATIENCE};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-use joblog_bench::server::free_port;
-use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_joblog");
 
@@ -67,7 +66,7 @@ impl Server {
         extra: &[&str],
         configure: impl FnOnce(&mut Command),
     ) -> Server {
-        let port = free_port().expect("a free port");
+        let port = free_port();
         let mut command = Command::new(BIN);
         command
             .arg("serve")
@@ -86,21 +85,13 @@ impl Server {
             dir: dir.to_path_buf(),
             http: http_client(),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(r) = server
-                .http
-                .get(format!("{}/healthz", server.url))
-                .send()
-                .await
-            {
-                if r.status().is_success() {
-                    return server;
-                }
-            }
-            assert!(Instant::now() < deadline, "server did not become healthy");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let healthz = format!("{}/healthz", server.url);
+        eventually("the server to become healthy", PATIENCE, || async {
+            let reply = server.http.get(&healthz).send().await;
+            reply.is_ok_and(|r| r.status().is_success()).then_some(())
+        })
+        .await;
+        server
     }
 
     /// The same server, its client sending `token` with every request (so
@@ -130,9 +121,11 @@ impl Server {
             .await
             .expect("submit");
         assert_eq!(r.status(), 201, "submit {body}");
-        r.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+        view::<Job>(&r.json::<Value>().await.unwrap()).id
     }
 
+    /// The job's whole answer; [`view`] it as a [`Job`] for what the view
+    /// holds.
     async fn job(&self, id: i64) -> Value {
         self.http
             .get(format!("{}/api/v1/jobs/{id}", self.url))
@@ -144,28 +137,26 @@ impl Server {
             .expect("job json")
     }
 
-    async fn wait_until(&self, id: i64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(300);
-        loop {
+    /// Polls the job until `pred` holds. Five times the kit's patience:
+    /// the huge-output tests' jobs write gigabytes on a loaded machine.
+    async fn wait_until(&self, id: i64, what: &str, pred: impl Fn(&Job) -> bool) -> Value {
+        eventually(&format!("job {id} to get {what}"), 5 * PATIENCE, || async {
             let job = self.job(id).await;
-            if pred(&job) {
-                return job;
+            if pred(&view::<Job>(&job)) {
+                Ok(job)
+            } else {
+                Err(job)
             }
-            assert!(
-                Instant::now() < deadline,
-                "job {id} never got {what}: {job}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn wait_finished(&self, id: i64) -> Value {
-        self.wait_until(id, "finished", |j| {
-            !matches!(j["state"].as_str(), Some("queued" | "running"))
         })
         .await
     }
 
+    async fn wait_finished(&self, id: i64) -> Value {
+        self.wait_until(id, "finished", Job::is_finished).await
+    }
+
+    /// The records of one page of a job's log, as JSON (the tests compare
+    /// whole records); the page is read as a [`LogPage`] first.
     async fn log_page(&self, id: i64, after: u64, limit: u32) -> Vec<Value> {
         let v: Value = self
             .http
@@ -179,6 +170,7 @@ impl Server {
             .json()
             .await
             .expect("log json");
+        view::<LogPage>(&v);
         v["records"].as_array().cloned().unwrap_or_default()
     }
 
@@ -206,14 +198,9 @@ impl Server {
 
     /// Waits for the server process to exit and returns its exit code.
     fn wait_exit(&mut self) -> Option<i32> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                return st.code();
-            }
-            assert!(Instant::now() < deadline, "server did not exit");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        eventually_blocking("the server to exit", PATIENCE, || {
+            self.child.try_wait().unwrap().map(|status| status.code())
+        })
     }
 
     fn db(&self) -> rusqlite::Connection {
@@ -327,9 +314,7 @@ async fn kill_9_mid_write_leaves_gapless_prefixes_and_interrupted_jobs() {
     }
     for &id in &ids {
         server
-            .wait_until(id, "2000 records", |j| {
-                j["log"]["records"].as_u64() >= Some(2000)
-            })
+            .wait_until(id, "2000 records", |j| j.log.records >= 2000)
             .await;
     }
     {
@@ -382,9 +367,7 @@ async fn sigterm_stores_every_line_printed_before_the_stop() {
     .to_vec();
     for &id in &endless {
         server
-            .wait_until(id, "1000 records", |j| {
-                j["log"]["records"].as_u64() >= Some(1000)
-            })
+            .wait_until(id, "1000 records", |j| j.log.records >= 1000)
             .await;
     }
     server.signal("TERM");
@@ -471,6 +454,7 @@ async fn huge_outputs_keep_memory_bounded_and_cap_the_log() {
 #[test]
 fn refuses_a_public_address_without_a_token() {
     let dir = tempfile::tempdir().unwrap();
+    // Not `Server`: this start must fail, and its output is the answer.
     let out = Command::new(BIN)
         .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
         .arg(dir.path())
@@ -699,8 +683,7 @@ async fn config_file_retention_grooms_periodically() {
         ids.push(id);
     }
     // The periodic policy removes the two older jobs of the name.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    eventually("retention to keep the newest report", PATIENCE, || async {
         let listed: Value = server
             .http
             .get(format!("{}/api/v1/jobs?name=report", server.url))
@@ -710,18 +693,14 @@ async fn config_file_retention_grooms_periodically() {
             .json()
             .await
             .unwrap();
-        let left: Vec<i64> = listed["jobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|j| j["id"].as_i64().unwrap())
-            .collect();
+        let left: Vec<i64> = view::<JobList>(&listed).jobs.iter().map(|j| j.id).collect();
         if left == [ids[2]] {
-            break;
+            Ok(())
+        } else {
+            Err(format!("retention left {left:?}"))
         }
-        assert!(Instant::now() < deadline, "retention left {left:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
 
     // A typo in the file is an error that names it, not a silent default.
     std::fs::write(&config, "max_concurency = 4\n").unwrap();

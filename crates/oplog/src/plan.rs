@@ -467,10 +467,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig {
-            cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(2000),
-            ..proptest::prelude::ProptestConfig::default()
-        })]
+        #![proptest_config(joblog_testkit::proptest_config(2000))]
 
         /// Any Unicode in any text field of a sink (names, ignore entries,
         /// paths, sizes, addresses, facilities): the section is planned or

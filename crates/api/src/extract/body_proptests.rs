@@ -319,7 +319,7 @@ fn faults() -> Vec<(&'static str, Value)> {
 }
 
 proptest! {
-    #![proptest_config(super::proptest_config())]
+    #![proptest_config(joblog_testkit::proptest_config(2000))]
 
     /// Any bytes with any content type, read within any size bound: each
     /// body type is read, or refused with `415 unsupported_media_type`

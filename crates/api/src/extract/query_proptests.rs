@@ -265,7 +265,7 @@ fn render(mut pairs: Vec<(&str, String)>, order: &[usize], how: Enc) -> String {
 }
 
 proptest! {
-    #![proptest_config(super::proptest_config())]
+    #![proptest_config(joblog_testkit::proptest_config(2000))]
 
     /// Any query string (arbitrary bytes percent-encoded or not, repeated,
     /// unknown and empty keys, huge and negative numbers, empty values,

@@ -93,7 +93,7 @@ async fn an_admin_gets_the_whole_database_while_jobs_write_and_others_are_refuse
         )
         .await,
     );
-    let records = |n: u64| move |j: &serde_json::Value| j["log"]["records"].as_u64() >= Some(n);
+    let records = |n: u64| move |j: &Job| j.log.records >= n;
     wait_for(r, writer, "100 records", records(100)).await;
 
     let (status, length, body) = backup(&t, Some(&admin)).await;

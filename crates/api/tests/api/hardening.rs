@@ -320,23 +320,24 @@ while [ ! -s "$PIDFILE" ]; do sleep 0.05; done"#],
         .trim()
         .parse()
         .unwrap();
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        // Gone, or dead and waiting to be reaped.
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .and_then(|r| r.split_whitespace().next());
-        if matches!(state, None | Some("Z" | "X")) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the daemon {pid} still runs after its job: {stat}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        &format!("the daemon {pid} to end with its job"),
+        PATIENCE,
+        || async {
+            // Gone, or dead and waiting to be reaped.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next());
+            if matches!(state, None | Some("Z" | "X")) {
+                Ok(())
+            } else {
+                Err(stat)
+            }
+        },
+    )
+    .await;
     t.shutdown().await;
 }
 
@@ -364,10 +365,7 @@ async fn with_writes_failing_submissions_fail_fast_and_cancel_still_stops_the_jo
     )
     .await;
     let id = id_of(&job);
-    wait_for(&t.router, id, "writing", |j| {
-        j["log"]["records"].as_u64() > Some(1000)
-    })
-    .await;
+    wait_for(&t.router, id, "writing", |j| j.log.records > 1000).await;
     let pid: i32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()
@@ -376,19 +374,13 @@ async fn with_writes_failing_submissions_fail_fast_and_cancel_still_stops_the_jo
 
     let lock = rusqlite::Connection::open(&db_path).unwrap();
     lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    eventually("writes to fail", PATIENCE, || async {
         let health = get(&t.router, "/healthz").await;
-        if health.status == StatusCode::SERVICE_UNAVAILABLE {
+        (health.status == StatusCode::SERVICE_UNAVAILABLE).then(|| {
             assert_eq!(health.json()["store"], "unavailable: writes fail");
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "writes never failed"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        })
+    })
+    .await;
     let started = tokio::time::Instant::now();
     let reply = post(&t.router, "/api/v1/jobs", &json!({"command": ["true"]})).await;
     assert_error(&reply, StatusCode::SERVICE_UNAVAILABLE, "store_unavailable");
@@ -434,14 +426,10 @@ async fn with_writes_failing_submissions_fail_fast_and_cancel_still_stops_the_jo
     .await
     .expect("cancel answered");
     assert_eq!(cancel.status, StatusCode::OK, "{}", cancel.text());
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while nix_alive(pid) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "job process {pid} still runs"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(&format!("job process {pid} to end"), PATIENCE, || async {
+        (!nix_alive(pid)).then_some(())
+    })
+    .await;
 
     // Space is back: the job ends cancelled with a gap-free log.
     lock.execute_batch("ROLLBACK").unwrap();

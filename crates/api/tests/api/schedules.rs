@@ -67,18 +67,19 @@ async fn runs(router: &axum::Router, id: i64) -> Vec<Value> {
 
 /// Polls until the schedule has `n` runs, up to [`PATIENCE`].
 async fn wait_runs(router: &axum::Router, id: i64, n: usize) -> Vec<Value> {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let jobs = runs(router, id).await;
-        if jobs.len() >= n {
-            return jobs;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "schedule {id} never had {n} runs: {jobs:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(
+        &format!("schedule {id} to have {n} runs"),
+        PATIENCE,
+        || async {
+            let jobs = runs(router, id).await;
+            if jobs.len() >= n {
+                Ok(jobs)
+            } else {
+                Err(Value::from(jobs))
+            }
+        },
+    )
+    .await
 }
 
 async fn schedules_are_created_shown_changed_run_and_deleted(db: TestDatabase) {
@@ -270,19 +271,16 @@ async fn fires_run_by_the_clock_and_overlap_skip_skips_while_a_run_runs(db: Test
     wait_running(r, id_of(&first)).await;
     // The next fire finds it running: skipped, counted.
     clock.set(at(2));
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    let shown = eventually("the fire to be skipped", PATIENCE, || async {
         let shown = get_json(r, &format!("/api/v1/schedules/{id}")).await;
         if shown["skipped_fires"] == 1 {
-            assert_eq!(shown["next_fire"], "2026-11-24T00:03:00.000000Z");
-            break;
+            Ok(shown)
+        } else {
+            Err(shown)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never skipped: {shown}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    })
+    .await;
+    assert_eq!(shown["next_fire"], "2026-11-24T00:03:00.000000Z");
     assert_eq!(runs(r, id).await.len(), 1);
     post(
         r,
@@ -744,23 +742,17 @@ async fn fixed_times_fire_once_through_both_daylight_saving_changes(db: TestData
             clock.set(now);
             // The scheduler has done this minute when every next fire is
             // past it.
-            let deadline = tokio::time::Instant::now() + PATIENCE;
-            loop {
+            let what = format!("the scheduler to pass {start} + {minute} min");
+            eventually(&what, PATIENCE, || async {
                 let mut behind = false;
                 for id in &ids {
                     let s = get_json(r, &format!("/api/v1/schedules/{id}")).await;
                     let next = utc(s["next_fire"].as_str().unwrap());
                     behind |= next <= now;
                 }
-                if !behind {
-                    break;
-                }
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "the scheduler never passed {start} + {minute} min"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-            }
+                (!behind).then_some(())
+            })
+            .await;
         }
         for ((id, cron), want) in ids.iter().zip(crons).zip(expected) {
             let fired: Vec<String> = runs(r, *id)

@@ -22,8 +22,10 @@ use tower::ServiceExt;
 
 pub mod openapi;
 
-/// How long a test waits for a condition before it gives up.
-pub const PATIENCE: Duration = Duration::from_secs(60);
+/// The kit every suite shares: waits, and the typed views the helpers
+/// below read answers through.
+pub use joblog_testkit::views::{ErrorBody, Job, LogPage};
+pub use joblog_testkit::{eventually, view, PATIENCE};
 
 /// A running node. Fields drop in declaration order: `db` goes last, after
 /// everything that may still hold a connection to it (its drop removes the
@@ -285,14 +287,11 @@ pub async fn get_json(router: &Router, uri: &str) -> Value {
 pub fn assert_error(reply: &Reply, status: StatusCode, code: &str) -> String {
     let body = reply.json();
     assert_eq!(reply.status, status, "{body}");
-    let object = body.as_object().expect("error body is an object");
-    assert_eq!(object.len(), 1, "only `error` at the top: {body}");
-    let error = body["error"].as_object().expect("`error` is an object");
-    assert_eq!(error.len(), 2, "only code and message: {body}");
-    assert_eq!(error["code"], code, "{body}");
-    let message = error["message"].as_str().expect("message is a string");
-    assert!(!message.is_empty(), "{body}");
-    message.to_owned()
+    // The view admits `error.code` and `error.message` and nothing else.
+    let error = view::<ErrorBody>(&body).error;
+    assert_eq!(error.code, code, "{body}");
+    assert!(!error.message.is_empty(), "{body}");
+    error.message
 }
 
 /// Submits a job and returns it (expects 201).
@@ -305,7 +304,7 @@ pub async fn submit(router: &Router, json: Value) -> Value {
         String::from_utf8_lossy(&reply.body)
     );
     let job = reply.json();
-    assert!(job["id"].as_i64().unwrap() > 0, "{job}");
+    assert!(view::<Job>(&job).id > 0, "{job}");
     job
 }
 
@@ -315,44 +314,33 @@ pub async fn submit_sh(router: &Router, script: &str) -> Value {
 }
 
 pub fn id_of(job: &Value) -> i64 {
-    job["id"].as_i64().expect("job id")
+    view::<Job>(job).id
 }
 
 pub async fn show(router: &Router, id: i64) -> Value {
     get_json(router, &format!("/api/v1/jobs/{id}")).await
 }
 
-fn is_finished(job: &Value) -> bool {
-    !matches!(job["state"].as_str(), Some("queued" | "running"))
-}
-
-/// Polls the job until `done` holds, up to [`PATIENCE`].
-pub async fn wait_for(
-    router: &Router,
-    id: i64,
-    what: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+/// Polls the job until `done` holds, up to [`PATIENCE`]; gives the job's
+/// whole answer, for the fields its view does not hold.
+pub async fn wait_for(router: &Router, id: i64, what: &str, done: impl Fn(&Job) -> bool) -> Value {
+    eventually(&format!("job {id} to become {what}"), PATIENCE, || async {
         let job = show(router, id).await;
-        if done(&job) {
-            return job;
+        if done(&view::<Job>(&job)) {
+            Ok(job)
+        } else {
+            Err(job)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "job {id} never became {what}: {job}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    })
+    .await
 }
 
 pub async fn wait_finished(router: &Router, id: i64) -> Value {
-    wait_for(router, id, "finished", is_finished).await
+    wait_for(router, id, "finished", Job::is_finished).await
 }
 
 pub async fn wait_running(router: &Router, id: i64) -> Value {
-    wait_for(router, id, "running", |j| j["state"] == "running").await
+    wait_for(router, id, "running", |j| j.state == "running").await
 }
 
 /// Runs a `sh -c` script to its end and returns the finished job.
@@ -373,19 +361,16 @@ pub async fn whole_log(router: &Router, id: i64) -> Vec<Value> {
             &format!("/api/v1/jobs/{id}/log?after_seq={after}&limit={PAGE}"),
         )
         .await;
+        let typed = view::<LogPage>(&page);
         let batch = page["records"].as_array().expect("records").clone();
         assert!(batch.len() <= PAGE, "page larger than its limit");
-        for r in &batch {
-            let seq = r["seq"].as_u64().expect("seq");
-            assert!(seq > after, "seq {seq} after {after}: not in order");
-            after = seq;
+        for r in &typed.records {
+            assert!(r.seq > after, "seq {} after {after}: not in order", r.seq);
+            after = r.seq;
         }
         records.extend(batch);
-        match page["next_after_seq"].as_u64() {
-            None => {
-                assert!(page["next_after_seq"].is_null(), "{page}");
-                return records;
-            }
+        match typed.next_after_seq {
+            None => return records,
             Some(next) => {
                 assert_eq!(next, after, "next_after_seq is the last seq given");
             }
@@ -397,19 +382,19 @@ pub async fn whole_log(router: &Router, id: i64) -> Vec<Value> {
 /// Polls the log of a job (running or not) until it holds at least `count`
 /// records, up to [`PATIENCE`], and returns them.
 pub async fn wait_records(router: &Router, id: i64, count: usize) -> Vec<Value> {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let page = get_json(router, &format!("/api/v1/jobs/{id}/log")).await;
-        let records = page["records"].as_array().expect("records");
-        if records.len() >= count {
-            return records.clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "job {id} never wrote {count} records: {page}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    eventually(
+        &format!("job {id} to write {count} records"),
+        PATIENCE,
+        || async {
+            let page = get_json(router, &format!("/api/v1/jobs/{id}/log")).await;
+            if view::<LogPage>(&page).records.len() >= count {
+                Ok(page["records"].as_array().expect("records").clone())
+            } else {
+                Err(page)
+            }
+        },
+    )
+    .await
 }
 
 /// `(stream, message)` of each record.

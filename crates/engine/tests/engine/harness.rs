@@ -1,9 +1,9 @@
-//! A node for the engine's tests, and the waits they make.
+//! A node for the engine's tests; the waits they make are the kit's.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use joblog_core::Timestamp;
 use joblog_engine::{Clock, Engine, EngineConfig};
@@ -11,8 +11,7 @@ use joblog_pipeline::{Pipeline, PipelineConfig, WriterThread};
 use joblog_store::sqlite::SqliteStore;
 use joblog_store::{Store, StoreOptions};
 
-/// How long a test waits for a condition before it gives up.
-pub const PATIENCE: Duration = Duration::from_secs(60);
+pub use joblog_testkit::{eventually, PATIENCE};
 
 /// A clock a test moves by hand: whatever sleeps on it wakes once the
 /// test sets it at or past the time it waits for.
@@ -95,23 +94,5 @@ impl Node {
                 .await
                 .unwrap();
         }
-    }
-}
-
-/// Polls `check` until it gives a value, for at most `patience`; panics
-/// saying `what` was awaited otherwise. No timed assertion: the patience
-/// is generous, and a pass takes as long as the condition does.
-pub async fn eventually<T, F, Fut>(what: &str, patience: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + patience;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "waited {patience:?} for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

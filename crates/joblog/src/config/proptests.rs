@@ -18,17 +18,6 @@ use super::settings::{Settings, DECLARED};
 use super::value::{ByteSize, HostList, SettingValue, SinkList};
 use crate::serve::resolve::resolve;
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(2000),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 /// Both ends of every value given to a secret setting: an error showing
 /// any end of one shows them.
 const MARK: &str = "s3cr3t";
@@ -461,7 +450,7 @@ fn toml_text() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(joblog_testkit::proptest_config(2000))]
 
     /// Any text as `joblog.toml`: reading it, typing its settings and
     /// checking them never panics. A file that is not TOML is refused

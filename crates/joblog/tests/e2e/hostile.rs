@@ -2,8 +2,9 @@
 //! the real binary: orphans that exit at once are reaped (no zombies
 //! fill the process table); what the server creates is its own alone.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use joblog_testkit::{eventually, PATIENCE};
 use serde_json::json;
 
 use super::Server;
@@ -48,20 +49,19 @@ async fn orphans_that_exit_at_once_are_reaped_even_under_a_fork_storm() {
         let job = server.wait_finished(id).await;
         assert_eq!(job["state"], "succeeded", "{job}");
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    eventually("the server to reap every child", PATIENCE, || async {
         let zombies = zombie_children(server.pid());
         if zombies.is_empty() {
-            break;
+            Ok(())
+        } else {
+            Err(format!(
+                "{} zombie children (the first: {:?})",
+                zombies.len(),
+                &zombies[..zombies.len().min(10)]
+            ))
         }
-        assert!(
-            Instant::now() < deadline,
-            "{} zombie children of the server were never reaped (the first: {:?})",
-            zombies.len(),
-            &zombies[..zombies.len().min(10)]
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     // The server still runs jobs (none of their statuses was stolen).
     let id = server
         .submit(json!({"command": ["sh", "-c", "(true &); exit 3"]}))
@@ -116,11 +116,10 @@ async fn what_the_server_creates_is_private_whatever_the_umask() {
     assert_eq!(mode(&data.join("results")), 0o700, "results");
     let logs = data.join("logs");
     assert_eq!(mode(&logs), 0o700, "logs");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !logs.join("access.log").exists() {
-        assert!(Instant::now() < deadline, "no access.log");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("access.log", PATIENCE, || async {
+        logs.join("access.log").exists().then_some(())
+    })
+    .await;
     assert_eq!(mode(&logs.join("access.log")), 0o600, "access.log");
     assert_eq!(
         mode(&job_file),
@@ -250,7 +249,7 @@ echo '{{"ran_as": "nobody"}}' > "$JOBLOG_RESULT""#,
     // A job of another user is still stopped.
     let id = server.submit(json!({"command": ["sleep", "60"]})).await;
     server
-        .wait_until(id, "running", |j| j["state"] == "running")
+        .wait_until(id, "running", |j| j.state == "running")
         .await;
     let cancel = server
         .http
@@ -261,11 +260,12 @@ echo '{{"ran_as": "nobody"}}' > "$JOBLOG_RESULT""#,
         .unwrap();
     assert_eq!(cancel.status(), 200);
     server
-        .wait_until(id, "cancelled", |j| j["state"] == "cancelled")
+        .wait_until(id, "cancelled", |j| j.state == "cancelled")
         .await;
     drop(server);
 
-    // A token file the job user could read: refused at start.
+    // A token file the job user could read: refused at start (run by
+    // hand, not by `Server`: the start must fail).
     std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let out = std::process::Command::new(super::BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])

@@ -2,8 +2,8 @@
 //! with it (or at its next start), and their log says what happened.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
+use joblog_testkit::{eventually_blocking, PATIENCE};
 use serde_json::json;
 
 use super::{cli, Server};
@@ -20,29 +20,21 @@ fn alive(pid: i32) -> bool {
 }
 
 fn wait_gone(pid: i32, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while alive(pid) {
-        assert!(Instant::now() < deadline, "{what} (pid {pid}) still runs");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually_blocking(&format!("{what} (pid {pid}) to end"), PATIENCE, || {
+        (!alive(pid)).then_some(())
+    })
 }
 
 fn read_pid(path: &Path) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(pid) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually_blocking(
+        &format!("{} to be written", path.display()),
+        PATIENCE,
+        || {
+            std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+        },
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,9 +54,7 @@ async fn a_killed_servers_jobs_die_with_it_and_their_log_says_why() {
         .await;
     let (main, child) = (read_pid(&main), read_pid(&child));
     server
-        .wait_until(id, "its first line", |j| {
-            j["log"]["records"].as_u64() >= Some(1)
-        })
+        .wait_until(id, "its first line", |j| j.log.records >= 1)
         .await;
     // Heartbeats come every third of the timeout (10 s by default); one
     // was written at start.

@@ -5,8 +5,9 @@
 //! and `/metrics` counts per sink.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use joblog_testkit::{eventually, PATIENCE};
 use serde_json::{json, Value};
 
 use super::Server;
@@ -22,19 +23,18 @@ fn lines(path: &Path) -> Vec<Value> {
 
 /// Waits until `path` has a line for which `pred` holds, and returns it.
 async fn wait_line(path: &Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(line) = lines(path).into_iter().find(&pred) {
-            return line;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never had {what}: {:#?}",
-            path.display(),
-            lines(path)
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    eventually(
+        &format!("{} to have {what}", path.display()),
+        PATIENCE,
+        || async {
+            let lines = lines(path);
+            match lines.iter().find(|line| pred(line)) {
+                Some(line) => Ok(line.clone()),
+                None => Err(format!("{lines:#?}")),
+            }
+        },
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,8 +103,7 @@ async fn each_request_and_state_change_reaches_its_log_file_and_the_audit_api() 
     // The end of the job run is a server line (on stderr by default).
 
     // The database sink stored it too.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let stored = loop {
+    let stored = eventually("an audit entry in the database", PATIENCE, || async {
         let page: Value = server
             .http
             .get(format!("{}/api/v1/audit?action=job.submitted", server.url))
@@ -114,15 +113,12 @@ async fn each_request_and_state_change_reaches_its_log_file_and_the_audit_api() 
             .json()
             .await
             .unwrap();
-        if let Some(entry) = page["entries"].as_array().and_then(|e| e.first().cloned()) {
-            break entry;
+        match page["entries"].as_array().and_then(|e| e.first().cloned()) {
+            Some(entry) => Ok(entry),
+            None => Err(page),
         }
-        assert!(
-            Instant::now() < deadline,
-            "no audit entry in the database: {page}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+    })
+    .await;
     assert_eq!(stored["job_id"], id);
     assert_eq!(stored["actor"], "anonymous");
     assert!(stored["remote"].as_str().unwrap().starts_with("127.0.0.1:"));
@@ -224,16 +220,16 @@ async fn sighup_reopens_moved_files_applies_a_changed_section_and_refuses_an_inv
         "[[logging.sinks]]\nkind = \"file\"\nlogs = [\"access\"]",
     );
     server.signal("HUP");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let text = eventually("a refusal on stderr", PATIENCE, || async {
         let text = std::fs::read_to_string(&stderr).unwrap();
         if text.contains("logging configuration refused") {
-            assert!(text.contains("needs a `path`"), "{text}");
-            break;
+            Ok(text)
+        } else {
+            Err(text)
         }
-        assert!(Instant::now() < deadline, "no refusal on stderr: {text}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    })
+    .await;
+    assert!(text.contains("needs a `path`"), "{text}");
     get_job(&server, id, "after-refusal").await;
     wait_line(
         &logs.join("slow.log"),
@@ -608,11 +604,13 @@ async fn audit_entries_past_their_retention_are_deleted() {
             )
             .unwrap()
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while count("old.entry") > 0 {
-        assert!(Instant::now() < deadline, "old entries were kept");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("the old entries to be groomed", PATIENCE, || async {
+        match count("old.entry") {
+            0 => Ok(()),
+            left => Err(format!("{left} old entries left")),
+        }
+    })
+    .await;
     assert_eq!(count("recent.entry"), 10);
     let groomed = wait_line(&data.join("logs/audit.log"), "the grooming", |l| {
         l["type"] == "audit.groomed"

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use joblog_store::testing::{PrivateCluster, TestDatabase};
+use joblog_testkit::{eventually, PATIENCE};
 use serde_json::{json, Value};
 
 use super::Server;
@@ -261,7 +262,7 @@ async fn kill_9_of_a_node_interrupts_its_jobs_and_the_other_node_carries_on() {
     }
     for id in &on_a {
         a.wait_until(*id, "records", |j| {
-            j["state"] == "running" && j["log"]["records"].as_u64().unwrap_or(0) > 10
+            j.state == "running" && j.log.records > 10
         })
         .await;
     }
@@ -270,7 +271,7 @@ async fn kill_9_of_a_node_interrupts_its_jobs_and_the_other_node_carries_on() {
     let killed = Instant::now();
     for id in &on_a {
         let job = b
-            .wait_until(*id, "interrupted", |j| j["state"] == "interrupted")
+            .wait_until(*id, "interrupted", |j| j.state == "interrupted")
             .await;
         assert_eq!(job["node"], "a");
         // What a wrote before it died is a gap-free prefix, then the
@@ -320,8 +321,7 @@ async fn a_cancel_sent_to_node_b_stops_a_job_running_on_node_a() {
     let id = a
         .submit(json!({"script": endless, "secrets": {"K": "pins it to a"}}))
         .await;
-    a.wait_until(id, "running", |j| j["state"] == "running")
-        .await;
+    a.wait_until(id, "running", |j| j.state == "running").await;
     let r = b
         .http
         .post(format!("{}/api/v1/jobs/{id}/cancel", b.url))
@@ -368,24 +368,17 @@ async fn postgres_stopped_and_restarted_mid_ingest_loses_no_record() {
     // Mid-ingest: every job running and writing.
     for (server, id) in &jobs {
         server
-            .wait_until(*id, "records", |j| {
-                j["log"]["records"].as_u64().unwrap_or(0) > 2000
-            })
+            .wait_until(*id, "records", |j| j.log.records > 2000)
             .await;
     }
     cluster.pg_ctl("stop");
     // While the database is away the servers run and say so.
     for server in [&a, &b] {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        eventually("healthz to say unavailable", PATIENCE, || async {
             let (status, body) = server.get_status("/healthz").await;
-            if status == 503 {
-                assert!(body.contains("unavailable"), "{body}");
-                break;
-            }
-            assert!(Instant::now() < deadline, "healthz never said unavailable");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            (status == 503).then(|| assert!(body.contains("unavailable"), "{body}"))
+        })
+        .await;
     }
     let (status, metrics) = a.get_status("/metrics").await;
     assert_eq!(status, 200);

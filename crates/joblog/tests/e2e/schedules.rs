@@ -7,9 +7,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use joblog_store::testing::TestDatabase;
+use joblog_testkit::views::{Job, JobList};
+use joblog_testkit::{eventually, view, PATIENCE};
 use serde_json::{json, Value};
 
 use super::{cli, Server};
@@ -39,7 +41,7 @@ impl Server {
     }
 
     /// The schedule's runs, oldest first.
-    async fn runs(&self, id: i64) -> Vec<Value> {
+    async fn runs(&self, id: i64) -> Vec<Job> {
         let page: Value = self
             .http
             .get(format!(
@@ -52,40 +54,36 @@ impl Server {
             .json()
             .await
             .unwrap();
-        let mut jobs = page["jobs"].as_array().cloned().unwrap_or_default();
+        let mut jobs = view::<JobList>(&page).jobs;
         jobs.reverse();
         jobs
     }
 
     /// Polls until `pred` holds of the schedule's runs.
-    async fn wait_runs(&self, id: i64, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
+    async fn wait_runs(&self, id: i64, what: &str, pred: impl Fn(&[Job]) -> bool) -> Vec<Job> {
+        // Twice the kit's patience: some waits span several fires.
+        eventually(&format!("schedule {id}: {what}"), 2 * PATIENCE, || async {
             let runs = self.runs(id).await;
             if pred(&runs) {
-                return runs;
+                Ok(runs)
+            } else {
+                Err(format!("{runs:?}"))
             }
-            assert!(
-                Instant::now() < deadline,
-                "schedule {id}: never {what}: {runs:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 }
 
-fn unfinished(runs: &[Value]) -> usize {
-    runs.iter()
-        .filter(|j| matches!(j["state"].as_str(), Some("queued" | "running")))
-        .count()
+fn unfinished(runs: &[Job]) -> usize {
+    runs.iter().filter(|j| !j.is_finished()).count()
 }
 
 /// Each fire time once, and every second from the first to the last.
-fn assert_each_second_once(runs: &[Value]) {
+fn assert_each_second_once(runs: &[Job]) {
     let mut fires: BTreeMap<String, usize> = BTreeMap::new();
     for job in runs {
-        let fire = job["fire_time"].as_str().expect("a fire time").to_owned();
-        assert_eq!(job["attempt"], 1);
+        let fire = job.fire_time.clone().expect("a fire time");
+        assert_eq!(job.attempt, Some(1));
         *fires.entry(fire).or_default() += 1;
     }
     let doubled: Vec<_> = fires.iter().filter(|(_, n)| **n > 1).collect();
@@ -164,10 +162,10 @@ async fn schedules_through_the_cli_with_secrets_from_the_node() {
     let listed: Value = serde_json::from_str(&listed).unwrap();
     let id = listed["schedules"][0]["id"].as_i64().unwrap();
     let runs = server
-        .wait_runs(id, "ran", |r| r.iter().any(|j| j["state"] == "succeeded"))
+        .wait_runs(id, "ran", |r| r.iter().any(|j| j.state == "succeeded"))
         .await;
-    let done = runs.iter().find(|j| j["state"] == "succeeded").unwrap();
-    let log = server.log_page(done["id"].as_i64().unwrap(), 0, 10).await;
+    let done = runs.iter().find(|j| j.state == "succeeded").unwrap();
+    let log = server.log_page(done.id, 0, 10).await;
     assert_eq!(
         log[0]["message"], "key=*** inherited=none",
         "the secret reaches the job masked, and no job inherits the node's variable"
@@ -255,14 +253,13 @@ async fn schedules_through_the_cli_with_secrets_from_the_node() {
     assert_eq!(code, 1);
     assert!(err.contains("no schedule with id"), "{err}");
     // Each change is in the audit trail, naming the schedule.
-    let deadline = Instant::now() + Duration::from_secs(30);
     let wanted = [
         "schedule.created",
         "schedule.updated",
         "schedule.run",
         "schedule.deleted",
     ];
-    loop {
+    let found = eventually("the audit entries of each change", PATIENCE, || async {
         let audit: Value = server
             .http
             .get(format!("{}/api/v1/audit?limit=100", server.url))
@@ -273,31 +270,29 @@ async fn schedules_through_the_cli_with_secrets_from_the_node() {
             .await
             .unwrap();
         let entries = audit["entries"].as_array().cloned().unwrap_or_default();
-        let found: Vec<&Value> = entries
-            .iter()
+        let found: Vec<Value> = entries
+            .into_iter()
             .filter(|e| wanted.contains(&e["action"].as_str().unwrap_or_default()))
             .collect();
         if wanted
             .iter()
             .all(|w| found.iter().any(|e| e["action"] == *w))
         {
-            for e in found {
-                assert_eq!(e["detail"]["schedule_id"], id, "{e}");
-                // A schedule's id is never taken for a job's: only a run
-                // names a job, the one it queued.
-                if e["action"] == "schedule.run" {
-                    assert_ne!(e["job_id"], Value::Null, "{e}");
-                } else {
-                    assert_eq!(e["job_id"], Value::Null, "{e}");
-                }
-            }
-            break;
+            Ok(found)
+        } else {
+            Err(Value::from(found))
         }
-        assert!(
-            Instant::now() < deadline,
-            "audit entries missing: {entries:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    })
+    .await;
+    for e in found {
+        assert_eq!(e["detail"]["schedule_id"], id, "{e}");
+        // A schedule's id is never taken for a job's: only a run names a
+        // job, the one it queued.
+        if e["action"] == "schedule.run" {
+            assert_ne!(e["job_id"], Value::Null, "{e}");
+        } else {
+            assert_eq!(e["job_id"], Value::Null, "{e}");
+        }
     }
 }
 
@@ -311,7 +306,7 @@ async fn kill_9_after_fires_were_claimed_leaves_each_fire_one_job() {
     let server = Server::start(dir.path(), &args).await;
     let blocker = server.submit(json!({"command": ["sleep", "600"]})).await;
     server
-        .wait_until(blocker, "running", |j| j["state"] == "running")
+        .wait_until(blocker, "running", |j| j.state == "running")
         .await;
     let id = server
         .create_schedule(json!({"name": "every-second", "cron": "*/1 * * * * *",
@@ -335,7 +330,7 @@ async fn kill_9_after_fires_were_claimed_leaves_each_fire_one_job() {
     let runs = server
         .wait_runs(id, "all run", |r| unfinished(r) == 0)
         .await;
-    assert!(runs.iter().all(|j| j["state"] == "succeeded"), "{runs:?}");
+    assert!(runs.iter().all(|j| j.state == "succeeded"), "{runs:?}");
     assert_each_second_once(&runs);
     let blocker = server.job(blocker).await;
     assert_eq!(blocker["state"], "interrupted");
@@ -367,10 +362,10 @@ async fn three_nodes_fire_a_per_second_schedule_each_second_exactly_once() {
         "20 s of a per-second schedule: {} runs",
         runs.len()
     );
-    assert!(runs.iter().all(|j| j["state"] == "succeeded"), "{runs:?}");
+    assert!(runs.iter().all(|j| j.state == "succeeded"), "{runs:?}");
     assert_each_second_once(&runs);
     let nodes: std::collections::BTreeSet<&str> =
-        runs.iter().filter_map(|j| j["node"].as_str()).collect();
+        runs.iter().filter_map(|j| j.node.as_deref()).collect();
     assert!(
         nodes.len() >= 2,
         "the runs spread over the nodes: {nodes:?}"

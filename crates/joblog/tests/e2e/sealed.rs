@@ -5,8 +5,9 @@
 //! lose and repeat nothing; a damaged segment is `500 log_damaged` for its
 //! job while the server and other jobs go on.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use joblog_testkit::{eventually, PATIENCE};
 use serde_json::{json, Value};
 
 use super::nodes::Events;
@@ -250,15 +251,16 @@ async fn kill_9_while_sealing_leaves_every_log_whole() {
     eprintln!("kills during the pass: {midway}; logs found part sealed: {partial}");
     assert!(midway > 0, "no kill came while the sealer worked");
     let server = Server::start(dir.path(), &[]).await;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
+    // Twice the kit's patience: a pass over every kill's leftovers.
+    eventually("every log to be sealed", 2 * PATIENCE, || async {
         let (_, status) = get(&server, "/api/v1/sealing").await;
         if status.contains("\"unsealed_jobs\":0") {
-            break;
+            Ok(())
+        } else {
+            Err(status)
         }
-        assert!(Instant::now() < deadline, "never sealed: {status}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     for (t, &id) in ids.iter().enumerate() {
         let page = server.log_page(id, 12_344, 2).await;
         assert_eq!(page[0]["message"], format!("line 12345 of {t}"));
@@ -352,11 +354,10 @@ async fn followers_reading_while_a_log_is_sealed_lose_and_repeat_nothing() {
     assert_whole(&early.1, lines, "event stream from the start");
     assert_whole(&(early.2).0, lines, "long poll after the end");
     assert_whole(&(early.2).1, lines, "event stream after the end");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while metric(&server, "joblog_sealed_jobs_total").await < 1.0 {
-        assert!(Instant::now() < deadline, "the log was never sealed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the log to be sealed", PATIENCE, || async {
+        (metric(&server, "joblog_sealed_jobs_total").await >= 1.0).then_some(())
+    })
+    .await;
     assert_eq!(
         metric(&server, "joblog_sealed_records_total").await,
         lines as f64
@@ -377,11 +378,10 @@ async fn a_damaged_segment_is_log_damaged_for_its_job_and_the_server_goes_on() {
     for id in [damaged, fine] {
         server.wait_finished(id).await;
     }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while metric(&server, "joblog_sealed_jobs_total").await < 2.0 {
-        assert!(Instant::now() < deadline, "the logs were never sealed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("both logs to be sealed", PATIENCE, || async {
+        (metric(&server, "joblog_sealed_jobs_total").await >= 2.0).then_some(())
+    })
+    .await;
     server
         .db()
         .execute(

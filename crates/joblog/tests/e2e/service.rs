@@ -3,8 +3,8 @@
 //! health check.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
+use joblog_testkit::{eventually, PATIENCE};
 use serde_json::{json, Value};
 
 use super::{cli, stored_lines, Server, BIN};
@@ -57,9 +57,7 @@ async fn backup_of_a_running_server_restores_on_a_new_one() {
         }))
         .await;
     server
-        .wait_until(running, "10 records", |j| {
-            j["log"]["records"].as_u64() >= Some(10)
-        })
+        .wait_until(running, "10 records", |j| j.log.records >= 10)
         .await;
 
     let copy = out.join("joblog-copy.db");
@@ -193,16 +191,12 @@ async fn health_exits_0_when_healthy_and_1_when_stopping_or_gone() {
     );
     assert_eq!(code, 0, "{stderr}");
     server.signal("TERM");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let stdout = loop {
+    let stdout = eventually("the draining server to be unhealthy", PATIENCE, || async {
         let (code, stdout, stderr) = health(&url, false);
-        if code == 1 {
-            break stdout;
-        }
-        assert_eq!(code, 0, "{stderr}");
-        assert!(Instant::now() < deadline, "the server stayed healthy");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        assert!(code == 0 || code == 1, "{stderr}");
+        (code == 1).then_some(stdout)
+    })
+    .await;
     assert!(
         stdout.starts_with("unavailable") && stdout.contains("not taking jobs"),
         "{stdout}"

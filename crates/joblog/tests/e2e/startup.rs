@@ -5,10 +5,10 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use joblog_bench::server::free_port;
 use joblog_store::testing::TestDatabase;
+use joblog_testkit::{free_port, within_blocking};
 use serde_json::{json, Value};
 
 use super::{cli, Server, BIN};
@@ -20,7 +20,7 @@ fn refused_start(args: &[&str]) -> (Option<i32>, String) {
     let mut child = Command::new(BIN)
         .arg("serve")
         .arg("--listen")
-        .arg(format!("127.0.0.1:{}", free_port().unwrap()))
+        .arg(format!("127.0.0.1:{}", free_port()))
         .args(args)
         .env("JOBLOG_LOG", "warn")
         .env("NO_COLOR", "1")
@@ -29,17 +29,14 @@ fn refused_start(args: &[&str]) -> (Option<i32>, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > deadline {
+    let exited = within_blocking(Duration::from_secs(30), || child.try_wait().unwrap());
+    let code = match exited {
+        Some(status) => status.code(),
+        None => {
             let _ = child.kill();
             let _ = child.wait();
-            break None;
+            None
         }
-        std::thread::sleep(Duration::from_millis(50));
     };
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
@@ -60,7 +57,7 @@ async fn a_second_server_on_a_data_dir_or_sqlite_file_in_use_is_refused() {
         .submit(json!({"name": "long", "command": ["sleep", "600"]}))
         .await;
     server
-        .wait_until(id, "running", |j| j["state"] == "running")
+        .wait_until(id, "running", |j| j.state == "running")
         .await;
     let pid = format!("pid {}", server.pid());
 

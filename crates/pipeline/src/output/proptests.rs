@@ -9,17 +9,6 @@ use proptest::prelude::*;
 
 use super::*;
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(2000),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 /// Bytes that exercise the parsers: text, newlines, CRs, command starts,
 /// multi-byte characters and invalid UTF-8.
 fn output_bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
@@ -140,7 +129,7 @@ fn small(line_max: usize) -> LogLimits {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(joblog_testkit::proptest_config(2000))]
 
     /// Any bytes, any chunking, any idle flushes: no panic, seq gapless
     /// from 1, every record within `line_max` bytes of input (a replaced

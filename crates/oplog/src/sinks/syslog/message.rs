@@ -276,11 +276,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig {
-            cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(500),
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(joblog_testkit::proptest_config(500))]
 
         /// Whatever the entry and the limit: the message fits the limit,
         /// a JSON message parses, and one that needed no cut is the
