@@ -21,6 +21,8 @@
 //! - `token`: `Role` (viewer < operator < admin) and what is kept of a
 //!   token (its hash, never its text); `audit`: the trail's entries and
 //!   pages of them (`MAX_AUDIT_FIELD`).
+//! - `notify`: notification rules (which job ends, where to), their
+//!   checks, and what a notification says in each format (`message`).
 //! - `schedule`: a schedule as sent and checked; `timing` (cron, 5 fields
 //!   or 6 or a shortcut, in a compiled-in IANA zone; daylight saving as
 //!   Debian's cron), `policy` (`Overlap`, `Missed`, `Retries`), `plan`
@@ -48,6 +50,7 @@ mod given;
 mod job;
 mod navigation;
 mod node;
+pub mod notify;
 #[cfg(test)]
 mod proptests;
 mod query;

@@ -61,6 +61,15 @@ impl Committed {
             (WriteOp::FireDue { .. }, _) => {}
             // Each node's scheduler reads the schedules when it wakes.
             (WriteOp::SaveSchedule { .. } | WriteOp::DeleteSchedule { .. }, _) => {}
+            // Each node's sender reads the outbox when it wakes; rules are
+            // read when a job ends.
+            (
+                WriteOp::SaveRule { .. }
+                | WriteOp::DeleteRule { .. }
+                | WriteOp::ClaimDeliveries { .. }
+                | WriteOp::DeliveryTried { .. },
+                _,
+            ) => {}
             (WriteOp::Finish { job, .. }, _) => self.finished.push(*job),
             (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => self.finished.push(*job),
             (WriteOp::CancelQueued { .. }, _) => {}

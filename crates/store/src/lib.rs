@@ -59,6 +59,7 @@ mod interrupt;
 mod listing;
 mod log_reads;
 mod navigation;
+mod notifications;
 mod open;
 mod ops;
 mod outline;
@@ -75,6 +76,7 @@ pub mod testing;
 mod writes;
 
 use async_trait::async_trait;
+use joblog_core::notify::{Delivery, DeliveryId, Rule, RuleId};
 use joblog_core::schedule::{Schedule, ScheduleId};
 use joblog_core::{
     AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, JobState, LogOutline, LogSearch,
@@ -83,6 +85,7 @@ use joblog_core::{
 
 pub use committed::Committed;
 pub use error::StoreError;
+pub use notifications::{RuleSaved, CLAIM_BATCH};
 pub use open::{open, Database, ReadWait, StoreOptions, SyncMode};
 pub use ops::{Outcome, StoreWriter, WriteOp};
 pub use schedules::{Fired, ScheduleSaved, FIRE_BATCH};
@@ -216,6 +219,28 @@ pub trait Store: Send + Sync + 'static {
     /// The earliest time a queued job waits for (a retry's backoff), if
     /// any job waits.
     async fn next_run_after(&self) -> Result<Option<Timestamp>>;
+
+    async fn get_rule(&self, id: RuleId) -> Result<Option<Rule>>;
+
+    /// Notification rules by id, after `after_id`.
+    async fn list_rules(&self, after_id: RuleId, limit: u32) -> Result<Vec<Rule>>;
+
+    /// A rule's deliveries before `before_id`, newest first.
+    async fn rule_deliveries(
+        &self,
+        rule: RuleId,
+        before_id: DeliveryId,
+        limit: u32,
+    ) -> Result<Vec<Delivery>>;
+
+    /// The notifications of a job's end, oldest first.
+    async fn job_deliveries(&self, job: JobId) -> Result<Vec<Delivery>>;
+
+    /// When the oldest notification not delivered yet was queued.
+    async fn oldest_pending_delivery(&self) -> Result<Option<Timestamp>>;
+
+    /// When the next delivery is due, if one waits.
+    async fn next_delivery_due(&self) -> Result<Option<Timestamp>>;
 
     /// Cheap round trip proving the database answers.
     async fn ping(&self) -> Result<()>;

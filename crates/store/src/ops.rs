@@ -5,12 +5,13 @@
 //! `Committed::add`: every match on it is exhaustive, so the compiler
 //! names each place.
 
+use joblog_core::notify::{Delivery, DeliveryId, RuleId, TryOutcome, ValidRule};
 use joblog_core::schedule::{ScheduleId, ValidSchedule};
 use joblog_core::{
     Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, Record, ResultBlob, Timestamp,
 };
 
-use crate::{sealed, Fired, Result, ScheduleSaved};
+use crate::{sealed, Fired, Result, RuleSaved, ScheduleSaved};
 
 /// One change to the store. The writer applies a batch of them in one
 /// transaction, in order.
@@ -132,6 +133,32 @@ pub enum WriteOp {
     /// from before `before`. → [`Outcome::Count`]: how many went (fewer
     /// than `max`: nothing older is left at the head of the trail).
     DeleteAudit { before: Timestamp, max: u32 },
+    /// Creates a notification rule (`id` `None`) or replaces one. →
+    /// [`Outcome::Rule`]
+    SaveRule {
+        id: Option<RuleId>,
+        rule: Box<ValidRule>,
+    },
+    /// Deletes a rule and its deliveries. → [`Outcome::Count`]
+    DeleteRule { id: RuleId },
+    /// Takes up to `max` deliveries due at `at` for `node` to send: each
+    /// counts an attempt more and is due again after `lease`, should its
+    /// sender die. → [`Outcome::Deliveries`]
+    ClaimDeliveries {
+        node: String,
+        at: Timestamp,
+        lease: std::time::Duration,
+        max: u32,
+    },
+    /// Records a try of a delivery: sent, refused for good, or due again
+    /// at `retry_at` (`None`: out of retries, so failed). →
+    /// [`Outcome::Count`]
+    DeliveryTried {
+        id: DeliveryId,
+        outcome: TryOutcome,
+        retry_at: Option<Timestamp>,
+        at: Timestamp,
+    },
 }
 
 impl WriteOp {
@@ -161,6 +188,10 @@ impl WriteOp {
             WriteOp::DeleteSchedule { .. } => "delete_schedule",
             WriteOp::SealSlice(_) => "seal_slice",
             WriteOp::MarkSealed { .. } => "mark_sealed",
+            WriteOp::SaveRule { .. } => "save_rule",
+            WriteOp::DeleteRule { .. } => "delete_rule",
+            WriteOp::ClaimDeliveries { .. } => "claim_deliveries",
+            WriteOp::DeliveryTried { .. } => "delivery_tried",
         }
     }
 
@@ -190,6 +221,9 @@ pub enum Outcome {
         jobs: Vec<JobId>,
         records: u64,
     },
+    Rule(RuleSaved),
+    /// Deliveries claimed to send.
+    Deliveries(Vec<Delivery>),
 }
 
 /// The single writer of a store. Blocking: called from the pipeline's

@@ -131,6 +131,42 @@ macro_rules! store_impl {
             async fn next_run_after(&self) -> Result<Option<Timestamp>> {
                 $run!(self, c => $crate::schedules::reads::next_run_after(c))
             }
+
+            async fn get_rule(
+                &self,
+                id: joblog_core::notify::RuleId,
+            ) -> Result<Option<joblog_core::notify::Rule>> {
+                $run!(self, c => $crate::notifications::get_rule(c, id))
+            }
+
+            async fn list_rules(
+                &self,
+                after_id: joblog_core::notify::RuleId,
+                limit: u32,
+            ) -> Result<Vec<joblog_core::notify::Rule>> {
+                $run!(self, c => $crate::notifications::list_rules(c, after_id, limit))
+            }
+
+            async fn rule_deliveries(
+                &self,
+                rule: joblog_core::notify::RuleId,
+                before_id: joblog_core::notify::DeliveryId,
+                limit: u32,
+            ) -> Result<Vec<joblog_core::notify::Delivery>> {
+                $run!(self, c => $crate::notifications::of_rule(c, rule, before_id, limit))
+            }
+
+            async fn job_deliveries(&self, job: JobId) -> Result<Vec<joblog_core::notify::Delivery>> {
+                $run!(self, c => $crate::notifications::of_job(c, job))
+            }
+
+            async fn oldest_pending_delivery(&self) -> Result<Option<Timestamp>> {
+                $run!(self, c => $crate::notifications::oldest_pending(c))
+            }
+
+            async fn next_delivery_due(&self) -> Result<Option<Timestamp>> {
+                $run!(self, c => $crate::notifications::next_due(c))
+            }
         }
     };
 }

@@ -1,6 +1,7 @@
 //! The writer's ops that both stores apply with the same statements,
 //! written once: ending and cancelling jobs, deleting a job and its log a
-//! chunk at a time, sealing slices, API tokens and audit retention. Each
+//! chunk at a time (a job's end queues its notifications), sealing
+//! slices, API tokens and audit retention. Each
 //! runs inside the writer's transaction of its batch. What really differs
 //! stays in each store's writer: appending records (SQLite inserts rows;
 //! PostgreSQL sends one binary COPY), claims (`SKIP LOCKED`), nodes'
@@ -9,6 +10,7 @@
 use joblog_core::{JobId, LogSummary, NewToken, Timestamp};
 
 use crate::db::{query_opt, sql, Conn, Statement};
+use crate::notifications;
 use crate::rows::{job_columns, streams_to_text};
 use crate::schedules::writes::{retry, ScheduleWrites};
 use crate::sealed::SealSlice;
@@ -121,20 +123,25 @@ pub(crate) async fn finish<T: ScheduleWrites>(
         tx.execute(&SAVE_RESULT, &params).await?;
     }
     retry(tx, &done, *at).await?;
+    notifications::on_end(tx, &done, now).await?;
     Ok(Outcome::MaybeJob(Some(done)))
 }
 
 /// → [`Outcome::MaybeJob`]: the job, if it was still queued.
 pub(crate) async fn cancel_queued<C: Conn>(tx: &mut C, job: JobId, now: i64) -> Result<Outcome> {
     let params = [job.into(), now.into()];
-    Ok(Outcome::MaybeJob(
-        query_opt(tx, &CANCEL_QUEUED, &params).await?,
-    ))
+    let cancelled: Option<joblog_core::Job> = query_opt(tx, &CANCEL_QUEUED, &params).await?;
+    if let Some(job) = &cancelled {
+        notifications::on_end(tx, job, now).await?;
+    }
+    Ok(Outcome::MaybeJob(cancelled))
 }
 
 /// Deletes a finished job and its result. → [`Outcome::Count`]
 pub(crate) async fn delete_job<C: Conn>(tx: &mut C, job: JobId) -> Result<Outcome> {
     tx.execute(&DELETE_RESULT, &[job.into()]).await?;
+    tx.execute(&notifications::DELETE_JOB_DELIVERIES, &[job.into()])
+        .await?;
     Ok(Outcome::Count(
         tx.execute(&DELETE_JOB, &[job.into()]).await?,
     ))

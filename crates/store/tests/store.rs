@@ -24,6 +24,8 @@ mod audit;
 mod listing;
 #[path = "store/navigation.rs"]
 mod navigation;
+#[path = "store/notifications.rs"]
+mod notifications;
 #[path = "store/results.rs"]
 mod results;
 #[path = "store/schedules.rs"]

@@ -17,6 +17,7 @@ use crate::error::pg_message;
 use crate::reads::{SELECT_JOB, TOKEN_BY_HASH};
 use crate::rows::JOB_COLUMNS;
 use crate::{Outcome, Result, StoreError, StoreWriter, WriteOp};
+use joblog_core::notify::Rule;
 use joblog_core::schedule::Schedule;
 
 pub(crate) mod batch;
@@ -330,6 +331,34 @@ async fn rederive(
             WriteOp::DeleteJob { .. } => Outcome::Count(0),
             // Committed: retention looks again at its next round.
             WriteOp::DeleteAudit { .. } => Outcome::Count(0),
+            WriteOp::SaveRule { rule, .. } => {
+                let rows = conn
+                    .client
+                    .query(
+                        "SELECT id FROM notification_rules WHERE name = $1",
+                        &[&rule.name],
+                    )
+                    .await?;
+                let mut saved = None;
+                if let Some(row) = rows.first() {
+                    let id: i64 = row.try_get(0)?;
+                    let rows = conn
+                        .client
+                        .query(crate::notifications::GET_RULE.postgres, &[&id])
+                        .await?;
+                    saved = rows.iter().map(Rule::decode).next().transpose()?;
+                }
+                Outcome::Rule(match saved {
+                    Some(r) => crate::RuleSaved::Saved(Box::new(r)),
+                    None => crate::RuleSaved::NotFound,
+                })
+            }
+            // The batch was committed, so the rule is gone either way.
+            WriteOp::DeleteRule { .. } => Outcome::Count(1),
+            // Which deliveries a committed claim took is not known any
+            // more: they are due again when their lease runs out.
+            WriteOp::ClaimDeliveries { .. } => Outcome::Deliveries(Vec::new()),
+            WriteOp::DeliveryTried { .. } => Outcome::Count(1),
         });
     }
     Ok(out)

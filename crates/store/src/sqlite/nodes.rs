@@ -112,6 +112,9 @@ pub(super) fn interrupt(
             fields_text(&record)
         ])?;
         end.execute(params![job.id, now])?;
+        super::conn::run(tx, async |c| {
+            crate::notifications::on_interrupted(c, &job, now).await
+        })?;
         crate::writes::note_summary(summaries, job.id, summary);
         ended.push((job.id, job.node));
     }

@@ -66,7 +66,41 @@ CREATE TABLE results (
     Sql("CREATE INDEX jobs_schedule_state ON jobs(schedule_id, state, finished_at);"),
     // The names of the secrets each node holds (a JSON array).
     Sql("ALTER TABLE nodes ADD COLUMN secret_names TEXT;"),
+    Sql(NOTIFICATIONS_MIGRATION),
 ];
+
+/// Notification rules (the rule as sent, and its conditions apart, read
+/// at every job's end) and their deliveries: the outbox, one row per rule
+/// and job, written in the transaction that ends the job.
+const NOTIFICATIONS_MIGRATION: &str = r#"
+CREATE TABLE notification_rules (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    name       TEXT NOT NULL UNIQUE,
+    spec       TEXT NOT NULL,
+    when_spec  TEXT NOT NULL,
+    enabled    INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE deliveries (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    rule_id      INTEGER NOT NULL,
+    job_id       INTEGER NOT NULL,
+    state        TEXT NOT NULL,
+    attempts     INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    next_try_at  INTEGER,
+    claimed_by   TEXT,
+    delivered_at INTEGER,
+    last_status  INTEGER,
+    last_error   TEXT,
+    UNIQUE (rule_id, job_id)
+);
+CREATE INDEX deliveries_due ON deliveries(next_try_at) WHERE state = 'pending';
+CREATE INDEX deliveries_pending ON deliveries(created_at) WHERE state = 'pending';
+CREATE INDEX deliveries_rule ON deliveries(rule_id, id);
+CREATE INDEX deliveries_job ON deliveries(job_id, id);
+"#;
 
 /// Migration 3: listings by node and by creation time (`jobs --node`,
 /// `--since`), each index ending in `id` like the others.

@@ -94,6 +94,10 @@ fn request_queries_search_indexes_and_never_scan() {
     queries.extend(crate::db::listing_statements(
         crate::listing::Dialect::Sqlite,
     ));
+    // The notifications' reads: the API's and the sender's.
+    for (_, st, params) in crate::notifications::every_statement() {
+        queries.push(bound(st, params));
+    }
     for (q, params) in &queries {
         let plan = plan_of(&conn, q, params);
         assert!(

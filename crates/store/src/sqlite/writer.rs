@@ -7,6 +7,7 @@ use joblog_core::{JobId, LogSummary, Timestamp};
 use rusqlite::{params, Connection};
 
 use super::{audit, conn, jobs, nodes};
+use crate::notifications;
 use crate::rows::{fields_text, streams_to_text};
 use crate::schedules::writes as schedule_writes;
 use crate::writes::{self, note_summary};
@@ -162,5 +163,25 @@ fn apply_one(
             conn::run(tx, async |c| writes::delete_audit(c, *before, *max).await)
         }
         WriteOp::DeleteJob { job } => conn::run(tx, async |c| writes::delete_job(c, *job).await),
+        WriteOp::SaveRule { id, rule } => {
+            conn::run(tx, async |c| notifications::save(c, *id, rule, now).await)
+        }
+        WriteOp::DeleteRule { id } => conn::run(tx, async |c| notifications::delete(c, *id).await),
+        WriteOp::ClaimDeliveries {
+            node,
+            at,
+            lease,
+            max,
+        } => conn::run(tx, async |c| {
+            notifications::claim(c, node, *at, *lease, *max).await
+        }),
+        WriteOp::DeliveryTried {
+            id,
+            outcome,
+            retry_at,
+            at,
+        } => conn::run(tx, async |c| {
+            notifications::tried(c, *id, outcome, *retry_at, *at).await
+        }),
     }
 }

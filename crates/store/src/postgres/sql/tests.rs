@@ -73,6 +73,11 @@ fn request_queries_use_indexes_and_never_sort() {
             .map(|(_, st, params)| (st.postgres.to_string(), params)),
     );
     queries.extend(crate::db::listing_statements(Dialect::Postgres));
+    queries.extend(
+        crate::notifications::every_statement()
+            .into_iter()
+            .map(|(_, st, params)| (st.postgres.to_string(), params)),
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -13,6 +13,7 @@ use tokio_postgres::{Statement, Transaction};
 
 use super::{Attempt, WriterConn};
 use crate::interrupt::{interruption, Cause};
+use crate::notifications;
 use crate::postgres::audit::{self, INSERT_AUDIT, LOCK_AUDIT};
 use crate::postgres::conn::PgTx;
 use crate::postgres::jobs;
@@ -54,6 +55,7 @@ pub(super) async fn apply_batch(
     let statements = &mut conn.statements;
     let tx = conn.client.transaction().await?;
     let now = attempt.now;
+    let writer = node;
     let mut outcomes = Vec::with_capacity(ops.len());
     let mut summaries: Vec<(JobId, LogSummary)> = Vec::new();
     let mut partitions_changed = false;
@@ -116,6 +118,7 @@ pub(super) async fn apply_batch(
                 let ending = End {
                     cause: Cause::Restarted,
                     now,
+                    writer,
                 };
                 ending
                     .apply(statements, &tx, &victims, &mut summaries, &mut endings)
@@ -127,6 +130,20 @@ pub(super) async fn apply_batch(
             WriteOp::SealSlice(slice) => writes::seal_slice(&mut w, slice).await?,
             WriteOp::MarkSealed { job } => writes::mark_sealed(&mut w, *job, now).await?,
             WriteOp::DeleteJob { job } => writes::delete_job(&mut w, *job).await?,
+            WriteOp::SaveRule { id, rule } => notifications::save(&mut w, *id, rule, now).await?,
+            WriteOp::DeleteRule { id } => notifications::delete(&mut w, *id).await?,
+            WriteOp::ClaimDeliveries {
+                node,
+                at,
+                lease,
+                max,
+            } => notifications::claim(&mut w, node, *at, *lease, *max).await?,
+            WriteOp::DeliveryTried {
+                id,
+                outcome,
+                retry_at,
+                at,
+            } => notifications::tried(&mut w, *id, outcome, *retry_at, *at).await?,
             WriteOp::DropLogPartitions { candidates } => {
                 partitions_changed = true;
                 drop_partitions(&tx, candidates).await?
@@ -145,6 +162,7 @@ pub(super) async fn apply_batch(
                                 timeout: *lapse,
                             },
                             now,
+                            writer,
                         };
                         let n = ending
                             .apply(statements, &tx, &victims, &mut summaries, &mut endings)
@@ -254,6 +272,8 @@ pub(super) async fn apply_batch(
 struct End<'a> {
     cause: Cause<'a>,
     now: i64,
+    /// The node this writer writes for.
+    writer: &'a str,
 }
 
 impl End<'_> {
@@ -267,6 +287,7 @@ impl End<'_> {
     ) -> Result<Outcome> {
         let mut ids = Vec::with_capacity(victims.len());
         let mut ended = Vec::with_capacity(victims.len());
+        let mut jobs = Vec::with_capacity(victims.len());
         for row in victims {
             let (mut job, node, heartbeat) = victim_from_row(row)?;
             if let Some((_, pending)) = summaries.iter().find(|(j, _)| *j == job.id) {
@@ -283,10 +304,19 @@ impl End<'_> {
             endings.push((job.id, vec![record]));
             ids.push(job.id);
             ended.push((job.id, node));
+            jobs.push(job);
         }
         if !ids.is_empty() {
             let st = prepared(statements, tx, INTERRUPT_IDS).await?;
             tx.execute(&st, &[&ids, &self.now]).await?;
+        }
+        let mut w = PgTx {
+            tx,
+            statements,
+            node: self.writer,
+        };
+        for job in &jobs {
+            notifications::on_interrupted(&mut w, job, self.now).await?;
         }
         Ok(Outcome::Interrupted(ended))
     }
