@@ -51,7 +51,7 @@ error_codes! {
     InvalidBody = "invalid_body", BAD_REQUEST, "The request body could not be read.";
     InvalidQuery = "invalid_query", BAD_REQUEST, "A query parameter is wrong; the message names it.";
     InvalidPath = "invalid_path", BAD_REQUEST, "The path could not be read.";
-    InvalidId = "invalid_id", BAD_REQUEST, "An id in the path (a job's or a schedule's) is not a positive integer; the message names which.";
+    InvalidId = "invalid_id", BAD_REQUEST, "An id in the path (a job's, a schedule's or a rule's) is not a positive integer; the message names which.";
     InvalidHeader = "invalid_header", BAD_REQUEST, "A header is wrong (e.g. `Last-Event-ID` that is not a seq).";
     Unauthorized = "unauthorized", UNAUTHORIZED, "The API token is missing, unknown, revoked or expired.";
     Forbidden = "forbidden", FORBIDDEN, "The token's role is too low for this route; the message names the role needed.";
@@ -67,6 +67,8 @@ error_codes! {
     ScheduleNotFound = "schedule_not_found", NOT_FOUND, "No schedule with that id.";
     ScheduleExists = "schedule_exists", CONFLICT, "A schedule with that name exists.";
     TooManySchedules = "too_many_schedules", CONFLICT, "`max_schedules` schedules exist already; delete one or raise the limit.";
+    RuleNotFound = "rule_not_found", NOT_FOUND, "No notification rule with that id.";
+    RuleExists = "rule_exists", CONFLICT, "A notification rule with that name exists.";
     ServerBusy = "server_busy", SERVICE_UNAVAILABLE, "Too many request bodies are being received at once (on the connection, or by the server); retry shortly.";
     TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
@@ -189,6 +191,14 @@ impl From<EngineError> for ApiError {
             EngineError::ScheduleNameTaken(name) => ApiError::new(
                 ErrorCode::ScheduleExists,
                 format!("a schedule named {name:?} exists; choose another name or edit that one"),
+            ),
+            EngineError::RuleNotFound(id) => ApiError::new(
+                ErrorCode::RuleNotFound,
+                format!("no notification rule with id {id}"),
+            ),
+            EngineError::RuleNameTaken(name) => ApiError::new(
+                ErrorCode::RuleExists,
+                format!("a notification rule named {name:?} exists; choose another name or edit that one"),
             ),
             EngineError::AlreadyFinished(id) => ApiError::new(
                 ErrorCode::JobFinished,

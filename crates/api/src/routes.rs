@@ -14,7 +14,8 @@ use joblog_core::Role;
 
 use crate::auth::rules::Access;
 use crate::handlers::{
-    audit, backup, feed, groom, jobs, log, logging, nodes, schedules, sealing, tokens,
+    audit, backup, feed, groom, jobs, log, logging, nodes, notifications, schedules, sealing,
+    tokens,
 };
 use crate::AppState;
 
@@ -154,6 +155,14 @@ routes! {
     PATCH "/api/v1/schedules/{id}" => schedules::update, OPERATOR;
     DELETE "/api/v1/schedules/{id}" => schedules::delete, OPERATOR;
     POST "/api/v1/schedules/{id}/run" => schedules::run_now, OPERATOR;
+    GET "/api/v1/notifications" => notifications::list, ADMIN;
+    POST "/api/v1/notifications" => notifications::create, ADMIN;
+    GET "/api/v1/notifications/{id}" => notifications::show, ADMIN;
+    PATCH "/api/v1/notifications/{id}" => notifications::update, ADMIN;
+    DELETE "/api/v1/notifications/{id}" => notifications::delete, ADMIN;
+    POST "/api/v1/notifications/{id}/test" => notifications::test, ADMIN;
+    GET "/api/v1/notifications/{id}/deliveries" => notifications::deliveries, ADMIN;
+    GET "/api/v1/jobs/{id}/notifications" => notifications::of_job, VIEWER;
     POST "/api/v1/groom" => groom::groom, ADMIN;
     GET "/api/v1/sealing" => sealing::status, VIEWER;
     POST "/api/v1/sealing" => sealing::seal_all, ADMIN;

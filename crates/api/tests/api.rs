@@ -20,6 +20,8 @@ mod hardening;
 mod listing;
 #[path = "api/navigation.rs"]
 mod navigation;
+#[path = "api/notifications.rs"]
+mod notifications;
 #[path = "api/responses.rs"]
 mod responses;
 #[path = "api/results.rs"]

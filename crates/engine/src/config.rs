@@ -60,6 +60,8 @@ pub struct EngineConfig {
     /// serve` keeps `077` for itself and gives jobs the one it was
     /// started with).
     pub job_umask: Option<u32>,
+    /// How this node sends notifications (`crate::notify`).
+    pub notify: crate::NotifyConfig,
 }
 
 impl EngineConfig {
@@ -78,6 +80,7 @@ impl EngineConfig {
             max_schedules: 1_000,
             server_secrets: Vec::new(),
             node_secrets: BTreeMap::new(),
+            notify: crate::NotifyConfig::default(),
             node_secret_scopes: BTreeMap::new(),
             run_as: None,
             seal: true,

@@ -18,6 +18,10 @@ pub enum EngineError {
     ScheduleNotFound(joblog_core::schedule::ScheduleId),
     #[error("a schedule named {0:?} exists already")]
     ScheduleNameTaken(String),
+    #[error("no notification rule with id {0}")]
+    RuleNotFound(joblog_core::notify::RuleId),
+    #[error("a notification rule named {0:?} exists already")]
+    RuleNameTaken(String),
     #[error("{0} jobs are queued, the limit (max_queued)")]
     QueueFull(u64),
     #[error("{0} schedules exist, the limit (max_schedules)")]

@@ -18,6 +18,7 @@
 //! bear this node's marks in their environment), `nodes` (other nodes'
 //! commits, heartbeats, lapsed nodes), `retention`, `running` (the jobs
 //! of this node and the secrets of queued ones, in memory only),
+//! `notify` (rules, and the sender of the outbox's deliveries),
 //! `metrics`, `config`. Each owns its state in `Inner`; the timings
 //! (claims at once, safety polls, slice sizes) are constants beside the
 //! code they pace.
@@ -28,6 +29,7 @@ mod dispatch;
 mod error;
 mod metrics;
 mod nodes;
+mod notify;
 mod orphans;
 mod process;
 mod result_file;
@@ -49,6 +51,7 @@ use tokio::sync::watch;
 
 pub use config::{EngineConfig, RunAs};
 pub use error::EngineError;
+pub use notify::{NotifyConfig, TestSend};
 pub use retention::GroomReport;
 pub use scheduler::{Clock, SystemClock};
 pub use sealer::{seal_job, SealReport, SealStatus, COUNT_UP_TO};
@@ -78,6 +81,8 @@ struct Inner {
     /// A schedule was saved here: the scheduler looks again (`scheduler`).
     scheduler: scheduler::Scheduler,
     sealer: sealer::Sealer,
+    /// The notification sender (`notify`).
+    notifier: notify::Notifier,
     metrics: metrics::Metrics,
     /// Counts commits that revoked API tokens (on any node), or may have
     /// (missed commits): streams held open on a token check it again.

@@ -27,6 +27,7 @@ impl Engine {
                     }
                     if c.reset || !c.finished.is_empty() {
                         self.jobs_ended();
+                        self.notifications_due();
                     }
                     for id in &c.cancel {
                         self.stop_if_running(*id);
@@ -38,6 +39,7 @@ impl Engine {
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     self.inner.dispatcher.wake.notify_one();
                     self.jobs_ended();
+                    self.notifications_due();
                     self.inner.tokens_revoked.send_modify(|n| *n += 1);
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,

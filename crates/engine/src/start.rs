@@ -15,7 +15,9 @@ use crate::metrics::Metrics;
 use crate::running::Jobs;
 use crate::scheduler::Scheduler;
 use crate::sweeps::{Sweeps, ORPHAN_SWEEP};
-use crate::{nodes, orphans, sealer, Clock, Engine, EngineConfig, EngineError, Inner, SystemClock};
+use crate::{
+    nodes, notify, orphans, sealer, Clock, Engine, EngineConfig, EngineError, Inner, SystemClock,
+};
 
 impl Engine {
     /// Recovers from an earlier crash (jobs left `running` become
@@ -90,6 +92,7 @@ impl Engine {
         }
         let metrics = Metrics::register(registry, config.max_concurrency);
         let sealer = sealer::Sealer::new(config.seal, registry);
+        let notifier = notify::Notifier::new(&config.notify, registry)?;
         let engine = Engine {
             inner: Arc::new(Inner {
                 store,
@@ -104,6 +107,7 @@ impl Engine {
                 metrics,
                 clock,
                 sealer,
+                notifier,
                 tokens_revoked: watch::channel(0).0,
             }),
         };
@@ -125,6 +129,7 @@ impl Engine {
             engine.clone().sweep_at_each_sigchld();
         }
         tokio::spawn(engine.clone().sealer());
+        tokio::spawn(engine.clone().notify_loop());
         Ok(engine)
     }
 }

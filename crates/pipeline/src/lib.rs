@@ -17,6 +17,7 @@
 //! with backoff, any other fails only the op at fault); `requests` (the
 //! typed calls).
 
+mod notify_requests;
 mod output;
 mod requests;
 mod writer;

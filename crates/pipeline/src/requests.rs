@@ -305,7 +305,7 @@ fn interrupted(
     }
 }
 
-fn mismatch(op: &'static str, outcome: Outcome) -> PipelineError {
+pub(crate) fn mismatch(op: &'static str, outcome: Outcome) -> PipelineError {
     PipelineError::Mismatch {
         op,
         outcome: format!("{outcome:?}"),

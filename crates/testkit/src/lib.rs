@@ -1,7 +1,8 @@
 //! The test kit the workspace's suites share, so that each is written once:
 //! a free port ([`free_port`]), waiting for what comes in its own time
 //! ([`eventually`] and its blocking twin), the property tests' settings
-//! ([`proptest_config`]) and typed views of the API's answers ([`views`]).
+//! ([`proptest_config`]), typed views of the API's answers ([`views`]) and
+//! a real HTTP receiver for the notifications joblog sends ([`receiver`]).
 //!
 //! Dev-only: a dev-dependency of the crates whose tests use it, never a
 //! dependency of a shipped crate. It depends on no workspace crate, so
@@ -12,6 +13,7 @@
 
 mod port;
 mod properties;
+pub mod receiver;
 pub mod views;
 mod wait;
 

@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod log;
 pub mod logging;
 pub mod nodes;
+pub mod notifications;
 pub mod schedules;
 pub mod sealing;
 pub mod tokens;

@@ -4,8 +4,7 @@
 //! missed and retries policies with real `sh` jobs; and a burst of
 //! submissions held to their concurrency key's limit.
 
-use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
+use axum::http::StatusCode;
 use joblog_core::Timestamp;
 use joblog_store::testing::TestDatabase;
 use serde_json::{json, Value};
@@ -34,21 +33,6 @@ const T0: i64 = 1_795_478_400_000_000;
 
 fn at(minutes: i64) -> Timestamp {
     Timestamp(T0 + minutes * MIN)
-}
-
-pub async fn patch(router: &axum::Router, uri: &str, json: &Value) -> Reply {
-    let req = Request::builder()
-        .method(Method::PATCH)
-        .uri(uri)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(json.to_string()))
-        .unwrap();
-    send(router, req).await
-}
-
-async fn delete(router: &axum::Router, uri: &str) -> Reply {
-    let req = Request::delete(uri).body(Body::empty()).unwrap();
-    send(router, req).await
 }
 
 async fn create(router: &axum::Router, body: Value) -> Value {

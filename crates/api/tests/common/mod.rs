@@ -271,6 +271,21 @@ pub async fn post(router: &Router, uri: &str, json: &Value) -> Reply {
 }
 
 /// GETs `uri` and expects 200 with a JSON body.
+pub async fn patch(router: &Router, uri: &str, json: &Value) -> Reply {
+    let req = Request::builder()
+        .method(Method::PATCH)
+        .uri(uri)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json.to_string()))
+        .unwrap();
+    send(router, req).await
+}
+
+pub async fn delete(router: &Router, uri: &str) -> Reply {
+    let req = Request::delete(uri).body(Body::empty()).unwrap();
+    send(router, req).await
+}
+
 pub async fn get_json(router: &Router, uri: &str) -> Value {
     let reply = get(router, uri).await;
     assert_eq!(

@@ -116,7 +116,8 @@ impl Notice {
         public_url: Option<&str>,
         delivery_id: Option<i64>,
     ) -> Notice {
-        let url = public_url.map(|base| {
+        // An example job (a test send with no job to tell of) has no page.
+        let url = public_url.filter(|_| job.id > 0).map(|base| {
             let base = base.trim_end_matches('/');
             match first_error {
                 Some(r) => format!("{base}/jobs/{}#seq-{}", job.id, r.seq),
@@ -389,12 +390,32 @@ fn slack_escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Markdown's special characters taken literally (Teams renders a
-/// TextBlock's text as Markdown).
+/// Markdown taken literally (Teams renders a TextBlock's text as
+/// Markdown): emphasis, code, links and HTML anywhere, and what starts a
+/// heading or a list at the start of a line.
 fn markdown_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    for line in s.split_inclusive('\n') {
+        let start = line.trim_start();
+        let list = start.starts_with(['-', '+', '#'])
+            || start
+                .split_once('.')
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if list {
+            out.push_str(&line[..line.len() - start.len()]);
+            out.push('\\');
+            out.push_str(&escape_inline(start));
+        } else {
+            out.push_str(&escape_inline(line));
+        }
+    }
+    out
+}
+
+fn escape_inline(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if "\\`*_{}[]()#+-.!|<>~".contains(c) {
+        if "\\`*_[]~<>".contains(c) {
             out.push('\\');
         }
         out.push(c);
@@ -415,4 +436,17 @@ pub(crate) fn html_escape(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::markdown_escape;
+
+    #[test]
+    fn markdown_is_escaped_only_where_it_would_format() {
+        assert_eq!(
+            markdown_escape("- a *b*\n  2. c_d\nx-y 1.5 [l](u)"),
+            "\\- a \\*b\\*\n  \\2. c\\_d\nx-y 1.5 \\[l\\](u)"
+        );
+    }
 }

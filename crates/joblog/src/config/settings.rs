@@ -177,6 +177,24 @@ settings! {
     http_max_viewers_per_identity: usize = Limits::default().max_viewers_per_identity,
         key "http.max_viewers_per_identity", env "JOBLOG_HTTP_MAX_VIEWERS_PER_IDENTITY", flag Some("http-max-viewers-per-identity"),
             range Range::at_least(1);
+    /// Where people open joblog (`https://joblog.example.com`): the link
+    /// to the job in each notification. Unset: notifications carry no link.
+    http_public_url: Option<String> = None,
+        key "http.public_url", env "JOBLOG_HTTP_PUBLIC_URL", flag Some("http-public-url");
+    /// How long a notification that could not be delivered (a timeout, a
+    /// 5xx, a refused connection) is retried before it is given up.
+    notify_retry_for: Duration = engine().notify.retry_for,
+        key "notify.retry_for", env "JOBLOG_NOTIFY_RETRY_FOR", flag Some("notify-retry-for"),
+            range Range::at_least(Duration::from_secs(1));
+    /// The time one try of a notification may take (connect, send, answer).
+    notify_timeout: Duration = engine().notify.timeout,
+        key "notify.timeout", env "JOBLOG_NOTIFY_TIMEOUT", flag Some("notify-timeout"),
+            range Range::between(Duration::from_secs(1), Duration::from_secs(120));
+    /// Let notifications reach loopback, private, link-local and shared
+    /// addresses (a receiver on this host or this network). Off, a rule
+    /// whose URL points there is refused when saved and at every send.
+    notify_allow_private_targets: bool = engine().notify.allow_private_targets,
+        key "notify.allow_private_targets", env "JOBLOG_NOTIFY_ALLOW_PRIVATE_TARGETS", flag Some("notify-allow-private-targets");
     /// Job names `/metrics` gives per-name figures of (last success, last
     /// failure, finished jobs by state): the most recently finished ones;
     /// the rest are summed under `name="(other)"`.

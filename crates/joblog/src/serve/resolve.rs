@@ -98,6 +98,12 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.max_queued = s.max_queued;
     engine.max_schedules = s.max_schedules;
     engine.seal = s.log_seal;
+    engine.notify = joblog_engine::NotifyConfig {
+        public_url: public_url(s.http_public_url.as_deref())?,
+        retry_for: s.notify_retry_for,
+        allow_private_targets: s.notify_allow_private_targets,
+        timeout: s.notify_timeout,
+    };
     // `joblog serve` is the engine's alone: it reaps every orphan it is handed.
     engine.reap_all_children = true;
     engine.run_as = s
@@ -276,5 +282,24 @@ mod tests {
         let url = "postgres://u@h/db";
         let cfg = resolve_with(&[("database", url)]).unwrap();
         assert_eq!((cfg.database.as_str(), cfg.sqlite_file), (url, None));
+    }
+}
+
+/// `http.public_url`: an `http` or `https` URL, kept without its trailing
+/// slash (links are made by appending `/jobs/ID`); empty is unset.
+fn public_url(url: Option<&str>) -> anyhow::Result<Option<String>> {
+    let Some(url) = url.map(str::trim).filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    match rest {
+        Some(rest) if !rest.is_empty() && !url.contains(['?', '#', ' ']) => {
+            Ok(Some(url.trim_end_matches('/').to_owned()))
+        }
+        _ => bail!(
+            "http.public_url must be an http or https URL without a query, such as https://joblog.example.com (got {url:?})"
+        ),
     }
 }

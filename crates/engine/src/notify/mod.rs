@@ -1,0 +1,535 @@
+//! Notifications: the rules an administrator keeps (saved through the
+//! pipeline, checked here against where they point), and the sender, one
+//! task per node, that takes due deliveries from the outbox, builds what
+//! each says from the job and its stored (masked) log, sends it
+//! (`http`), and records the try: delivered, due again after a backoff,
+//! or failed once refused or out of `retry_for`.
+//!
+//! The outbox is written by the store in the transaction that ends a job
+//! (docs/notifications.md), so the sender only reads and sends: a job end
+//! wakes it (any node's, by the commit broadcast), and it sleeps until
+//! the next due delivery otherwise.
+
+mod http;
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use joblog_core::notify::{Delivery, NewRule, Notice, Rule, RuleId, Target, TryOutcome, ValidRule};
+use joblog_core::{Given, Job, JobQuery, JobSpec, JobState, LogSummary, Record, Stream, Timestamp};
+use joblog_store::RuleSaved;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio::sync::Notify;
+
+use crate::{Engine, EngineError};
+
+pub(crate) use http::Sender;
+
+/// Deliveries sent at once by one node.
+const SENDING_AT_ONCE: usize = 16;
+/// How long a claimed delivery is this node's: longer than a try can take
+/// (the timeout), so that only a dead sender's deliveries are taken again.
+const LEASE: Duration = Duration::from_secs(120);
+/// The longest sleep without a look at the outbox (a delivery queued on a
+/// node whose commit this one missed).
+const LOOK_EVERY: Duration = Duration::from_secs(30);
+/// Backoff between tries of a delivery: 10 s doubling to an hour.
+const FIRST_RETRY: Duration = Duration::from_secs(10);
+const LONGEST_RETRY: Duration = Duration::from_secs(3600);
+
+/// How notifications are sent from this node.
+#[derive(Debug, Clone)]
+pub struct NotifyConfig {
+    /// Where users open joblog (`http.public_url`): the link in each
+    /// notification. None: notifications carry no link.
+    pub public_url: Option<String>,
+    /// How long a delivery is retried before it is given up.
+    pub retry_for: Duration,
+    /// Let notifications reach loopback, private and link-local addresses.
+    pub allow_private_targets: bool,
+    /// The time one try may take.
+    pub timeout: Duration,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig {
+            public_url: None,
+            retry_for: Duration::from_secs(24 * 3600),
+            allow_private_targets: false,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Sent {
+    rule: String,
+    /// `delivered`, `retry` or `failed`.
+    outcome: &'static str,
+}
+
+/// The sender's state, shared with `/metrics`.
+pub(crate) struct Notifier {
+    sender: Sender,
+    pub(crate) wake: Notify,
+    sent: Family<Sent, Counter>,
+    /// Seconds since the oldest undelivered notification was queued.
+    oldest: Gauge<f64, AtomicU64>,
+}
+
+impl Notifier {
+    pub(crate) fn new(
+        config: &NotifyConfig,
+        registry: &mut Registry,
+    ) -> Result<Notifier, EngineError> {
+        let sender =
+            Sender::new(config.timeout, config.allow_private_targets).map_err(EngineError::Io)?;
+        let notifier = Notifier {
+            sender,
+            wake: Notify::new(),
+            sent: Family::default(),
+            oldest: Gauge::default(),
+        };
+        registry.register(
+            "joblog_notifications",
+            "Tries of notifications by this node, by rule and outcome (delivered, retry, failed)",
+            notifier.sent.clone(),
+        );
+        registry.register(
+            "joblog_notification_outbox_oldest_seconds",
+            "Age of the oldest notification not delivered yet (0: none waits)",
+            notifier.oldest.clone(),
+        );
+        Ok(notifier)
+    }
+}
+
+/// What a rule's test send came to.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TestSend {
+    pub delivered: bool,
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    /// The job the test told of (the newest that ended in one of the
+    /// rule's states), or none: an example job.
+    pub job_id: Option<i64>,
+}
+
+impl Engine {
+    pub async fn create_rule(&self, new: NewRule) -> Result<Rule, EngineError> {
+        self.check_writable()?;
+        let valid = self.checked(new.validate()?)?;
+        let name = valid.name.clone();
+        let saved = self.inner.pipeline.save_rule(None, valid).await?;
+        rule_saved(saved, None, name)
+    }
+
+    /// Changes the fields `patch` names; the rule is checked again whole.
+    pub async fn update_rule(
+        &self,
+        id: RuleId,
+        patch: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Rule, EngineError> {
+        self.check_writable()?;
+        let old = self.get_rule(id).await?;
+        let valid = self.checked(old.patched(patch)?)?;
+        let name = valid.name.clone();
+        let saved = self.inner.pipeline.save_rule(Some(id), valid).await?;
+        rule_saved(saved, Some(id), name)
+    }
+
+    pub async fn get_rule(&self, id: RuleId) -> Result<Rule, EngineError> {
+        self.inner
+            .store
+            .get_rule(id)
+            .await?
+            .ok_or(EngineError::RuleNotFound(id))
+    }
+
+    pub async fn delete_rule(&self, id: RuleId) -> Result<(), EngineError> {
+        self.check_writable()?;
+        if self.inner.pipeline.delete_rule(id).await? {
+            Ok(())
+        } else {
+            Err(EngineError::RuleNotFound(id))
+        }
+    }
+
+    /// Where a rule points, checked as its sends will be: an address
+    /// written in the URL must be public unless private targets are
+    /// allowed; a name is checked at each send (what it resolves to may
+    /// change).
+    fn checked(&self, rule: ValidRule) -> Result<ValidRule, EngineError> {
+        if let Target::Webhook(w) = &rule.target {
+            self.inner
+                .notifier
+                .sender
+                .check_target(&w.url)
+                .map_err(|message| joblog_core::ValidationError {
+                    field: "webhook.url",
+                    message,
+                })?;
+        }
+        Ok(rule)
+    }
+
+    /// Sends the rule a test notification now, outside the outbox: of the
+    /// newest job that ended in one of its states, or of an example.
+    pub async fn test_rule(&self, id: RuleId) -> Result<TestSend, EngineError> {
+        let rule = self.get_rule(id).await?;
+        let newest = self
+            .inner
+            .store
+            .list_jobs(JobQuery {
+                states: rule.when.states.clone(),
+                limit: 1,
+                ..JobQuery::default()
+            })
+            .await?
+            .pop();
+        let job_id = newest.as_ref().map(|j| j.id);
+        let job = newest.unwrap_or_else(|| example_job(&rule, &self.inner.config.node));
+        let notice = self.notice(&rule, &job, None).await?;
+        let outcome = self.send(&rule, &notice, None).await;
+        let (delivered, status, error) = match outcome {
+            TryOutcome::Delivered { status } => (true, status, None),
+            TryOutcome::Retry { status, error } | TryOutcome::Refused { status, error } => {
+                (false, status, Some(error))
+            }
+        };
+        Ok(TestSend {
+            delivered,
+            status,
+            error,
+            job_id,
+        })
+    }
+
+    /// What a notification of `job`'s end by `rule` says, from the job's
+    /// stored log (masked as stored).
+    async fn notice(
+        &self,
+        rule: &Rule,
+        job: &Job,
+        delivery: Option<i64>,
+    ) -> Result<Notice, EngineError> {
+        let store = &self.inner.store;
+        let (first_error, problems, tail) = if job.id > 0 {
+            let first = store
+                .read_log(job.id, 0, 1, Some(vec![Stream::Error]))
+                .await?
+                .pop();
+            let problems = store
+                .read_log_before(
+                    job.id,
+                    u64::MAX,
+                    joblog_core::notify::NOTICE_PROBLEMS as u32,
+                    Some(vec![Stream::Error, Stream::Warning]),
+                )
+                .await?
+                .records;
+            let tail = store
+                .read_log_before(
+                    job.id,
+                    u64::MAX,
+                    joblog_core::notify::NOTICE_TAIL as u32,
+                    Some(vec![Stream::Output]),
+                )
+                .await?
+                .records;
+            (first, problems, tail)
+        } else {
+            (None, Vec::new(), example_tail())
+        };
+        Ok(Notice::new(
+            rule,
+            job,
+            first_error.as_ref(),
+            &problems,
+            &tail,
+            self.inner.config.notify.public_url.as_deref(),
+            delivery,
+        ))
+    }
+
+    async fn send(&self, rule: &Rule, notice: &Notice, delivery: Option<i64>) -> TryOutcome {
+        match rule.target() {
+            Some(Target::Webhook(hook)) => {
+                let body = notice.render(hook.format);
+                let secret = match &hook.secret_name {
+                    Some(name) => match self.inner.config.node_secrets.get(name) {
+                        Some(value) => Some(value.as_str()),
+                        None => {
+                            return TryOutcome::Retry {
+                                status: None,
+                                error: format!(
+                                    "this node holds no secret {name} (JOBLOG_SECRET_{name}) to sign with"
+                                ),
+                            }
+                        }
+                    },
+                    None => None,
+                };
+                self.inner
+                    .notifier
+                    .sender
+                    .send(&hook, &body, delivery, secret)
+                    .await
+            }
+            Some(Target::Email(_)) => TryOutcome::Retry {
+                status: None,
+                error: "e-mail delivery is not available in this version".into(),
+            },
+            None => TryOutcome::Refused {
+                status: None,
+                error: "the rule has no target".into(),
+            },
+        }
+    }
+
+    /// The sender task (see the module's documentation).
+    pub(crate) async fn notify_loop(self) {
+        let mut shutdown = self.inner.shutdown.subscribe();
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let woken = self.inner.notifier.wake.notified();
+            let sent = self.send_due().await;
+            if sent {
+                continue;
+            }
+            let now = self.inner.clock.now();
+            let sleep = match self.inner.store.next_delivery_due().await {
+                Ok(Some(t)) => Duration::from_micros(t.0.saturating_sub(now.0).max(0) as u64),
+                _ => LOOK_EVERY,
+            }
+            .min(LOOK_EVERY);
+            tokio::select! {
+                _ = woken => {}
+                _ = self.inner.clock.sleep_until(Timestamp(now.0 + sleep.as_micros() as i64)) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+        }
+    }
+
+    /// Claims and sends one batch of due deliveries; whether there was
+    /// one (more may be due).
+    async fn send_due(&self) -> bool {
+        let now = self.inner.clock.now();
+        self.update_oldest(now).await;
+        let claimed = match self
+            .inner
+            .pipeline
+            .claim_deliveries(
+                self.inner.config.node.clone(),
+                now,
+                LEASE,
+                joblog_store::CLAIM_BATCH,
+            )
+            .await
+        {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::error!(error = %e, "claiming notifications to send failed");
+                return false;
+            }
+        };
+        if claimed.is_empty() {
+            return false;
+        }
+        let mut rules: HashMap<RuleId, Option<Rule>> = HashMap::new();
+        for d in &claimed {
+            if let std::collections::hash_map::Entry::Vacant(slot) = rules.entry(d.rule_id) {
+                slot.insert(self.inner.store.get_rule(d.rule_id).await.ok().flatten());
+            }
+        }
+        futures_util::stream::iter(claimed)
+            .for_each_concurrent(SENDING_AT_ONCE, |d| {
+                let rule = rules.get(&d.rule_id).cloned().flatten();
+                async move { self.deliver(d, rule).await }
+            })
+            .await;
+        true
+    }
+
+    async fn deliver(&self, d: Delivery, rule: Option<Rule>) {
+        // A rule deleted meanwhile took its deliveries with it.
+        let Some(rule) = rule else { return };
+        let outcome = match self.inner.store.get_job(d.job_id).await {
+            Ok(Some(job)) => match self.notice(&rule, &job, Some(d.id)).await {
+                Ok(notice) => self.send(&rule, &notice, Some(d.id)).await,
+                Err(e) => TryOutcome::Retry {
+                    status: None,
+                    error: format!("reading the job's log: {e}"),
+                },
+            },
+            Ok(None) => TryOutcome::Refused {
+                status: None,
+                error: format!("job {} was deleted before its notification went", d.job_id),
+            },
+            Err(e) => TryOutcome::Retry {
+                status: None,
+                error: format!("reading the job: {e}"),
+            },
+        };
+        let now = self.inner.clock.now();
+        let retry_at = match &outcome {
+            TryOutcome::Retry { .. } => {
+                let delay = retry_delay(d.attempts);
+                let at = Timestamp(now.0 + delay.as_micros() as i64);
+                let give_up =
+                    d.created_at.0 + self.inner.config.notify.retry_for.as_micros() as i64;
+                (at.0 <= give_up).then_some(at)
+            }
+            _ => None,
+        };
+        let label = match (&outcome, retry_at) {
+            (TryOutcome::Delivered { .. }, _) => "delivered",
+            (TryOutcome::Retry { .. }, Some(_)) => "retry",
+            _ => "failed",
+        };
+        match &outcome {
+            TryOutcome::Delivered { .. } => tracing::info!(
+                rule = rule.name.as_str(),
+                delivery = d.id,
+                job_id = d.job_id,
+                "notification {} of job {} delivered ({})",
+                d.id,
+                d.job_id,
+                rule.name
+            ),
+            TryOutcome::Retry { error, .. } | TryOutcome::Refused { error, .. } => {
+                tracing::warn!(
+                    rule = rule.name.as_str(),
+                    delivery = d.id,
+                    job_id = d.job_id,
+                    attempt = d.attempts,
+                    outcome = label,
+                    "notification {} of job {} not delivered ({}): {error}",
+                    d.id,
+                    d.job_id,
+                    rule.name
+                )
+            }
+        }
+        self.inner
+            .notifier
+            .sent
+            .get_or_create(&Sent {
+                rule: rule.name.clone(),
+                outcome: label,
+            })
+            .inc();
+        if let Err(e) = self
+            .inner
+            .pipeline
+            .delivery_tried(d.id, outcome, retry_at, now)
+            .await
+        {
+            // Its lease runs out and it is tried again.
+            tracing::error!(error = %e, delivery = d.id, "recording a notification's try failed");
+        }
+    }
+
+    async fn update_oldest(&self, now: Timestamp) {
+        if let Ok(oldest) = self.inner.store.oldest_pending_delivery().await {
+            let age = oldest.map_or(0.0, |t| (now.0 - t.0).max(0) as f64 / 1e6);
+            self.inner.notifier.oldest.set(age);
+        }
+    }
+
+    /// A job ended somewhere: its notifications may be due.
+    pub(crate) fn notifications_due(&self) {
+        self.inner.notifier.wake.notify_one();
+    }
+}
+
+fn rule_saved(saved: RuleSaved, id: Option<RuleId>, name: String) -> Result<Rule, EngineError> {
+    match saved {
+        RuleSaved::Saved(r) => Ok(*r),
+        RuleSaved::NameTaken => Err(EngineError::RuleNameTaken(name)),
+        RuleSaved::NotFound => Err(EngineError::RuleNotFound(id.unwrap_or(0))),
+    }
+}
+
+/// The delay after try number `attempts` (1 for the first).
+fn retry_delay(attempts: u32) -> Duration {
+    let mut backoff = joblog_core::Backoff::new(FIRST_RETRY, LONGEST_RETRY);
+    let mut delay = backoff.next_delay();
+    for _ in 1..attempts.min(32) {
+        delay = backoff.next_delay();
+    }
+    delay
+}
+
+/// A job to show in a test send when none ended in the rule's states.
+fn example_job(rule: &Rule, node: &str) -> Job {
+    let now = Timestamp::now();
+    let state = rule
+        .when
+        .states
+        .first()
+        .copied()
+        .unwrap_or(JobState::Failed);
+    Job {
+        id: 0,
+        name: Some("example".into()),
+        state,
+        exit_code: (state == JobState::Failed).then_some(1),
+        command: vec!["sh".into(), "-c".into(), "exit 1".into()],
+        command_truncated: false,
+        env_truncated: false,
+        node: Some(node.to_owned()),
+        created_at: Timestamp(now.0 - 1_000_000),
+        started_at: Some(Timestamp(now.0 - 1_000_000)),
+        finished_at: Some(now),
+        duration_ms: None,
+        log: LogSummary::default(),
+        result: None,
+        given: Given::default(),
+        run_after: None,
+        spec: JobSpec::default(),
+    }
+    .with_duration()
+}
+
+fn example_tail() -> Vec<Record> {
+    vec![Record {
+        seq: 1,
+        ts: Timestamp::now(),
+        stream: Stream::Output,
+        message: "This is a test notification from joblog.".into(),
+        fields: None,
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use joblog_core::notify::Format;
+
+    use super::*;
+
+    #[test]
+    fn retries_back_off_from_ten_seconds_to_an_hour() {
+        assert_eq!(retry_delay(1), Duration::from_secs(10));
+        assert_eq!(retry_delay(2), Duration::from_secs(20));
+        assert_eq!(retry_delay(5), Duration::from_secs(160));
+        assert_eq!(retry_delay(100), LONGEST_RETRY);
+    }
+
+    #[test]
+    fn every_format_has_a_name_the_api_takes() {
+        for f in [Format::Json, Format::Slack, Format::Teams] {
+            let back: Format = serde_json::from_value(serde_json::json!(f.name())).unwrap();
+            assert_eq!(back, f);
+        }
+    }
+}
