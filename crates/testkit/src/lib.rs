@@ -2,7 +2,8 @@
 //! a free port ([`free_port`]), waiting for what comes in its own time
 //! ([`eventually`] and its blocking twin), the property tests' settings
 //! ([`proptest_config`]), typed views of the API's answers ([`views`]) and
-//! a real HTTP receiver for the notifications joblog sends ([`receiver`]).
+//! a real HTTP receiver and SMTP server for the notifications joblog sends
+//! ([`receiver`], [`smtp`]).
 //!
 //! Dev-only: a dev-dependency of the crates whose tests use it, never a
 //! dependency of a shipped crate. It depends on no workspace crate, so
@@ -14,6 +15,7 @@
 mod port;
 mod properties;
 pub mod receiver;
+pub mod smtp;
 pub mod views;
 mod wait;
 

@@ -8,6 +8,7 @@
 use hmac::{Hmac, KeyInit, Mac};
 use joblog_store::testing::TestDatabase;
 use joblog_testkit::receiver::Receiver;
+use joblog_testkit::smtp::SmtpServer;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
@@ -19,6 +20,7 @@ joblog_store::backend_tests! {
     a_refused_hook_is_given_up_and_a_failing_one_retried,
     a_rule_can_be_sent_a_test,
     private_targets_are_refused_at_save_and_at_send,
+    an_email_rule_sends_through_smtp_and_a_refusal_is_final,
 }
 
 const KEY: &str = "hook-signing-key";
@@ -84,10 +86,23 @@ async fn rules_are_created_listed_changed_and_deleted(db: TestDatabase) {
         r,
         "/api/v1/notifications",
         &json!({"name": "backup-failures",
-        "when": {"states": ["failed"]}, "email": {"to": ["ops@example.com"]}}),
+        "when": {"states": ["failed"]}, "webhook": {"url": "https://hooks.example.com/2"}}),
     )
     .await;
     assert_error(&again, axum::http::StatusCode::CONFLICT, "rule_exists");
+    // This node has no SMTP server: an e-mail rule would never be sent.
+    let mail = post(
+        r,
+        "/api/v1/notifications",
+        &json!({"name": "mail", "when": {"states": ["failed"]}, "email": {"to": ["ops@example.com"]}}),
+    )
+    .await;
+    let message = assert_error(
+        &mail,
+        axum::http::StatusCode::BAD_REQUEST,
+        "invalid_request",
+    );
+    assert!(message.contains("notify.smtp_url"), "{message}");
     for (body, field) in [
         (
             json!({"name": "x", "when": {"states": []}, "webhook": {"url": "https://a.example.com/"}}),
@@ -121,17 +136,17 @@ async fn rules_are_created_listed_changed_and_deleted(db: TestDatabase) {
     let listed = get_json(r, "/api/v1/notifications").await;
     assert_eq!(listed["rules"].as_array().unwrap().len(), 1);
     assert_eq!(listed["next_after_id"], Value::Null);
-    // Changed: to e-mail (the web hook goes), then disabled.
+    // Changed: another hook (the whole hook is replaced), and disabled.
     let changed = patch(
         r,
         &format!("/api/v1/notifications/{id}"),
-        &json!({"email": {"to": ["ops@example.com"]}, "enabled": false}),
+        &json!({"webhook": {"url": "https://hooks.example.com/3"}, "enabled": false}),
     )
     .await;
     assert_eq!(changed.status, 200, "{}", changed.text());
     let changed = changed.json();
-    assert_eq!(changed["webhook"], Value::Null);
-    assert_eq!(changed["email"]["to"], json!(["ops@example.com"]));
+    assert_eq!(changed["webhook"]["url"], "https://hooks.example.com/3");
+    assert_eq!(changed["webhook"]["format"], "json");
     assert_eq!(changed["enabled"], false);
     assert_eq!(changed["when"], rule["when"]);
     let bad = patch(
@@ -280,7 +295,8 @@ async fn a_refused_hook_is_given_up_and_a_failing_one_retried(db: TestDatabase) 
     eventually("the second try to fail", PATIENCE, || async {
         let page = get_json(r, &format!("/api/v1/jobs/{busy}/notifications")).await;
         let d = page["deliveries"][0].clone();
-        if d["attempts"] == 2 && d["state"] == "pending" {
+        // Tried (not only claimed): the dropped connection left no status.
+        if d["attempts"] == 2 && d["state"] == "pending" && d["last_status"].is_null() {
             Ok(())
         } else {
             Err(page)
@@ -397,5 +413,60 @@ async fn private_targets_are_refused_at_save_and_at_send(db: TestDatabase) {
         "{d}"
     );
     assert!(receiver.received().is_empty());
+    t.shutdown().await;
+}
+
+async fn an_email_rule_sends_through_smtp_and_a_refusal_is_final(db: TestDatabase) {
+    let smtp = SmtpServer::start().await;
+    let t = start_app_with(db, 2, joblog_api::ApiOptions::default(), |e| {
+        e.notify.smtp_url = Some(smtp.url());
+        e.notify.smtp_from = "joblog@example.com".into();
+        e.notify.public_url = Some("https://joblog.example.com".into());
+    })
+    .await;
+    let r = &t.router;
+    create(
+        &t,
+        json!({"name": "mail", "when": {"states": ["failed"]},
+               "email": {"to": ["ops@example.com", "oncall@example.com"]}}),
+    )
+    .await;
+    let id = id_of(&run_sh(r, "echo '<b>bold</b> & more' >&2; exit 5").await);
+    let d = &settled_deliveries(&t, id, 1).await[0];
+    assert_eq!(
+        (d["state"].as_str(), d["last_status"].as_u64()),
+        (Some("delivered"), Some(250))
+    );
+    let mail = &smtp.wait_for(1).await[0];
+    assert_eq!(mail.from, "joblog@example.com");
+    assert_eq!(mail.to, ["ops@example.com", "oncall@example.com"]);
+    let subject = mail.header("subject").unwrap();
+    assert!(
+        subject.contains(&format!("job {id} failed with exit code 5")),
+        "{subject}"
+    );
+    assert_eq!(mail.header("joblog-delivery"), Some(d["id"].to_string()));
+    assert!(
+        mail.data.contains("text/plain") && mail.data.contains("text/html"),
+        "{}",
+        mail.data
+    );
+    let html = mail.part("text/html").expect("an HTML part");
+    assert!(
+        html.contains("[1] &lt;b&gt;bold&lt;/b&gt; &amp; more"),
+        "escaped: {html}"
+    );
+    assert!(!html.contains("<b>bold"), "output never becomes HTML");
+    let text = mail.part("text/plain").expect("a text part");
+    assert!(text.contains("[1] <b>bold</b> & more"), "{text}");
+    // A permanent refusal (550) fails the delivery at once.
+    smtp.answer_next(&[550]);
+    let refused = id_of(&run_sh(r, "exit 6").await);
+    let d = &settled_deliveries(&t, refused, 1).await[0];
+    assert_eq!(
+        (d["state"].as_str(), d["attempts"].as_u64()),
+        (Some("failed"), Some(1))
+    );
+    assert_eq!(d["last_status"], 550);
     t.shutdown().await;
 }

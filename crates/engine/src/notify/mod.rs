@@ -11,6 +11,7 @@
 //! the next due delivery otherwise.
 
 mod http;
+mod mail;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -44,7 +45,7 @@ const FIRST_RETRY: Duration = Duration::from_secs(10);
 const LONGEST_RETRY: Duration = Duration::from_secs(3600);
 
 /// How notifications are sent from this node.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct NotifyConfig {
     /// Where users open joblog (`http.public_url`): the link in each
     /// notification. None: notifications carry no link.
@@ -55,6 +56,25 @@ pub struct NotifyConfig {
     pub allow_private_targets: bool,
     /// The time one try may take.
     pub timeout: Duration,
+    /// The SMTP server e-mail goes through (`notify.smtp_url`, credentials
+    /// in it): none, and e-mail rules are refused.
+    pub smtp_url: Option<String>,
+    /// The address e-mail is sent from.
+    pub smtp_from: String,
+}
+
+/// Never shows the SMTP URL: it holds a password.
+impl std::fmt::Debug for NotifyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyConfig")
+            .field("public_url", &self.public_url)
+            .field("retry_for", &self.retry_for)
+            .field("allow_private_targets", &self.allow_private_targets)
+            .field("timeout", &self.timeout)
+            .field("smtp", &self.smtp_url.as_ref().map(|_| "(set)"))
+            .field("smtp_from", &self.smtp_from)
+            .finish()
+    }
 }
 
 impl Default for NotifyConfig {
@@ -64,6 +84,8 @@ impl Default for NotifyConfig {
             retry_for: Duration::from_secs(24 * 3600),
             allow_private_targets: false,
             timeout: Duration::from_secs(10),
+            smtp_url: None,
+            smtp_from: "joblog@localhost".into(),
         }
     }
 }
@@ -78,6 +100,7 @@ struct Sent {
 /// The sender's state, shared with `/metrics`.
 pub(crate) struct Notifier {
     sender: Sender,
+    mailer: Option<mail::Mailer>,
     pub(crate) wake: Notify,
     sent: Family<Sent, Counter>,
     /// Seconds since the oldest undelivered notification was queued.
@@ -91,8 +114,16 @@ impl Notifier {
     ) -> Result<Notifier, EngineError> {
         let sender =
             Sender::new(config.timeout, config.allow_private_targets).map_err(EngineError::Io)?;
+        let mailer = match &config.smtp_url {
+            Some(url) => Some(
+                mail::Mailer::new(url, &config.smtp_from, config.timeout)
+                    .map_err(EngineError::Io)?,
+            ),
+            None => None,
+        };
         let notifier = Notifier {
             sender,
+            mailer,
             wake: Notify::new(),
             sent: Family::default(),
             oldest: Gauge::default(),
@@ -167,15 +198,26 @@ impl Engine {
     /// allowed; a name is checked at each send (what it resolves to may
     /// change).
     fn checked(&self, rule: ValidRule) -> Result<ValidRule, EngineError> {
-        if let Target::Webhook(w) = &rule.target {
-            self.inner
-                .notifier
-                .sender
-                .check_target(&w.url)
-                .map_err(|message| joblog_core::ValidationError {
-                    field: "webhook.url",
-                    message,
-                })?;
+        match &rule.target {
+            Target::Webhook(w) => {
+                self.inner
+                    .notifier
+                    .sender
+                    .check_target(&w.url)
+                    .map_err(|message| joblog_core::ValidationError {
+                        field: "webhook.url",
+                        message,
+                    })?;
+            }
+            Target::Email(_) if self.inner.notifier.mailer.is_none() => {
+                return Err(EngineError::Invalid(joblog_core::ValidationError {
+                    field: "email",
+                    message:
+                        "this server sends no e-mail: set notify.smtp_url (docs/notifications.md)"
+                            .into(),
+                }));
+            }
+            Target::Email(_) => {}
         }
         Ok(rule)
     }
@@ -283,9 +325,14 @@ impl Engine {
                     .send(&hook, &body, delivery, secret)
                     .await
             }
-            Some(Target::Email(_)) => TryOutcome::Retry {
-                status: None,
-                error: "e-mail delivery is not available in this version".into(),
+            Some(Target::Email(email)) => match &self.inner.notifier.mailer {
+                Some(mailer) => mailer.send(&email.to, &notice.mail(), delivery).await,
+                // Another node, or this one restarted with notify.smtp_url,
+                // may send it.
+                None => TryOutcome::Retry {
+                    status: None,
+                    error: "this node sends no e-mail: notify.smtp_url is not set".into(),
+                },
             },
             None => TryOutcome::Refused {
                 status: None,

@@ -128,7 +128,7 @@ fn unquoted(message: &str) -> String {
 }
 
 /// Settings holding a secret: only ever text, and never quoted in errors.
-const SECRETS: &[&str] = &["token", "database"];
+const SECRETS: &[&str] = &["token", "database", "notify.smtp_url"];
 
 /// `[log] max_records = 5` → `("log.max_records", "5")`.
 fn flatten(

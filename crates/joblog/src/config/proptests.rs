@@ -28,7 +28,7 @@ fn secret() -> impl Strategy<Value = String> {
 }
 
 fn is_secret(key: &str) -> bool {
-    key == "token" || key == "database"
+    ["token", "database", "notify.smtp_url"].contains(&key)
 }
 
 /// An error as `joblog` prints it, checked never to show a secret.
@@ -436,7 +436,7 @@ fn toml_text() -> impl Strategy<Value = String> {
     });
     let line = prop_oneof![
         6 => (key, value).prop_map(|(k, v)| format!("{k} = {v}")),
-        2 => (prop::sample::select(&["token", "database"][..]), secret_value)
+        2 => (prop::sample::select(&["token", "database", "notify.smtp_url"][..]), secret_value)
             .prop_map(|(k, v)| format!("{k} = {v}")),
         1 => prop::sample::select(&["[log]", "[http]", "[retention]", "[token]", "[[log]]", "[", "[a.b]"][..])
             .prop_map(str::to_string),

@@ -195,6 +195,18 @@ settings! {
     /// whose URL points there is refused when saved and at every send.
     notify_allow_private_targets: bool = engine().notify.allow_private_targets,
         key "notify.allow_private_targets", env "JOBLOG_NOTIFY_ALLOW_PRIVATE_TARGETS", flag Some("notify-allow-private-targets");
+    /// The SMTP server e-mail notifications go through:
+    /// `smtps://user:password@smtp.example.com:465` (TLS),
+    /// `smtp://user:password@host:587?tls=required` (STARTTLS) or
+    /// `smtp://host:25` (plain, for a relay on this host). A secret: set it
+    /// in the environment or the file, never as a flag. Unset: e-mail rules
+    /// are refused.
+    notify_smtp_url: Option<String> = None,
+        key "notify.smtp_url", env "JOBLOG_NOTIFY_SMTP_URL", flag None;
+    /// The address e-mail notifications come from. Default:
+    /// `joblog@<hostname>`.
+    notify_smtp_from: Option<String> = None,
+        key "notify.smtp_from", env "JOBLOG_NOTIFY_SMTP_FROM", flag Some("notify-smtp-from");
     /// Job names `/metrics` gives per-name figures of (last success, last
     /// failure, finished jobs by state): the most recently finished ones;
     /// the rest are summed under `name="(other)"`.

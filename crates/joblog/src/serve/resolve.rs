@@ -103,6 +103,11 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         retry_for: s.notify_retry_for,
         allow_private_targets: s.notify_allow_private_targets,
         timeout: s.notify_timeout,
+        smtp_url: s.notify_smtp_url.clone().filter(|u| !u.trim().is_empty()),
+        smtp_from: s
+            .notify_smtp_from
+            .clone()
+            .unwrap_or_else(|| format!("joblog@{}", hostname())),
     };
     // `joblog serve` is the engine's alone: it reaps every orphan it is handed.
     engine.reap_all_children = true;
@@ -117,6 +122,13 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         .iter()
         .cloned()
         .chain(database_password(&database))
+        .chain(
+            engine
+                .notify
+                .smtp_url
+                .as_deref()
+                .and_then(database_password),
+        )
         .collect();
     engine.log_limits = LogLimits {
         max_records: s.log_max_records,
@@ -209,6 +221,25 @@ fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
     ))
 }
 
+/// `http.public_url`: an `http` or `https` URL, kept without its trailing
+/// slash (links are made by appending `/jobs/ID`); empty is unset.
+fn public_url(url: Option<&str>) -> anyhow::Result<Option<String>> {
+    let Some(url) = url.map(str::trim).filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    match rest {
+        Some(rest) if !rest.is_empty() && !url.contains(['?', '#', ' ']) => {
+            Ok(Some(url.trim_end_matches('/').to_owned()))
+        }
+        _ => bail!(
+            "http.public_url must be an http or https URL without a query, such as https://joblog.example.com (got {url:?})"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,23 +314,22 @@ mod tests {
         let cfg = resolve_with(&[("database", url)]).unwrap();
         assert_eq!((cfg.database.as_str(), cfg.sqlite_file), (url, None));
     }
-}
 
-/// `http.public_url`: an `http` or `https` URL, kept without its trailing
-/// slash (links are made by appending `/jobs/ID`); empty is unset.
-fn public_url(url: Option<&str>) -> anyhow::Result<Option<String>> {
-    let Some(url) = url.map(str::trim).filter(|u| !u.is_empty()) else {
-        return Ok(None);
-    };
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    match rest {
-        Some(rest) if !rest.is_empty() && !url.contains(['?', '#', ' ']) => {
-            Ok(Some(url.trim_end_matches('/').to_owned()))
+    #[test]
+    fn the_public_url_is_an_http_url_kept_without_its_trailing_slash() {
+        assert_eq!(
+            public_url(Some("https://joblog.example.com/")).unwrap(),
+            Some("https://joblog.example.com".into())
+        );
+        assert_eq!(public_url(Some(" ")).unwrap(), None);
+        assert_eq!(public_url(None).unwrap(), None);
+        for bad in [
+            "joblog.example.com",
+            "ftp://x",
+            "https://",
+            "https://x/?a=1",
+        ] {
+            assert!(public_url(Some(bad)).is_err(), "{bad}");
         }
-        _ => bail!(
-            "http.public_url must be an http or https URL without a query, such as https://joblog.example.com (got {url:?})"
-        ),
     }
 }

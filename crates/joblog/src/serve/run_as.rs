@@ -100,13 +100,19 @@ pub(super) fn check(user: &RunAs, kept: &[&Path]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whether a configuration file sets `token` or `database` (which may
-/// carry a password).
+/// Whether a configuration file sets `token`, `database` or
+/// `notify.smtp_url` (the last two may carry a password).
 pub(super) fn holds_secret(path: &Path) -> bool {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|text| text.parse::<toml::Table>().ok())
-        .is_some_and(|t| t.contains_key("token") || t.contains_key("database"))
+        .is_some_and(|t| {
+            t.contains_key("token")
+                || t.contains_key("database")
+                || t.get("notify")
+                    .and_then(toml::Value::as_table)
+                    .is_some_and(|n| n.contains_key("smtp_url"))
+        })
 }
 
 /// How `user` may use a file with `meta`, by its mode bits (owner, then
