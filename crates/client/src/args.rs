@@ -6,8 +6,10 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Subcommand};
 use joblog_core::{JobState, Role, Stream};
 
+mod notify;
 mod schedules;
 
+pub use notify::{Header, NotifyArgs, NotifyCommand, RuleFields};
 pub use schedules::{ScheduleArgs, ScheduleCommand, ScheduleFields};
 
 /// The options before the command name. `--token` and `--token-file` are
@@ -149,6 +151,9 @@ pub enum ClientCommand {
     /// Create, list, show, change, delete and run now the schedules that
     /// submit a job at each fire of a cron expression.
     Schedule(ScheduleArgs),
+    /// Create, list, show, change, delete and test the rules that tell of
+    /// job ends by web hook or e-mail (needs an admin token).
+    Notify(NotifyArgs),
     /// Create, list and revoke API tokens (needs an admin token).
     Token(TokenArgs),
     /// List the nodes running jobs on the server's store: state, last
@@ -176,6 +181,7 @@ impl ClientCommand {
             ClientCommand::Seal(a) => &a.connection,
             ClientCommand::Token(a) => &a.connection,
             ClientCommand::Schedule(a) => &a.connection,
+            ClientCommand::Notify(a) => &a.connection,
             ClientCommand::Rerun(a) => &a.connection,
             ClientCommand::Nodes(a) => &a.connection,
             ClientCommand::Backup(a) => &a.connection,

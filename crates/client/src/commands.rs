@@ -15,7 +15,8 @@ use super::api::{Api, TransportError, REQUEST_TIMEOUT};
 use super::args::{GroomArgs, IdArgs, JobsArgs, JsonArgs, KeyValue, LogsArgs, RerunArgs, RunArgs};
 use super::render::Pretty;
 use super::wire::{
-    GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, ScheduleView, TokenView,
+    DeliveryView, GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, RuleView,
+    ScheduleView, TestSendView, TokenView,
 };
 use super::UsageError;
 
@@ -54,6 +55,19 @@ pub(super) enum Answer {
     Schedule(ScheduleView),
     /// The id of a deleted schedule.
     ScheduleDeleted(i64),
+    Rules(Vec<RuleView>),
+    /// A notification rule; with its latest deliveries for `notify show`.
+    Rule {
+        rule: RuleView,
+        deliveries: Option<Vec<DeliveryView>>,
+    },
+    /// The id of a deleted notification rule.
+    RuleDeleted(i64),
+    /// What a rule's test send came to.
+    RuleTested {
+        id: i64,
+        sent: TestSendView,
+    },
     /// Where a backup was written, and its size.
     BackedUp {
         path: std::path::PathBuf,

@@ -15,6 +15,7 @@ mod args;
 mod backup;
 mod commands;
 mod health;
+mod notify;
 pub mod progress;
 mod render;
 mod schedules;
@@ -84,6 +85,13 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
             ClientCommand::Seal(a) => print(seal::run(&api, a).await?),
             ClientCommand::Token(a) => print(tokens::run(&api, a.command).await?),
             ClientCommand::Schedule(a) => print(schedules::run(&api, a.command).await?),
+            ClientCommand::Notify(a) => {
+                // `notify test` exits 1 when its notification was not
+                // delivered, as `health` does when the server is not healthy.
+                let (answer, done) = notify::run(&api, a.command).await?;
+                render::print(&answer)?;
+                Ok(if done { 0 } else { 1 })
+            }
             ClientCommand::Nodes(a) => print(commands::nodes(&api, a).await?),
             ClientCommand::Backup(a) => print(backup::run(&api, a).await?),
             ClientCommand::Health(a) => {

@@ -232,3 +232,103 @@ pub(super) struct SchedulePage {
     #[serde(default)]
     pub next_after_id: Option<i64>,
 }
+
+/// A notification rule as `GET /api/v1/notifications/{id}` gives it. The
+/// web hook's URL and headers are the admin's to see (`show`); what the
+/// `list` table shows of them is render's choice.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RuleView {
+    pub id: i64,
+    pub name: String,
+    pub when: WhenView,
+    #[serde(default)]
+    pub webhook: Option<WebhookView>,
+    #[serde(default)]
+    pub email: Option<EmailView>,
+    pub enabled: bool,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+}
+
+/// Which job ends a rule tells of. Also sent back whole by `notify edit`
+/// (a `PATCH` replaces `when` as a whole), so it keeps what it does not
+/// know and writes back only what it read.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct WhenView {
+    #[serde(default)]
+    pub states: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_id: Option<i64>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A rule's web hook; like [`WhenView`], written back whole by `edit`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct WebhookView {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_name: Option<String>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EmailView {
+    #[serde(default)]
+    pub to: Vec<String>,
+}
+
+/// A page of `GET /api/v1/notifications`.
+#[derive(Debug, Deserialize)]
+pub(super) struct RulePage {
+    pub rules: Vec<Value>,
+    #[serde(default)]
+    pub next_after_id: Option<i64>,
+}
+
+/// One notification of one job's end by one rule, and how its sending
+/// went.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeliveryView {
+    pub id: i64,
+    pub job_id: i64,
+    pub state: String,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub next_try_at: Option<String>,
+    #[serde(default)]
+    pub last_status: Option<u16>,
+    #[serde(default)]
+    pub last_error: Option<String>,
+}
+
+/// A page of `GET /api/v1/notifications/{id}/deliveries`.
+#[derive(Debug, Deserialize)]
+pub(super) struct DeliveryPage {
+    pub deliveries: Vec<DeliveryView>,
+}
+
+/// `POST /api/v1/notifications/{id}/test`: what the test send came to.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TestSendView {
+    pub delivered: bool,
+    #[serde(default)]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The job told of; `None`: an example job.
+    #[serde(default)]
+    pub job_id: Option<i64>,
+}

@@ -16,6 +16,10 @@ mod listing;
 mod logs;
 #[path = "e2e/nodes.rs"]
 mod nodes;
+#[path = "e2e/notify.rs"]
+mod notify;
+#[path = "e2e/notify_cli.rs"]
+mod notify_cli;
 #[path = "e2e/prometheus.rs"]
 mod prometheus;
 #[path = "e2e/rerun.rs"]

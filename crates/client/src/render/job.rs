@@ -47,7 +47,7 @@ pub(super) fn full_time(ts: &str) -> String {
     super::times::full(ts).unwrap_or_else(|| escape_display(ts, false).into_owned())
 }
 
-fn truncate_chars(s: &str, max: usize) -> String {
+pub(super) fn truncate_chars(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }

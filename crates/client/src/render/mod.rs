@@ -4,6 +4,7 @@
 mod job;
 mod log;
 mod node;
+mod notify;
 mod pretty;
 mod schedule;
 mod service;
@@ -101,6 +102,12 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
         Answer::Schedules(list) => out.write_all(schedule::schedules_table(list).as_bytes())?,
         Answer::Schedule(s) => out.write_all(schedule::show_text(s).as_bytes())?,
         Answer::ScheduleDeleted(id) => writeln!(out, "deleted schedule {id}")?,
+        Answer::Rules(list) => out.write_all(notify::rules_table(list).as_bytes())?,
+        Answer::Rule { rule, deliveries } => {
+            out.write_all(notify::show_text(rule, deliveries.as_deref()).as_bytes())?
+        }
+        Answer::RuleDeleted(id) => writeln!(out, "deleted notification rule {id}")?,
+        Answer::RuleTested { id, sent } => out.write_all(notify::tested(*id, sent).as_bytes())?,
         Answer::BackedUp { path, bytes } => {
             out.write_all(service::backed_up(path, *bytes).as_bytes())?
         }
