@@ -4,6 +4,8 @@
 //! plotting library, and the output is a small, self-contained file that a
 //! Markdown page embeds as an image.
 
+// Text for SVG: the five characters XML gives meaning to, escaped.
+use joblog_core::escape_html as esc;
 use std::fmt::Write as _;
 
 /// One line of a line chart.
@@ -64,22 +66,6 @@ impl Chart {
             Chart::Bars { title, unit, bars } => bar_chart(title, unit, bars),
         }
     }
-}
-
-/// Text for SVG: the five characters XML gives meaning to, escaped.
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A number as a tick label: 1.5M, 20K, 0.25, 900.

@@ -224,6 +224,42 @@ impl Api {
             .with_context(|| format!("unexpected answer from {}", self.shown))
     }
 
+    /// Every item of a listing paged by `after_id` (`GET path`, items
+    /// under `key`, the next page at `next_after_id`). A server that names
+    /// no later page start is not followed round in a circle.
+    pub(super) async fn every_page(
+        &self,
+        path: &str,
+        key: &'static str,
+        timeout: Duration,
+    ) -> anyhow::Result<Vec<Value>> {
+        #[derive(Deserialize)]
+        struct Page {
+            #[serde(default)]
+            next_after_id: Option<i64>,
+            #[serde(flatten)]
+            rest: serde_json::Map<String, Value>,
+        }
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let q = [
+                ("limit", "1000".to_string()),
+                ("after_id", after.to_string()),
+            ];
+            let raw = self.get_raw(self.url(path, &q)?, timeout).await?;
+            let mut page: Page = self.decode(&raw)?;
+            match page.rest.remove(key) {
+                Some(Value::Array(items)) => all.extend(items),
+                _ => anyhow::bail!("the server's page of {path} has no {key:?} list"),
+            }
+            match page.next_after_id {
+                Some(next) if next > after => after = next,
+                _ => return Ok(all),
+            }
+        }
+    }
+
     /// GET returning the body bytes (for `--json`, printed as the API sent them).
     pub async fn get_raw(&self, url: Url, timeout: Duration) -> anyhow::Result<Vec<u8>> {
         let resp = self.send(self.http.get(url), Some(timeout)).await?;

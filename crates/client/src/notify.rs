@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use super::api::{Api, REQUEST_TIMEOUT};
 use super::args::{Header, NotifyCommand, RuleFields};
 use super::commands::Answer;
-use super::wire::{DeliveryPage, RulePage, RuleView, TestSendView, WebhookView};
+use super::wire::{DeliveryPage, RuleView, TestSendView, WebhookView};
 use super::UsageError;
 
 /// Deliveries `notify show` lists: the latest, enough to see a pattern.
@@ -211,25 +211,9 @@ fn rule_answer(api: &Api, raw: Vec<u8>, json: bool) -> anyhow::Result<Answer> {
 
 /// Every rule, page by page.
 async fn list(api: &Api, json: bool) -> anyhow::Result<Answer> {
-    let mut all: Vec<Value> = Vec::new();
-    let mut after = 0;
-    loop {
-        let q = [
-            ("limit", "1000".to_string()),
-            ("after_id", after.to_string()),
-        ];
-        let raw = api
-            .get_raw(api.url("/api/v1/notifications", &q)?, REQUEST_TIMEOUT)
-            .await?;
-        let page: RulePage = api.decode(&raw)?;
-        all.extend(page.rules);
-        match page.next_after_id {
-            // A server that names no later page start is not followed
-            // round in a circle.
-            Some(next) if next > after => after = next,
-            _ => break,
-        }
-    }
+    let all = api
+        .every_page("/api/v1/notifications", "rules", REQUEST_TIMEOUT)
+        .await?;
     if json {
         return Ok(Answer::Json(json!({"rules": all, "next_after_id": null})));
     }

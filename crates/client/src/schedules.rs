@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::api::{Api, REQUEST_TIMEOUT};
 use super::args::{ScheduleCommand, ScheduleFields};
 use super::commands::{check_command, read_script, resolve_kvs, Answer};
-use super::wire::{JobView, SchedulePage, ScheduleView};
+use super::wire::{JobView, ScheduleView};
 
 pub(super) async fn run(api: &Api, cmd: ScheduleCommand) -> anyhow::Result<Answer> {
     match cmd {
@@ -108,23 +108,9 @@ async fn set_enabled(api: &Api, id: i64, enabled: bool, json: bool) -> anyhow::R
 
 /// Every schedule, page by page.
 async fn list(api: &Api, json: bool) -> anyhow::Result<Answer> {
-    let mut all: Vec<Value> = Vec::new();
-    let mut after = 0;
-    loop {
-        let q = [
-            ("limit", "1000".to_string()),
-            ("after_id", after.to_string()),
-        ];
-        let raw = api
-            .get_raw(api.url("/api/v1/schedules", &q)?, REQUEST_TIMEOUT)
-            .await?;
-        let page: SchedulePage = api.decode(&raw)?;
-        all.extend(page.schedules);
-        match page.next_after_id {
-            Some(next) => after = next,
-            None => break,
-        }
-    }
+    let all = api
+        .every_page("/api/v1/schedules", "schedules", REQUEST_TIMEOUT)
+        .await?;
     if json {
         return Ok(Answer::Json(
             json!({"schedules": all, "next_after_id": null}),

@@ -225,14 +225,6 @@ pub struct LastRunView {
     pub attempt: u32,
 }
 
-/// A page of `GET /api/v1/schedules`.
-#[derive(Debug, Deserialize)]
-pub(super) struct SchedulePage {
-    pub schedules: Vec<Value>,
-    #[serde(default)]
-    pub next_after_id: Option<i64>,
-}
-
 /// A notification rule as `GET /api/v1/notifications/{id}` gives it. The
 /// web hook's URL and headers are the admin's to see (`show`); what the
 /// `list` table shows of them is render's choice.
@@ -285,14 +277,6 @@ pub struct WebhookView {
 pub struct EmailView {
     #[serde(default)]
     pub to: Vec<String>,
-}
-
-/// A page of `GET /api/v1/notifications`.
-#[derive(Debug, Deserialize)]
-pub(super) struct RulePage {
-    pub rules: Vec<Value>,
-    #[serde(default)]
-    pub next_after_id: Option<i64>,
 }
 
 /// One notification of one job's end by one rule, and how its sending

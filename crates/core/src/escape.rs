@@ -90,6 +90,23 @@ pub fn escape_display(s: &str, keep_sgr: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Text made inert in HTML or XML (an e-mail's HTML part, an SVG label):
+/// the five characters they give meaning to, as entities.
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,7 +65,7 @@ mod token;
 pub use audit::{AuditEntry, AuditQuery, NewAudit, MAX_AUDIT_FIELD, MAX_AUDIT_LIMIT};
 pub use buckets::exponential_buckets;
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
-pub use escape::{escape_display, is_hidden_format};
+pub use escape::{escape_display, escape_html, is_hidden_format};
 pub use given::Given;
 pub use job::{
     Concurrency, Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,

@@ -12,6 +12,7 @@
 //! binary's path (`CARGO_BIN_EXE_joblog`), which only that crate's tests
 //! have, and an HTTP client and SQLite this kit does without.
 
+mod listener;
 mod port;
 mod properties;
 pub mod receiver;

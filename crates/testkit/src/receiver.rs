@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
+
+use crate::listener::{lock, Listening};
 
 /// One request as received.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,33 +56,28 @@ struct Shared {
 
 /// The receiver; it stops when dropped.
 pub struct Receiver {
-    port: u16,
-    shared: Arc<Mutex<Shared>>,
-    task: tokio::task::JoinHandle<()>,
+    listening: Listening<Shared>,
 }
 
 impl Receiver {
     /// Listens on a free loopback port, answering 200.
     pub async fn start() -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port for the receiver");
-        let port = listener.local_addr().expect("its address").port();
-        let shared = Arc::new(Mutex::new(Shared {
+        let state = Shared {
             status: Some(200),
             ..Shared::default()
-        }));
-        let task = tokio::spawn(serve(listener, shared.clone()));
-        Receiver { port, shared, task }
+        };
+        Receiver {
+            listening: Listening::start("receiver", state, connection).await,
+        }
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.listening.port
     }
 
     /// `http://127.0.0.1:PORT{path}`.
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        format!("http://127.0.0.1:{}{path}", self.port())
     }
 
     /// Answers every request from now on with `status`.
@@ -112,35 +109,12 @@ impl Receiver {
     /// Waits until `n` requests were received (at most the kit's
     /// patience), and gives them.
     pub async fn wait_for(&self, n: usize) -> Vec<Received> {
-        crate::eventually(
-            &format!("{n} requests at the receiver"),
-            crate::PATIENCE,
-            || async {
-                let got = self.received();
-                if got.len() >= n {
-                    Ok(got)
-                } else {
-                    Err(format!("{} so far", got.len()))
-                }
-            },
-        )
-        .await
+        let requests = "requests at the receiver";
+        self.listening.wait_for(requests, n, |s| &s.received).await
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve(listener: TcpListener, shared: Arc<Mutex<Shared>>) {
-    while let Ok((stream, _)) = listener.accept().await {
-        tokio::spawn(connection(stream, shared.clone()));
+        self.listening.lock()
     }
 }
 
@@ -149,7 +123,7 @@ async fn connection(stream: TcpStream, shared: Arc<Mutex<Shared>>) {
     let mut reader = BufReader::new(stream);
     while let Some(request) = read_request(&mut reader).await {
         let status = {
-            let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = lock(&shared);
             s.received.push(request);
             if s.queued.is_empty() {
                 s.status

@@ -7,7 +7,9 @@
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
+
+use crate::listener::{lock, Listening};
 
 /// One message as received.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,25 +91,19 @@ struct Shared {
 
 /// The server; it stops when dropped.
 pub struct SmtpServer {
-    port: u16,
-    shared: Arc<Mutex<Shared>>,
-    task: tokio::task::JoinHandle<()>,
+    listening: Listening<Shared>,
 }
 
 impl SmtpServer {
     pub async fn start() -> SmtpServer {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port for the SMTP server");
-        let port = listener.local_addr().expect("its address").port();
-        let shared = Arc::new(Mutex::new(Shared::default()));
-        let task = tokio::spawn(serve(listener, shared.clone()));
-        SmtpServer { port, shared, task }
+        SmtpServer {
+            listening: Listening::start("SMTP server", Shared::default(), session).await,
+        }
     }
 
     /// `smtp://127.0.0.1:PORT` (plain SMTP: the tests' own server).
     pub fn url(&self) -> String {
-        format!("smtp://127.0.0.1:{}", self.port)
+        format!("smtp://127.0.0.1:{}", self.listening.port)
     }
 
     /// Answers the next messages' data with these codes, then 250.
@@ -121,35 +117,12 @@ impl SmtpServer {
 
     /// Waits until `n` messages were accepted (at most the kit's patience).
     pub async fn wait_for(&self, n: usize) -> Vec<Mail> {
-        crate::eventually(
-            &format!("{n} messages at the SMTP server"),
-            crate::PATIENCE,
-            || async {
-                let got = self.mails();
-                if got.len() >= n {
-                    Ok(got)
-                } else {
-                    Err(format!("{} so far", got.len()))
-                }
-            },
-        )
-        .await
+        let messages = "messages at the SMTP server";
+        self.listening.wait_for(messages, n, |s| &s.mails).await
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Drop for SmtpServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve(listener: TcpListener, shared: Arc<Mutex<Shared>>) {
-    while let Ok((stream, _)) = listener.accept().await {
-        tokio::spawn(session(stream, shared.clone()));
+        self.listening.lock()
     }
 }
 
@@ -195,7 +168,7 @@ async fn session(stream: TcpStream, shared: Arc<Mutex<Shared>>) {
                 let Some(data) = read_data(&mut conn).await else {
                     return;
                 };
-                let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                let mut s = lock(&shared);
                 let code = if s.queued.is_empty() {
                     250
                 } else {

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{Format, Rule, RuleId};
 use crate::schedule::ScheduleId;
-use crate::{Job, JobId, JobState, Record, Stream, Timestamp};
+use crate::{escape_html, Job, JobId, JobState, Record, Stream, Timestamp};
 
 /// The last error and warning records a notification carries.
 pub const NOTICE_PROBLEMS: usize = 20;
@@ -330,18 +330,18 @@ impl Notice {
         let mut text = format!("{headline}\n\n");
         let mut html = format!(
             "<!DOCTYPE html><html><body style=\"font-family: sans-serif\"><h2>{}</h2>",
-            html_escape(&headline)
+            escape_html(&headline)
         );
         if let Some(url) = &self.url {
             text.push_str(&format!("{url}\n\n"));
-            html.push_str(&format!("<p><a href=\"{0}\">{0}</a></p>", html_escape(url)));
+            html.push_str(&format!("<p><a href=\"{0}\">{0}</a></p>", escape_html(url)));
         }
         html.push_str("<table>");
         for (label, value) in self.facts() {
             text.push_str(&format!("{label:<10} {value}\n"));
             html.push_str(&format!(
                 "<tr><th align=\"left\">{label}</th><td>{}</td></tr>",
-                html_escape(&value)
+                escape_html(&value)
             ));
         }
         html.push_str("</table>");
@@ -350,7 +350,7 @@ impl Notice {
             text.push_str(&format!("\n{label}:\n{lines}\n"));
             html.push_str(&format!(
                 "<h3>{label}</h3><pre>{}</pre>",
-                html_escape(&lines)
+                escape_html(&lines)
             ));
         }
         html.push_str("</body></html>");
@@ -419,21 +419,6 @@ fn escape_inline(s: &str) -> String {
             out.push('\\');
         }
         out.push(c);
-    }
-    out
-}
-
-pub(crate) fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
     }
     out
 }
