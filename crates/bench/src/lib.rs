@@ -2,7 +2,7 @@
 //! the binary calls, so that shipped code hosts nothing only tests use.
 //! This module holds the arguments every scenario shares and runs the
 //! scenario (or all of them); `psu`, `ingest`, `dispatch`, `flood`,
-//! `tail`, `oplog`, `result` and `schedule` are one scenario each, each
+//! `tail`, `oplog`, `result`, `schedule` and `notify` are one scenario each, each
 //! returning an `output::Report` (Markdown, raw figures as JSON, SVG
 //! charts from `chart`); `server` runs a real `joblog serve` (the running
 //! executable) for a measurement; `stats` the figures; `baseline` the
@@ -20,6 +20,7 @@ mod chart;
 mod dispatch;
 mod flood;
 mod ingest;
+mod notify;
 mod oplog;
 mod output;
 mod psu;
@@ -72,6 +73,10 @@ pub enum Scenario {
     /// Many schedules (10,000) on one node: the server's CPU while none
     /// is due, then each firing once a minute: fire → job queued lateness.
     Schedule,
+    /// Notifications: a burst of 1,000 failing jobs told to a receiver
+    /// (job end → delivered; none twice), the receiver down 30 s then up,
+    /// and a rule's cost to the jobs it tells of.
+    Notify,
     /// The job `tail` follows (it runs it itself): numbered lines stamped
     /// with the time they are written, at --rate for --duration.
     #[value(hide = true)]
@@ -313,7 +318,7 @@ fn redact_args(args: &[String]) -> Vec<String> {
 
 /// What `bench all` runs, in this order: the log first, then the engine,
 /// then the scenarios of the features built on them.
-const ALL: [Scenario; 8] = [
+const ALL: [Scenario; 9] = [
     Scenario::Psu,
     Scenario::Ingest,
     Scenario::Dispatch,
@@ -322,6 +327,7 @@ const ALL: [Scenario; 8] = [
     Scenario::Oplog,
     Scenario::Result,
     Scenario::Schedule,
+    Scenario::Notify,
 ];
 
 impl Scenario {
@@ -336,6 +342,7 @@ impl Scenario {
             Scenario::Dispatch => "dispatch",
             Scenario::Flood => "flood",
             Scenario::Schedule => "schedule",
+            Scenario::Notify => "notify",
             Scenario::TailWriter => "tail-writer",
         }
     }
@@ -473,6 +480,7 @@ async fn run_one(args: BenchArgs, global: Global) -> anyhow::Result<Report> {
         Scenario::Oplog => oplog::run(args).await,
         Scenario::Result => result::run(args).await,
         Scenario::Schedule => schedule::run(args).await,
+        Scenario::Notify => notify::run(args).await,
         Scenario::Dispatch => dispatch::run(args).await,
         Scenario::Flood => flood::run(args, global).await,
         Scenario::All | Scenario::TailWriter => {
