@@ -153,7 +153,9 @@ impl Sender {
         match request.body(body.body.clone()).send().await {
             Ok(answer) => outcome_of(answer).await,
             Err(e) => {
-                let error = describe(&e);
+                // Never the URL: a hook's path is often its credential, and
+                // a delivery's error is shown to whoever may read the job.
+                let error = describe(&e.without_url());
                 // A refused target stays refused; anything else (a
                 // timeout, a refused connection) may pass later.
                 if error.contains("private address") {
