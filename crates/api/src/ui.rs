@@ -33,9 +33,15 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("api.js", JS, include_str!("../ui/api.js")),
     ("ansi.js", JS, include_str!("../ui/ansi.js")),
     ("audit.js", JS, include_str!("../ui/audit.js")),
+    ("deliveries.js", JS, include_str!("../ui/deliveries.js")),
     ("dom.js", JS, include_str!("../ui/dom.js")),
     ("jobs.js", JS, include_str!("../ui/jobs.js")),
     ("live.js", JS, include_str!("../ui/live.js")),
+    (
+        "notifications.js",
+        JS,
+        include_str!("../ui/notifications.js"),
+    ),
     ("job.js", JS, include_str!("../ui/job.js")),
     ("job-log.js", JS, include_str!("../ui/job-log.js")),
     ("result.js", JS, include_str!("../ui/result.js")),
@@ -96,6 +102,7 @@ const PAGES: &[Page] = &[
     page("/schedules", "schedules.js", "schedulesPage"),
     page("/schedules/new", "schedule-form.js", "newSchedulePage"),
     page("/schedules/{id}", "schedule.js", "schedulePage"),
+    page("/notifications", "notifications.js", "notificationsPage"),
 ];
 
 /// A page without a prefetch.
@@ -385,7 +392,14 @@ mod tests {
     async fn each_page_path_serves_the_shell_naming_its_page_and_preloading_what_it_needs() {
         let job = shell_of("/jobs/42").await;
         assert!(names(&job, "job.js"), "{job}");
-        for needed in ["api.js", "dom.js", "job.js", "job-log.js", "viewer.js"] {
+        for needed in [
+            "api.js",
+            "deliveries.js",
+            "dom.js",
+            "job.js",
+            "job-log.js",
+            "viewer.js",
+        ] {
             let preload = format!("<link rel=\"modulepreload\" href=\"/ui/{needed}\">");
             assert!(job.contains(&preload), "the job page preloads {needed}");
         }
@@ -395,6 +409,9 @@ mod tests {
         // `/schedules/new` is its own page, not a schedule whose id is "new".
         assert!(names(&shell_of("/schedules/new").await, "schedule-form.js"));
         assert!(names(&shell_of("/schedules/7").await, "schedule.js"));
+        let rules = shell_of("/notifications").await;
+        assert!(names(&rules, "notifications.js"), "{rules}");
+        assert!(rules.contains("<link rel=\"modulepreload\" href=\"/ui/deliveries.js\">"));
         for odd in ["/jobs/abc", "/schedules/%31", "/jobs/-1"] {
             assert_eq!(shell_of(odd).await, list, "{odd} shows the list");
         }

@@ -1,40 +1,47 @@
 // A job's page: its header (state, timings, cancel, rerun, downloads),
-// details and result, over its log (job-log.js), which is live through the
-// SSE tail while the job runs.
+// details and result, the notifications sent of its end (deliveries.js),
+// over its log (job-log.js), which is live through the SSE tail while the
+// job runs.
 
 import { get, post, token, blob } from "./api.js";
 import { ResultView } from "./result.js";
 import { JobLog } from "./job-log.js";
+import { JobNotifications } from "./deliveries.js";
 import { el, text, stateBadge, duration, when, can, fail, clear, button } from "./dom.js";
 
-// What a job's page needs: the job and its log's outline (groups, first
-// error, progress), asked for together, and before the page is drawn
-// (app.js): a refusal is the page's to show, if it is drawn at all.
+// What a job's page needs: the job, its log's outline (groups, first
+// error, progress) and the notifications sent of its end, asked for
+// together, and before the page is drawn (app.js): a refusal is the
+// page's to show, if it is drawn at all.
 export function prefetchJob({ id }) {
   const job = get(`/api/v1/jobs/${id}`);
   const outline = get(`/api/v1/jobs/${id}/log/outline`);
-  job.catch(() => {});
-  outline.catch(() => {});
-  return { job, outline };
+  const notifications = get(`/api/v1/jobs/${id}/notifications`);
+  for (const p of [job, outline, notifications]) p.catch(() => {});
+  return { job, outline, notifications };
 }
 
 const NO_OUTLINE = { groups: [], first_error_seq: null, first_warning_seq: null, progress: null };
 
 export async function jobPage(main, me, params, early) {
-  const { job: jobP, outline: outlineP } = early ?? prefetchJob(params);
+  const { job: jobP, outline: outlineP, notifications: sentP } = early ?? prefetchJob(params);
   const job = await jobP;
   // The outline reads the whole log. Only groups change what the first
   // screen shows (they fold), and groups are information records: without
   // any, the page draws at once and takes the outline when it comes.
   const waits = (job.log.streams.information ?? 0) > 0;
-  const page = new JobPage(main, job, waits ? await outlineP : NO_OUTLINE, me);
+  // An ended job's notifications are drawn with the page (nothing moves
+  // when they come); a running job has none until it ends.
+  const ended = job.state !== "running" && job.state !== "queued";
+  const sent = ended ? await sentP.catch(() => null) : { deliveries: [] };
+  const page = new JobPage(main, job, waits ? await outlineP : NO_OUTLINE, me, sent);
   page.start();
   if (!waits) outlineP.then((o) => page.log.applyOutline(o)).catch((err) => fail(page.status, err));
   return page;
 }
 
 class JobPage {
-  constructor(main, job, outline, me) {
+  constructor(main, job, outline, me, sent) {
     this.job = job;
     this.me = me;
     document.title = `${job.name ?? "job"} #${job.id} · joblog`;
@@ -51,12 +58,17 @@ class JobPage {
         this.job = ended;
         this.renderHeader();
         this.renderDetails();
+        // Its end queued a delivery for each rule it matched.
+        this.sent.load();
       },
     });
+    this.sent = new JobNotifications(job.id, me);
+    if (sent) this.sent.show(sent.deliveries);
+    else this.sent.load();
     const log = this.log;
     // The page's errors are told in the log's status line, under the log.
     this.status = log.status;
-    main.append(this.header, log.progress, this.details, log.toolbar, log.logEl, log.linePanel, log.status);
+    main.append(this.header, log.progress, this.details, this.sent.section, log.toolbar, log.logEl, log.linePanel, log.status);
     this.renderHeader();
     this.renderDetails();
   }
@@ -257,10 +269,12 @@ class JobPage {
       this.fireText.textContent = ` · fire of ${when(this.job.fire_time)} · attempt ${this.job.attempt}`;
     }
     this.log.retime();
+    this.sent.render();
   }
 
   destroy() {
     this.log.destroy();
+    this.sent.destroy();
     clearInterval(this.ticker);
     this.closeResult();
   }

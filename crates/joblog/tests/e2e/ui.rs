@@ -13,6 +13,8 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+use joblog_testkit::receiver::Receiver;
+
 use super::Server;
 
 const TOKEN: &str = "e2e-ui-token-0123456789abcdefghijklmnop";
@@ -52,13 +54,24 @@ fn missing() -> Option<String> {
 
 /// Runs `tests/ui/<name>.mjs` against `server`; its output is the test's.
 async fn scenario(name: &str, server: &Server, token: Option<&str>) {
+    scenario_with(name, server, token, &[]).await;
+}
+
+/// [`scenario`], the script's environment holding `env` too. Whether it
+/// ran (it is skipped when a piece is missing).
+async fn scenario_with(
+    name: &str,
+    server: &Server,
+    token: Option<&str>,
+    env: &[(&str, &str)],
+) -> bool {
     if let Some(what) = missing() {
         assert!(
             std::env::var_os("JOBLOG_REQUIRE_BROWSER").is_none(),
             "browser tests required (JOBLOG_REQUIRE_BROWSER) but {what}"
         );
         eprintln!("note: browser test {name} SKIPPED — {what}");
-        return;
+        return false;
     }
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
@@ -73,6 +86,7 @@ async fn scenario(name: &str, server: &Server, token: Option<&str>) {
     if let Some(t) = token {
         node.env("JOBLOG_TOKEN", t);
     }
+    node.envs(env.iter().copied());
     let out = node.output().await.expect("running node");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -83,6 +97,7 @@ async fn scenario(name: &str, server: &Server, token: Option<&str>) {
         "browser scenario {name} failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
+    true
 }
 
 async fn run(name: &str) {
@@ -223,4 +238,60 @@ async fn the_audit_page_shows_the_trail_as_text_to_admins_only() {
     prefill_audit(dir.path());
     let server = Server::start(dir.path(), &["--max-concurrency", "4"]).await;
     scenario("audit", &server, None).await;
+}
+
+/// The Notifications page against a real receiver on loopback (the server
+/// may send there): the scenario makes its rules through the page's form,
+/// sends tests and fails a job; the receiver must then hold what the page
+/// said was delivered: the tests, and the failed job's notification, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_notifications_page_makes_tests_lists_and_deletes_rules_and_a_job_shows_what_was_sent()
+{
+    let _one = BROWSER.lock().await;
+    let receiver = Receiver::start().await;
+    let hook = receiver.url("/hook");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--max-concurrency",
+            "4",
+            "--notify-allow-private-targets",
+            "true",
+        ],
+    )
+    .await;
+    let env = [("JOBLOG_RECEIVER", hook.as_str())];
+    if !scenario_with("notifications", &server, None, &env).await {
+        return;
+    }
+    let got = receiver.received();
+    assert!(got.iter().all(|r| r.method == "POST" && r.path == "/hook"));
+    let events: Vec<(String, Value)> = got
+        .iter()
+        .map(|r| {
+            let body = r.json();
+            (body["event"].as_str().unwrap_or_default().to_owned(), body)
+        })
+        .collect();
+    let tests: Vec<&Value> = events
+        .iter()
+        .filter(|(e, _)| e == "test")
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(tests.len(), 2, "the two tests sent to it: {events:?}");
+    assert_eq!(
+        tests[1]["job"]["name"], "notify-fail",
+        "the second, of the failed job"
+    );
+    let ended: Vec<&Value> = events
+        .iter()
+        .filter(|(e, _)| e == "job.finished")
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(ended.len(), 1, "the failed job's end, once: {events:?}");
+    assert_eq!(ended[0]["job"]["name"], "notify-fail");
+    assert_eq!(ended[0]["job"]["state"], "failed");
+    assert_eq!(ended[0]["job"]["exit_code"], 3);
+    assert_eq!(ended[0]["first_error"]["message"], "it broke");
 }

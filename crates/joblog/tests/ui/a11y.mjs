@@ -1,6 +1,6 @@
 // Accessibility: axe-core on every page of the UI (the job list, a job's
 // page, submit, the schedules, a schedule's page, the schedule form, the
-// audit trail), in the light and the dark colour scheme, finds no serious
+// audit trail, the notification rules), in the light and the dark colour scheme, finds no serious
 // or critical violation — contrast (stream chips, primary buttons),
 // labels, and besides every page has an h1 and no table header is empty.
 // At a phone's width (390 px) the pages do not shift once drawn: the
@@ -48,6 +48,7 @@ await scenario("a11y", async (step) => {
     ["schedule", `/schedules/${schedule.id}`, "#runs tbody tr[data-id]"],
     ["schedule-new", "/schedules/new", "#schedule-form"],
     ["audit", "/audit", "#audit tbody tr"],
+    ["notifications", "/notifications", "#rules-status:not(:empty)"],
   ];
 
   const b = await browser();
