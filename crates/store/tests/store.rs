@@ -221,11 +221,12 @@ impl TestStore {
     }
 }
 
-/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (the nodes' secret
+/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (notifications; the nodes' secret
 /// names; the per-schedule metrics' index; sealed logs; schedules, and the
 /// columns jobs got for them), the same on both stores: for tests that
 /// take a database back to an older version.
-const UNDO_LATEST: &str = "ALTER TABLE nodes DROP COLUMN secret_names; \
+const UNDO_LATEST: &str = "DROP TABLE deliveries; DROP TABLE notification_rules; \
+     ALTER TABLE nodes DROP COLUMN secret_names; \
      DROP INDEX jobs_schedule_state; DROP INDEX jobs_unsealed; ALTER TABLE jobs DROP COLUMN sealed_at; \
      DROP TABLE segments; DROP INDEX jobs_fire; DROP INDEX jobs_schedule; \
      DROP INDEX jobs_schedule_active; DROP INDEX jobs_running_key; DROP INDEX jobs_run_after; \
@@ -234,7 +235,7 @@ const UNDO_LATEST: &str = "ALTER TABLE nodes DROP COLUMN secret_names; \
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
 /// How many migrations [`UNDO_LATEST`] undoes.
-const UNDONE_MIGRATIONS: i64 = 4;
+const UNDONE_MIGRATIONS: i64 = 5;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {
