@@ -83,19 +83,25 @@ impl Server {
             .stdin(Stdio::null());
         configure(&mut command);
         let child = command.spawn().expect("spawning joblog serve");
-        let server = Server {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            dir: dir.to_path_buf(),
-            http: http_client(),
-        };
-        let healthz = format!("{}/healthz", server.url);
+        let (url, http) = (format!("http://127.0.0.1:{port}"), http_client());
+        // A server that exits at start (a bad flag) fails the test at once,
+        // its own error on stderr, instead of after the whole patience.
+        let child = std::cell::RefCell::new(child);
+        let healthz = format!("{url}/healthz");
         eventually("the server to become healthy", PATIENCE, || async {
-            let reply = server.http.get(&healthz).send().await;
+            if let Some(status) = child.borrow_mut().try_wait().expect("the server's status") {
+                panic!("joblog serve exited at start ({status}); its stderr says why");
+            }
+            let reply = http.get(&healthz).send().await;
             reply.is_ok_and(|r| r.status().is_success()).then_some(())
         })
         .await;
-        server
+        Server {
+            child: child.into_inner(),
+            url,
+            dir: dir.to_path_buf(),
+            http,
+        }
     }
 
     /// The same server, its client sending `token` with every request (so
