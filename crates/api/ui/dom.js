@@ -17,6 +17,28 @@ export function text(value, cls, tag = "span") {
 // A search box of a filter form, named `key`, showing `filters[key]`. A
 // placeholder is no label: `label` is its accessible name, `title` the
 // longer hint.
+// A form's labelled fields: `field(label, input, hint, cls)` appends the
+// input under its label (and hint) to `form`; `input(name, type)` makes
+// one that the browser neither checks nor spell-checks (the API's checks
+// speak).
+export function formFields(form) {
+  const field = (label, input, hint, cls) => {
+    const l = el("label", cls);
+    l.append(text(label, "label"), input);
+    if (hint) l.append(text(hint, "hint"));
+    form.append(l);
+    return input;
+  };
+  const input = (name, type = "text") => {
+    const i = el("input");
+    i.name = name;
+    i.type = type;
+    i.spellcheck = false;
+    return i;
+  };
+  return { field, input };
+}
+
 export function filterInput(form, filters, key, placeholder, title, label) {
   const i = el("input");
   i.type = "search";

@@ -6,7 +6,7 @@
 // names, patterns, addresses and receivers' errors go in as text.
 
 import { get, post, patch, del, ApiError } from "./api.js";
-import { el, text, clear, fail, can, button, link } from "./dom.js";
+import { el, text, clear, fail, can, button, link, formFields } from "./dom.js";
 import { deliveryTable, Recheck, redact } from "./deliveries.js";
 
 const STATES = ["succeeded", "failed", "cancelled", "timed_out", "interrupted"];
@@ -295,20 +295,7 @@ function ruleForm(onAdded) {
   const form = el("form", "schedule-form rule-form");
   form.id = "rule-form";
   form.noValidate = true; // the API's checks, in its words
-  const field = (label, input, hint, cls) => {
-    const l = el("label", cls);
-    l.append(text(label, "label"), input);
-    if (hint) l.append(text(hint, "hint"));
-    form.append(l);
-    return input;
-  };
-  const input = (name, type = "text") => {
-    const i = el("input");
-    i.name = name;
-    i.type = type;
-    i.spellcheck = false;
-    return i;
-  };
+  const { field, input } = formFields(form);
   field("Name", input("name"), "unique; the metrics and the audit trail name the rule by it");
   field("Job name", input("when.name"), "a name or a pattern with * and ? (backup*); empty: any job");
   const states = el("fieldset", "states wide2");

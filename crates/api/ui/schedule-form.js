@@ -5,7 +5,7 @@
 // names is marked.
 
 import { post, patch } from "./api.js";
-import { el, text, clear, fail, can, button } from "./dom.js";
+import { el, text, clear, fail, can, button, formFields } from "./dom.js";
 
 export function newSchedulePage(main, me) {
   document.title = "New schedule · joblog";
@@ -30,20 +30,7 @@ export function scheduleForm(schedule, { onSaved, onCancel }) {
   const form = el("form", "schedule-form");
   form.id = "schedule-form";
   form.noValidate = true; // the API's checks, in its words
-  const field = (label, input, hint, cls) => {
-    const l = el("label", cls);
-    l.append(text(label, "label"), input);
-    if (hint) l.append(text(hint, "hint"));
-    form.append(l);
-    return input;
-  };
-  const input = (name, type = "text") => {
-    const i = el("input");
-    i.name = name;
-    i.type = type;
-    i.spellcheck = false;
-    return i;
-  };
+  const { field, input } = formFields(form);
   const select = (name, options) => {
     const s = el("select");
     s.name = name;

@@ -9,6 +9,7 @@
 
 use super::escape_display;
 use super::job::{short_time, table, truncate_chars};
+use super::schedule::key_values;
 use crate::wire::{DeliveryView, RuleView, TestSendView};
 
 fn text(s: &str) -> String {
@@ -123,13 +124,7 @@ pub(super) fn show_text(r: &RuleView, deliveries: Option<&[DeliveryView]>) -> St
     if let Some(t) = &r.updated_at {
         rows.push(("updated".into(), short_time(Some(t))));
     }
-    let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
-    let mut out = String::new();
-    let indent = format!("\n{}", " ".repeat(w + 1));
-    for (k, v) in rows {
-        let v = v.replace('\n', &indent);
-        out.push_str(&format!("{:<w$} {v}\n", format!("{k}:")));
-    }
+    let mut out = key_values(rows);
     match deliveries {
         None => {}
         Some([]) => out.push_str("\nno deliveries yet\n"),

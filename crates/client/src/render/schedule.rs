@@ -143,6 +143,12 @@ pub(super) fn show_text(s: &ScheduleView) -> String {
             fires.join(", ")
         },
     ));
+    key_values(rows)
+}
+
+/// `key: value` lines, values aligned, a value's further lines indented
+/// under its first (a schedule, a rule).
+pub(super) fn key_values(rows: Vec<(String, String)>) -> String {
     let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
     let mut out = String::new();
     let indent = format!("\n{}", " ".repeat(w + 1));
