@@ -196,15 +196,14 @@ impl Rule {
             Target::Webhook(w) => (Some(w), None),
             Target::Email(e) => (None, Some(e)),
         };
-        let mut doc =
-            serde_json::json!({"name": rule.name, "when": rule.when, "enabled": rule.enabled});
-        if let Some(w) = webhook {
-            doc["webhook"] = serde_json::to_value(w).unwrap_or_default();
-        }
-        if let Some(e) = email {
-            doc["email"] = serde_json::to_value(e).unwrap_or_default();
-        }
-        doc.to_string()
+        let doc = Document {
+            name: &rule.name,
+            when: &rule.when,
+            enabled: rule.enabled,
+            webhook,
+            email,
+        };
+        serde_json::to_string(&doc).unwrap_or_default()
     }
 
     /// The rule with the fields of a `PATCH` body replaced (any of
@@ -214,14 +213,14 @@ impl Rule {
         &self,
         patch: serde_json::Map<String, serde_json::Value>,
     ) -> Result<ValidRule, ValidationError> {
-        let mut doc =
-            serde_json::json!({"name": self.name, "when": self.when, "enabled": self.enabled});
-        if let Some(w) = &self.webhook {
-            doc["webhook"] = serde_json::to_value(w).unwrap_or_default();
-        }
-        if let Some(e) = &self.email {
-            doc["email"] = serde_json::to_value(e).unwrap_or_default();
-        }
+        let mut doc = serde_json::to_value(Document {
+            name: &self.name,
+            when: &self.when,
+            enabled: self.enabled,
+            webhook: self.webhook.as_ref(),
+            email: self.email.as_ref(),
+        })
+        .unwrap_or_default();
         let Some(fields) = doc.as_object_mut() else {
             return Err(invalid("body", "a rule is a JSON object"));
         };
@@ -243,6 +242,19 @@ impl Rule {
         })?;
         new.validate()
     }
+}
+
+/// A rule's sendable fields, as a client sends them and as they are
+/// stored.
+#[derive(Serialize)]
+struct Document<'a> {
+    name: &'a str,
+    when: &'a When,
+    enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    webhook: Option<&'a Webhook>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email: Option<&'a Email>,
 }
 
 /// The field a serde message names (`unknown field `x``, `when: …`), for
