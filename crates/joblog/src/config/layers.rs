@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 use super::settings::DECLARED;
-use super::value::{SettingValue, SinkList};
+use super::value::{shown, SettingValue, SinkList};
 
 /// The layer a value came from, as an error message names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,10 +88,9 @@ impl Layers {
             Ok(v) => Ok(Some(v)),
             // A `"""` or `'''` string left open takes the lines below it,
             // the token's perhaps, as its value: never quoted.
-            Err(_) if text.contains('\n') => bail!(
-                "{key} (from {origin}): a value of {} lines is not valid here (is a \"\"\" or ''' string left open?)",
-                text.lines().count()
-            ),
+            Err(_) if text.contains(['\n', '\r']) => {
+                bail!("{key} (from {origin}): {} is not valid here", shown(text))
+            }
             Err(e) => bail!("{key} (from {origin}): {e}"),
         }
     }

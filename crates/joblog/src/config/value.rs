@@ -9,6 +9,20 @@ use joblog_oplog::queue::Overflow;
 use joblog_oplog::SinkConfig;
 use joblog_store::SyncMode;
 
+/// A setting's text as an error may show it: quoted when it is one
+/// line, and otherwise only counted. A `"""` or `'''` string left open
+/// takes the lines below it (the token's perhaps) as its value.
+pub fn shown(text: &str) -> String {
+    if text.contains(['\n', '\r']) {
+        format!(
+            "a value of {} lines (is a \"\"\" or ''' string left open?)",
+            text.lines().count()
+        )
+    } else {
+        format!("{text:?}")
+    }
+}
+
 /// A type a setting can have.
 pub trait SettingValue: Sized {
     /// How the reference names the type.

@@ -18,6 +18,7 @@ use joblog_pipeline::LogLimits;
 use joblog_store::{Database, GroomPolicy, SyncMode};
 
 use super::secrets::{bootstrap_token, database_password};
+use crate::config::value::shown;
 use crate::config::Settings;
 use crate::http::HttpLimits;
 
@@ -195,7 +196,8 @@ pub(crate) fn logging(s: &Settings) -> anyhow::Result<LoggingConfig> {
 /// (without resolving links): jobs run in directories of their own, so a
 /// relative path handed to one (`JOBLOG_RESULT`) would point elsewhere.
 fn absolute(setting: &str, path: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(path).with_context(|| format!("{setting}: cannot use {:?}", path))
+    std::path::absolute(path)
+        .with_context(|| format!("{setting}: cannot use {}", shown(&path.to_string_lossy())))
 }
 
 /// The limits on connections and requests (each one's range, which keeps
@@ -235,7 +237,8 @@ fn public_url(url: Option<&str>) -> anyhow::Result<Option<String>> {
             Ok(Some(url.trim_end_matches('/').to_owned()))
         }
         _ => bail!(
-            "http.public_url must be an http or https URL without a query, such as https://joblog.example.com (got {url:?})"
+            "http.public_url must be an http or https URL without a query, such as https://joblog.example.com (got {})",
+            shown(url)
         ),
     }
 }

@@ -24,14 +24,15 @@ const CAP_SYS_PTRACE: u32 = 19;
 /// The user `name` (or a numeric uid) with its group and supplementary
 /// groups.
 pub(super) fn look_up(name: &str) -> anyhow::Result<RunAs> {
+    let shown = crate::config::value::shown(name);
     let user = match name.parse::<u32>() {
         Ok(uid) => User::from_uid(nix::unistd::Uid::from_raw(uid)),
         Err(_) => User::from_name(name),
     }
-    .with_context(|| format!("jobs.run_as: cannot look up the user {name:?}"))?
-    .with_context(|| format!("jobs.run_as: there is no user {name:?} on this host"))?;
+    .with_context(|| format!("jobs.run_as: cannot look up the user {shown}"))?
+    .with_context(|| format!("jobs.run_as: there is no user {shown} on this host"))?;
     if user.uid.is_root() {
-        bail!("jobs.run_as: {name:?} is root; name an unprivileged user of its own for jobs");
+        bail!("jobs.run_as: {shown} is root; name an unprivileged user of its own for jobs");
     }
     let groups = supplementary_groups(&user)?;
     Ok(RunAs {
@@ -200,6 +201,13 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("there is no user"));
+        // A `'''` left open in the file takes the token's line as the name.
+        let swallowed = look_up("token = \"hunter2-secret\"\nlisten = ").unwrap_err();
+        let text = format!("{swallowed:#}");
+        assert!(
+            !text.contains("hunter2") && text.contains("2 lines"),
+            "{text}"
+        );
         let nobody = look_up("nobody").unwrap();
         assert_eq!(nobody.uid, 65534);
     }
