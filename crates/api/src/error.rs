@@ -66,6 +66,7 @@ error_codes! {
     LogDamaged = "log_damaged", INTERNAL_SERVER_ERROR, "A sealed segment of the job's log failed its checks and that part of the log cannot be read (other jobs' logs can); the server's error log says which segment.";
     ScheduleNotFound = "schedule_not_found", NOT_FOUND, "No schedule with that id.";
     ScheduleExists = "schedule_exists", CONFLICT, "A schedule with that name exists.";
+    ScheduleFollowed = "schedule_followed", CONFLICT, "Other schedules run after this one (`after`): delete them or change their `after` first.";
     TooManySchedules = "too_many_schedules", CONFLICT, "`max_schedules` schedules exist already; delete one or raise the limit.";
     RuleNotFound = "rule_not_found", NOT_FOUND, "No notification rule with that id.";
     RuleExists = "rule_exists", CONFLICT, "A notification rule with that name exists.";
@@ -191,6 +192,13 @@ impl From<EngineError> for ApiError {
             EngineError::ScheduleNameTaken(name) => ApiError::new(
                 ErrorCode::ScheduleExists,
                 format!("a schedule named {name:?} exists; choose another name or edit that one"),
+            ),
+            EngineError::ScheduleFollowed { id, followers } => ApiError::new(
+                ErrorCode::ScheduleFollowed,
+                format!(
+                    "schedule {id} is not deleted: {} run after it; delete them or change their \"after\" first",
+                    followers.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
+                ),
             ),
             EngineError::RuleNotFound(id) => ApiError::new(
                 ErrorCode::RuleNotFound,

@@ -31,12 +31,17 @@ pub struct Given {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule_id: Option<ScheduleId>,
     /// The fire it runs for (`null` on a schedule's run asked with
-    /// run-now); absent for jobs not from a schedule.
+    /// run-now or queued by a trigger); absent for jobs not from a
+    /// schedule.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fire_time: Option<Option<Timestamp>>,
     /// Its attempt at that fire, from 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
+    /// The job whose end queued it (its schedule runs `after` that
+    /// job's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triggered_by: Option<JobId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency_key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,6 +61,7 @@ impl Given {
             schedule_id: spec.schedule.map(|s| s.schedule_id),
             fire_time: spec.schedule.map(|s| s.fire_time()),
             attempt: spec.schedule.map(|s| s.attempt),
+            triggered_by: spec.schedule.and_then(|s| s.trigger).map(|t| t.job_id),
             concurrency_key: spec.concurrency.as_ref().map(|c| c.key.clone()),
             max_concurrent: spec.concurrency.as_ref().map(|c| c.max),
         }

@@ -1,9 +1,11 @@
 //! Schedules: stored definitions that run a job on a cron expression in a
-//! time zone, with policies for overlapping runs, missed fires and
-//! retries. `timing.rs` computes fires, `policy.rs` holds the policies,
+//! time zone, or after another schedule's jobs end, with policies for
+//! overlapping runs, missed fires and retries. `timing.rs` computes
+//! fires, `after.rs` defines triggers, `policy.rs` holds the policies,
 //! `plan.rs` which fires a waking scheduler runs; this file is the
 //! definition a client sends and its checks.
 
+mod after;
 mod plan;
 mod policy;
 mod stored;
@@ -13,6 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+pub use after::{After, AfterSpec, Firing, Follower, TriggeredBy, MAX_CHAIN};
 pub use plan::{due, Due, MAX_COUNTED, MISSED_AFTER};
 pub use policy::{Missed, Overlap, Retries, MAX_ATTEMPTS, MAX_MISSED_RUNS};
 pub use stored::{fire_job, LastRun, Schedule, ScheduleId, ScheduledRun, MAX_SCHEDULE_LIMIT};
@@ -25,13 +28,17 @@ use crate::{NewJobRequest, Timestamp, ValidJob, ValidationError};
 pub const SHOWN_FIRES: usize = 5;
 
 /// A schedule as a client sends it (`POST /api/v1/schedules`): its name,
-/// when it fires, the job it submits (the fields of a job submission,
-/// checked as one) and its policies.
+/// when it fires (`cron`, or `after` another schedule), the job it
+/// submits (the fields of a job submission, checked as one) and its
+/// policies.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewSchedule {
     pub name: String,
-    pub cron: String,
+    #[serde(default)]
+    pub cron: Option<String>,
+    #[serde(default)]
+    pub after: Option<AfterSpec>,
     /// IANA name; UTC when absent.
     #[serde(default)]
     pub timezone: Option<String>,
@@ -99,7 +106,7 @@ fn secret_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidSchedule {
     pub name: String,
-    pub timing: Timing,
+    pub firing: Firing,
     /// The job each fire submits, named after the schedule.
     pub job: ValidJob,
     pub overlap: Overlap,
@@ -110,28 +117,48 @@ pub struct ValidSchedule {
 
 impl NewSchedule {
     /// Checks every field, naming the first one at fault. A schedule
-    /// needs a name (its jobs carry it) and must fire at least once more
-    /// after `now`.
+    /// needs a name (its jobs carry it) and either a cron expression that
+    /// fires at least once more after `now` or a trigger (`after`), not
+    /// both. Whether the trigger's schedule exists and makes no cycle is
+    /// the store's to check, when it saves.
     pub fn validate(self, now: Timestamp) -> Result<ValidSchedule, ValidationError> {
         if self.name.trim().is_empty() {
             return Err(invalid("name", "missing: a schedule needs a name"));
         }
-        let cron = CronExpr::parse(&self.cron)?;
         let zone = match &self.timezone {
             Some(name) => Zone::parse(name)?,
             None => Zone::UTC,
         };
-        let timing = Timing { cron, zone };
-        if timing.next_after(now).is_none() {
-            return Err(invalid(
-                "cron",
-                format!(
-                    "{:?} never fires again (in {})",
-                    timing.cron.as_str(),
-                    zone.name()
-                ),
-            ));
-        }
+        let firing = match (self.cron, self.after) {
+            (Some(cron), None) => {
+                let timing = Timing {
+                    cron: CronExpr::parse(&cron)?,
+                    zone,
+                };
+                if timing.next_after(now).is_none() {
+                    return Err(invalid(
+                        "cron",
+                        format!(
+                            "{:?} never fires again (in {})",
+                            timing.cron.as_str(),
+                            zone.name()
+                        ),
+                    ));
+                }
+                Firing::Cron(timing)
+            }
+            (None, Some(after)) => Firing::After(after.validate()?),
+            (Some(_), Some(_)) => return Err(invalid(
+                "after",
+                "a schedule fires on cron or after another schedule, not both: give one of the two",
+            )),
+            (None, None) => {
+                return Err(invalid(
+                    "cron",
+                    "missing: give a cron expression, or \"after\" to run after another schedule",
+                ))
+            }
+        };
         if self.overlap == Overlap::Queue && self.concurrency_key.is_some() {
             return Err(invalid(
                 "concurrency_key",
@@ -169,7 +196,7 @@ impl NewSchedule {
         let retries = self.retries.unwrap_or(Retries::NONE).validate()?;
         Ok(ValidSchedule {
             name: self.name,
-            timing,
+            firing,
             job,
             overlap: self.overlap,
             missed: self.missed,

@@ -18,6 +18,12 @@ pub enum EngineError {
     ScheduleNotFound(joblog_core::schedule::ScheduleId),
     #[error("a schedule named {0:?} exists already")]
     ScheduleNameTaken(String),
+    #[error("schedule {id} is run after by {}", followers.join(", "))]
+    ScheduleFollowed {
+        id: joblog_core::schedule::ScheduleId,
+        /// The names of the schedules that run after it.
+        followers: Vec<String>,
+    },
     #[error("no notification rule with id {0}")]
     RuleNotFound(joblog_core::notify::RuleId),
     #[error("a notification rule named {0:?} exists already")]

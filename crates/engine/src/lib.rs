@@ -40,6 +40,7 @@ mod scheduler;
 mod sealer;
 mod start;
 mod sweeps;
+mod trigger_input;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

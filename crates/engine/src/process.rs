@@ -10,14 +10,23 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
-/// Variables of the server's own environment a job must never see.
-const SERVER_ONLY_ENV: &[&str] = &["JOBLOG_TOKEN", "JOBLOG_DATABASE_URL"];
+/// Variables of the server's own environment a job must never see, and
+/// those joblog sets only for some jobs.
+const SERVER_ONLY_ENV: &[&str] = &[
+    "JOBLOG_TOKEN",
+    "JOBLOG_DATABASE_URL",
+    "JOBLOG_TRIGGER_JOB_ID",
+    "JOBLOG_TRIGGER_STATE",
+    "JOBLOG_TRIGGER_RESULT",
+];
 
 /// How a job's process is set up besides its spec.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Setup<'a> {
     /// Where it writes its result (`JOBLOG_RESULT`).
     pub result: ResultPath<'a>,
+    /// The job whose end queued it, when one did (`JOBLOG_TRIGGER_*`).
+    pub trigger: Option<&'a crate::trigger_input::TriggerInput>,
     /// The umask it starts with, when not the server's.
     pub umask: Option<u32>,
     /// The user it runs as, when not the server's.
@@ -73,10 +82,7 @@ pub(crate) fn spawn(
             cmd.current_dir(home);
         }
     }
-    let result = match setup.result {
-        ResultPath::Path(path) => path.as_os_str().to_owned(),
-        ResultPath::Fd(fd) => format!("/dev/fd/{fd}").into(),
-    };
+    let result = setup.result.named();
     cmd.envs(&spec.env)
         .envs(secrets)
         .env("JOBLOG_JOB_ID", id.to_string())
@@ -89,11 +95,35 @@ pub(crate) fn spawn(
         // next start should this server die without stopping them.
         .env("JOBLOG_SUPERVISOR", marks.supervisor)
         .env("JOBLOG_RESULT", result);
+    if let Some(trigger) = setup.trigger {
+        cmd.env("JOBLOG_TRIGGER_JOB_ID", trigger.by.job_id.to_string())
+            .env("JOBLOG_TRIGGER_STATE", trigger.by.state.name());
+        if let Some(path) = trigger.result() {
+            cmd.env("JOBLOG_TRIGGER_RESULT", path.named());
+        }
+    }
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
     }
     prepare_child(&mut cmd, setup);
     cmd.spawn()
+}
+
+impl ResultPath<'_> {
+    /// The path the job is given.
+    fn named(self) -> std::ffi::OsString {
+        match self {
+            ResultPath::Path(path) => path.as_os_str().to_owned(),
+            ResultPath::Fd(fd) => format!("/dev/fd/{fd}").into(),
+        }
+    }
+
+    fn fd(self) -> Option<std::os::fd::RawFd> {
+        match self {
+            ResultPath::Fd(fd) => Some(fd),
+            ResultPath::Path(_) => None,
+        }
+    }
 }
 
 /// The marks a job's environment carries (see `orphans`).
@@ -128,10 +158,14 @@ fn prepare_child(cmd: &mut Command, setup: &Setup<'_>) {
     use nix::unistd::{Gid, Uid};
     let server = nix::unistd::getpid();
     let umask = setup.umask.map(nix::sys::stat::Mode::from_bits_truncate);
-    let result_fd = match setup.result {
-        ResultPath::Fd(fd) => Some(fd),
-        ResultPath::Path(_) => None,
-    };
+    // The result file it writes and the triggering job's it reads.
+    let inherited = [
+        setup.result.fd(),
+        setup
+            .trigger
+            .and_then(|t| t.result())
+            .and_then(ResultPath::fd),
+    ];
     // Made before the fork: nothing is allocated after it.
     let user = setup.run_as.map(|u| {
         let groups: Vec<Gid> = u.groups.iter().map(|g| Gid::from_raw(*g)).collect();
@@ -147,7 +181,7 @@ fn prepare_child(cmd: &mut Command, setup: &Setup<'_>) {
             if let Some(mask) = umask {
                 nix::sys::stat::umask(mask);
             }
-            if let Some(fd) = result_fd {
+            for fd in inherited.into_iter().flatten() {
                 let flags = nix::libc::fcntl(fd, nix::libc::F_GETFD);
                 if flags < 0
                     || nix::libc::fcntl(fd, nix::libc::F_SETFD, flags & !nix::libc::FD_CLOEXEC) < 0

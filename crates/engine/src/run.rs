@@ -152,6 +152,11 @@ impl Engine {
                 }
                 None => crate::process::ResultPath::Path(&result_path),
             };
+            // Removed (its file) when dropped, after the run.
+            let mut trigger = self.trigger_input(&job).await;
+            if let Some(note) = trigger.as_mut().and_then(|t| t.note.take()) {
+                log.note(Stream::Error, &note, None, Timestamp::now(), &mut out);
+            }
             let spawned = {
                 // With the pid recorded under the same lock, the orphan
                 // sweep never mistakes this process for an orphan.
@@ -173,6 +178,7 @@ impl Engine {
                     &secrets,
                     &crate::process::Setup {
                         result,
+                        trigger: trigger.as_ref(),
                         umask: cfg.job_umask,
                         run_as: cfg.run_as.as_ref(),
                     },
@@ -185,6 +191,9 @@ impl Engine {
             // The job has its own copy; the server reads the file by its
             // path once the job has ended.
             drop(result_file);
+            if let Some(t) = &mut trigger {
+                t.spawned();
+            }
             match spawned {
                 Ok(child) => self.supervise(&job, child, &mut log, &mut stop).await,
                 Err(e) => {

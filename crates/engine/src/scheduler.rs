@@ -11,8 +11,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use joblog_core::schedule::{fire_job, NewSchedule, Schedule, ScheduleId, ValidSchedule};
-use joblog_core::{Job, Timestamp};
-use joblog_store::ScheduleSaved;
+use joblog_core::{Job, Timestamp, ValidationError};
+use joblog_store::{ScheduleDeleted, ScheduleSaved};
 
 use crate::{Engine, EngineError};
 
@@ -154,7 +154,7 @@ impl Engine {
         self.check_secret_scopes(&valid)?;
         let next = valid
             .enabled
-            .then(|| valid.timing.next_after(now))
+            .then(|| valid.firing.next_after(now))
             .flatten();
         let saved = self.inner.pipeline.save_schedule(None, valid, next).await?;
         self.saved(saved, None, name)
@@ -173,13 +173,13 @@ impl Engine {
         let now = self.inner.clock.now();
         let valid = old.patched(patch, now)?;
         self.check_secret_scopes(&valid)?;
-        let same_timing = valid.timing.cron.as_str() == old.cron
-            && valid.timing.zone.name() == old.timezone
-            && old.enabled;
+        let same_timing = valid.firing.cron().is_some_and(|t| {
+            Some(t.cron.as_str()) == old.cron.as_deref() && t.zone.name() == old.timezone
+        }) && old.enabled;
         let next = match (valid.enabled, same_timing, old.next_fire) {
             (false, _, _) => None,
             (true, true, Some(kept)) => Some(kept),
-            (true, _, _) => valid.timing.next_after(now),
+            (true, _, _) => valid.firing.next_after(now),
         };
         let name = valid.name.clone();
         let saved = self
@@ -234,6 +234,10 @@ impl Engine {
             }
             ScheduleSaved::NameTaken => Err(EngineError::ScheduleNameTaken(name)),
             ScheduleSaved::NotFound => Err(EngineError::ScheduleNotFound(id.unwrap_or(0))),
+            ScheduleSaved::BadTrigger(why) => Err(EngineError::Invalid(ValidationError {
+                field: "after",
+                message: why,
+            })),
         }
     }
 
@@ -245,13 +249,17 @@ impl Engine {
         }
     }
 
-    /// Deletes a schedule; its jobs stay (and still name it).
+    /// Deletes a schedule; its jobs stay (and still name it). Refused
+    /// while other schedules run after it: they would never run again.
     pub async fn delete_schedule(&self, id: ScheduleId) -> Result<(), EngineError> {
         self.check_writable()?;
-        if self.inner.pipeline.delete_schedule(id).await? {
-            Ok(())
-        } else {
-            Err(EngineError::ScheduleNotFound(id))
+        match self.inner.pipeline.delete_schedule(id).await? {
+            ScheduleDeleted::Deleted => Ok(()),
+            ScheduleDeleted::NotFound => Err(EngineError::ScheduleNotFound(id)),
+            ScheduleDeleted::Followed(followers) => Err(EngineError::ScheduleFollowed {
+                id,
+                followers: followers.into_iter().map(|(_, name)| name).collect(),
+            }),
         }
     }
 
@@ -264,7 +272,7 @@ impl Engine {
         }
         self.check_writable()?;
         let s = self.get_schedule(id).await?;
-        let spec = fire_job(id, &s.spec, s.overlap, s.retries, None);
+        let spec = fire_job(id, &s.spec, s.overlap, s.retries, None, None);
         self.check_queue().await?;
         let job = self.inner.pipeline.insert_job(Some(s.name), spec).await?;
         self.inner.dispatcher.wake.notify_one();

@@ -13,7 +13,7 @@ use joblog_core::{
     Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, ResultBlob, Timestamp,
 };
 use joblog_store::sealed::SealSlice;
-use joblog_store::{Fired, Outcome, ScheduleSaved, WriteOp};
+use joblog_store::{Fired, Outcome, ScheduleDeleted, ScheduleSaved, WriteOp};
 
 use crate::{Pipeline, PipelineError};
 
@@ -89,10 +89,10 @@ impl Pipeline {
         }
     }
 
-    /// Deletes a schedule; false when there was none.
-    pub async fn delete_schedule(&self, id: ScheduleId) -> Result<bool, PipelineError> {
+    /// Deletes a schedule, unless others run after it.
+    pub async fn delete_schedule(&self, id: ScheduleId) -> Result<ScheduleDeleted, PipelineError> {
         match self.execute(WriteOp::DeleteSchedule { id }).await? {
-            Outcome::Count(n) => Ok(n > 0),
+            Outcome::ScheduleDeleted(deleted) => Ok(deleted),
             other => Err(mismatch("delete_schedule", other)),
         }
     }

@@ -88,7 +88,7 @@ pub use error::StoreError;
 pub use notifications::{RuleSaved, CLAIM_BATCH};
 pub use open::{open, Database, ReadWait, StoreOptions, SyncMode};
 pub use ops::{Outcome, StoreWriter, WriteOp};
-pub use schedules::{Fired, ScheduleSaved, FIRE_BATCH};
+pub use schedules::{Fired, ScheduleDeleted, ScheduleSaved, FIRE_BATCH};
 pub use snapshot::Snapshot;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -16,6 +16,7 @@ use joblog_core::notify::{
 use joblog_core::{Job, JobId, JobState, Timestamp};
 
 use crate::db::{query_one, query_opt, sql, Conn, Decode, Param, Row, Statement};
+use crate::schedules::writes::ScheduleWrites;
 use crate::{Outcome, Result, StoreError};
 
 /// Most deliveries one claim takes.
@@ -222,13 +223,19 @@ pub(crate) async fn on_end<C: Conn>(c: &mut C, job: &Job, now: i64) -> Result<()
     Ok(())
 }
 
-/// [`on_end`] for a job ended `interrupted` (the row read before the
-/// change still says `running` or `queued`).
-pub(crate) async fn on_interrupted<C: Conn>(c: &mut C, job: &Job, now: i64) -> Result<()> {
+/// [`on_end`], and the runs it triggers, for a job ended `interrupted`
+/// (the row read before the change still says `running` or `queued`;
+/// an interrupted job is never retried, so this is its last end).
+pub(crate) async fn on_interrupted<T: ScheduleWrites>(
+    tx: &mut T,
+    job: &Job,
+    now: i64,
+) -> Result<()> {
     let mut ended = job.clone();
     ended.state = JobState::Interrupted;
     ended.finished_at = Some(Timestamp(now));
-    on_end(c, &ended, now).await
+    crate::schedules::triggers::on_end(tx, &ended, now).await?;
+    on_end(tx, &ended, now).await
 }
 
 /// Takes up to `max` deliveries due at `at` for `node`: each is tried

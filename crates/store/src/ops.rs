@@ -11,7 +11,7 @@ use joblog_core::{
     Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, Record, ResultBlob, Timestamp,
 };
 
-use crate::{sealed, Fired, Result, RuleSaved, ScheduleSaved};
+use crate::{sealed, Fired, Result, RuleSaved, ScheduleDeleted, ScheduleSaved};
 
 /// One change to the store. The writer applies a batch of them in one
 /// transaction, in order.
@@ -213,6 +213,7 @@ pub enum Outcome {
     Claimed(Option<Job>),
     Fired(Fired),
     Schedule(ScheduleSaved),
+    ScheduleDeleted(ScheduleDeleted),
     Count(u64),
     /// Jobs ended as `interrupted`, with the node each depended on.
     Interrupted(Vec<(JobId, Option<String>)>),

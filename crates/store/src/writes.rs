@@ -12,6 +12,7 @@ use joblog_core::{JobId, LogSummary, NewToken, Timestamp};
 use crate::db::{query_opt, sql, Conn, Statement};
 use crate::notifications;
 use crate::rows::{job_columns, streams_to_text};
+use crate::schedules::triggers;
 use crate::schedules::writes::{retry, ScheduleWrites};
 use crate::sealed::SealSlice;
 use crate::{Outcome, Result, StoreError, WriteOp};
@@ -78,7 +79,7 @@ pub(crate) fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId,
 
 /// [`WriteOp::Finish`]: ends a job stamped `now` (once: a job already
 /// ended is left as it is), stores its result, and queues its schedule's
-/// next attempt if its retries say so; its counters are noted in
+/// next attempt if its retries say so, or else the runs it triggers; its counters are noted in
 /// `summaries`. → [`Outcome::MaybeJob`]
 pub(crate) async fn finish<T: ScheduleWrites>(
     tx: &mut T,
@@ -122,16 +123,24 @@ pub(crate) async fn finish<T: ScheduleWrites>(
         let params = [job.into(), body.as_bytes().to_vec().into()];
         tx.execute(&SAVE_RESULT, &params).await?;
     }
-    retry(tx, &done, *at).await?;
+    // A retried job triggers once, at its last attempt's end.
+    if !retry(tx, &done, *at).await? {
+        triggers::on_end(tx, &done, now).await?;
+    }
     notifications::on_end(tx, &done, now).await?;
     Ok(Outcome::MaybeJob(Some(done)))
 }
 
 /// → [`Outcome::MaybeJob`]: the job, if it was still queued.
-pub(crate) async fn cancel_queued<C: Conn>(tx: &mut C, job: JobId, now: i64) -> Result<Outcome> {
+pub(crate) async fn cancel_queued<T: ScheduleWrites>(
+    tx: &mut T,
+    job: JobId,
+    now: i64,
+) -> Result<Outcome> {
     let params = [job.into(), now.into()];
     let cancelled: Option<joblog_core::Job> = query_opt(tx, &CANCEL_QUEUED, &params).await?;
     if let Some(job) = &cancelled {
+        triggers::on_end(tx, job, now).await?;
         notifications::on_end(tx, job, now).await?;
     }
     Ok(Outcome::MaybeJob(cancelled))

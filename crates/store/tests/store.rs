@@ -36,6 +36,8 @@ mod sealed;
 mod snapshot;
 #[path = "store/tls.rs"]
 mod tls;
+#[path = "store/triggers.rs"]
+mod triggers;
 
 joblog_store::backend_tests! {
     reopening_keeps_the_data,
@@ -221,8 +223,8 @@ impl TestStore {
     }
 }
 
-/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (notifications; the nodes' secret
-/// names; the per-schedule metrics' index; sealed logs; schedules, and the
+/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (triggers; notifications; the
+/// nodes' secret names; the per-schedule metrics' index; sealed logs; schedules, and the
 /// columns jobs got for them), the same on both stores: for tests that
 /// take a database back to an older version.
 const UNDO_LATEST: &str = "DROP TABLE deliveries; DROP TABLE notification_rules; \
@@ -235,7 +237,7 @@ const UNDO_LATEST: &str = "DROP TABLE deliveries; DROP TABLE notification_rules;
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
 /// How many migrations [`UNDO_LATEST`] undoes.
-const UNDONE_MIGRATIONS: i64 = 5;
+const UNDONE_MIGRATIONS: i64 = 6;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {

@@ -154,9 +154,9 @@ fn last_ends(id: i64, finished: &[FinishedBySchedule]) -> (f64, f64) {
 }
 
 /// The longest time between two consecutive coming fires of `s`, in
-/// seconds (0 when it fires at most once more).
+/// seconds (0 when it fires at most once more, or after another schedule).
 fn period(s: &Schedule, now: Timestamp) -> f64 {
-    let Ok(timing) = s.timing() else {
+    let Ok(Some(timing)) = s.timing() else {
         return 0.0;
     };
     let fires: Vec<Timestamp> = timing.fires_after(now).take(PERIOD_FIRES).collect();

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    CronExpr, Missed, NewSchedule, Overlap, Retries, Timing, ValidSchedule, Zone, SHOWN_FIRES,
+    After, CronExpr, Follower, Missed, NewSchedule, Overlap, Retries, Timing, TriggeredBy,
+    ValidSchedule, Zone, SHOWN_FIRES,
 };
 use crate::job::{invalid, Concurrency, RESERVED_KEY_PREFIX};
 use crate::{JobSpec, JobState, Timestamp, ValidationError};
@@ -22,8 +23,11 @@ pub const MAX_SCHEDULE_LIMIT: u32 = 1000;
 pub struct Schedule {
     pub id: ScheduleId,
     pub name: String,
-    pub cron: String,
+    /// `null` on a schedule that runs `after` another.
+    pub cron: Option<String>,
     pub timezone: String,
+    /// The schedule whose jobs' ends start this one's (in place of `cron`).
+    pub after: Option<After>,
     pub command: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
@@ -50,6 +54,10 @@ pub struct Schedule {
     pub updated_at: Timestamp,
     /// Its latest job.
     pub last_run: Option<LastRun>,
+    /// The schedules that run after this one, on one schedule's page
+    /// (absent from listings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub followers: Option<Vec<Follower>>,
     /// The job each fire submits (what `command`, `env`… above show).
     #[serde(skip)]
     pub spec: JobSpec,
@@ -83,19 +91,23 @@ impl Schedule {
         self
     }
 
-    /// Its timing, as stored.
-    pub fn timing(&self) -> Result<Timing, ValidationError> {
-        Ok(Timing {
-            cron: CronExpr::parse(&self.cron)?,
+    /// Its timing, as stored: `None` for a schedule that runs after
+    /// another.
+    pub fn timing(&self) -> Result<Option<Timing>, ValidationError> {
+        let Some(cron) = &self.cron else {
+            return Ok(None);
+        };
+        Ok(Some(Timing {
+            cron: CronExpr::parse(cron)?,
             zone: Zone::parse(&self.timezone)?,
-        })
+        }))
     }
 
     /// Fills `next_fires`: its next fire and the ones after it, up to
     /// [`SHOWN_FIRES`] (none while disabled).
     pub fn with_next_fires(mut self) -> Schedule {
         self.next_fires = match (self.next_fire, self.timing()) {
-            (Some(first), Ok(timing)) => std::iter::once(first)
+            (Some(first), Ok(Some(timing))) => std::iter::once(first)
                 .chain(timing.fires_after(first))
                 .take(SHOWN_FIRES)
                 .collect(),
@@ -118,7 +130,10 @@ impl Schedule {
             body.insert(k.to_owned(), v);
         };
         put("name", json!(self.name));
-        put("cron", json!(self.cron));
+        match &self.after {
+            Some(after) => put("after", json!(after)),
+            None => put("cron", json!(self.cron)),
+        }
         put("timezone", json!(self.timezone));
         match &self.script {
             Some(script) => {
@@ -144,6 +159,13 @@ impl Schedule {
         if patch.contains_key("script") {
             body.remove("command");
         }
+        // One replaces the other; `null` for the one given drops it.
+        if patch.contains_key("after") {
+            body.remove("cron");
+        }
+        if patch.contains_key("cron") {
+            body.remove("after");
+        }
         if patch.contains_key("concurrency_key") && !patch.contains_key("max_concurrent") {
             body.remove("max_concurrent");
         }
@@ -166,6 +188,9 @@ pub struct ScheduledRun {
     /// The schedule's retries when it fired (an edit does not change the
     /// attempts of fires already made).
     pub retries: Retries,
+    /// Set on a run queued by another job's end (`after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<TriggeredBy>,
 }
 
 impl ScheduledRun {
@@ -193,15 +218,17 @@ impl ScheduledRun {
     }
 }
 
-/// The job that schedule `id` submits for a fire (`None`: run-now):
-/// its spec with the run's [`ScheduledRun`], and with overlap `queue` a
-/// concurrency key of its own (`schedule:<id>`, one at a time).
+/// The job that schedule `id` submits for a fire (`None`: run-now, or
+/// a trigger's): its spec with the run's [`ScheduledRun`], and with
+/// overlap `queue` a concurrency key of its own (`schedule:<id>`, one at
+/// a time).
 pub fn fire_job(
     id: ScheduleId,
     spec: &JobSpec,
     overlap: Overlap,
     retries: Retries,
     fire: Option<Timestamp>,
+    trigger: Option<TriggeredBy>,
 ) -> JobSpec {
     let mut spec = spec.clone();
     spec.schedule = Some(ScheduledRun {
@@ -209,6 +236,7 @@ pub fn fire_job(
         fire_us: fire.map(Timestamp::micros),
         attempt: 1,
         retries,
+        trigger,
     });
     if overlap == Overlap::Queue {
         spec.concurrency = Some(Concurrency {
@@ -232,6 +260,7 @@ mod tests {
                 attempts,
                 backoff_s: 10.0,
             },
+            trigger: None,
         }
     }
 
@@ -264,7 +293,14 @@ mod tests {
             command: vec!["true".into()],
             ..JobSpec::default()
         };
-        let job = fire_job(7, &spec, Overlap::Queue, Retries::NONE, Some(Timestamp(9)));
+        let job = fire_job(
+            7,
+            &spec,
+            Overlap::Queue,
+            Retries::NONE,
+            Some(Timestamp(9)),
+            None,
+        );
         assert_eq!(job.schedule.unwrap().fire_time(), Some(Timestamp(9)));
         assert_eq!(job.schedule.unwrap().attempt, 1);
         assert_eq!(
@@ -274,7 +310,7 @@ mod tests {
                 max: 1
             })
         );
-        let job = fire_job(7, &spec, Overlap::Skip, Retries::NONE, None);
+        let job = fire_job(7, &spec, Overlap::Skip, Retries::NONE, None, None);
         assert_eq!(job.concurrency, None);
         assert_eq!(job.schedule.unwrap().fire_time(), None, "run-now");
         // The spec travels as JSON in the store.

@@ -1,6 +1,7 @@
 use chrono::TimeZone as _;
 
 use super::*;
+use crate::JobState;
 
 fn zone(name: &str) -> Zone {
     Zone::parse(name).unwrap()
@@ -391,7 +392,7 @@ fn a_schedule_as_the_api_takes_it_is_checked_whole() {
     }))
     .unwrap();
     assert_eq!(s.name, "nightly-backup");
-    assert_eq!(s.timing.zone.name(), "Europe/Berlin");
+    assert_eq!(s.firing.cron().unwrap().zone.name(), "Europe/Berlin");
     assert_eq!(s.job.name.as_deref(), Some("nightly-backup"));
     assert_eq!(s.job.spec.env["PGHOST"], "db");
     assert_eq!((s.overlap, s.missed), (Overlap::Queue, Missed::One));
@@ -402,7 +403,7 @@ fn a_schedule_as_the_api_takes_it_is_checked_whole() {
         "name": "tick", "cron": "@hourly", "command": ["true"]
     }))
     .unwrap();
-    assert_eq!(minimal.timing.zone, Zone::UTC);
+    assert_eq!(minimal.firing.cron().unwrap().zone, Zone::UTC);
     assert_eq!(
         (minimal.overlap, minimal.missed),
         (Overlap::Skip, Missed::Skip)
@@ -458,6 +459,14 @@ fn a_bad_schedule_is_refused_naming_its_field() {
             "max_concurrent: goes with concurrency_key",
         ),
         (with("timeout_s", (-1).into()), "timeout_s"),
+        (
+            with(
+                "after",
+                serde_json::json!({"schedule_id": 3, "states": ["failed"]}),
+            ),
+            "after: a schedule fires on cron or after another schedule, not both",
+        ),
+        (with("cron", serde_json::Value::Null), "cron: missing"),
     ] {
         let err = new_schedule(body).unwrap_err();
         assert!(err.contains(says), "{err:?} should say {says:?}");
@@ -467,4 +476,97 @@ fn a_bad_schedule_is_refused_naming_its_field() {
     assert!(new_schedule(neither)
         .unwrap_err()
         .starts_with("command: missing"));
+}
+
+#[test]
+fn a_schedule_after_another_names_final_states_and_the_field_at_fault() {
+    let after = |after: serde_json::Value| {
+        new_schedule(serde_json::json!({"name": "report", "after": after, "command": ["true"]}))
+    };
+    let s =
+        after(serde_json::json!({"schedule_id": 3, "states": ["failed", "succeeded", "failed"]}))
+            .unwrap();
+    assert_eq!(
+        s.firing.next_after(Timestamp(0)),
+        None,
+        "never by the clock"
+    );
+    let a = s.firing.after().unwrap();
+    assert_eq!(a.schedule_id, 3);
+    assert_eq!(
+        a.states,
+        [JobState::Succeeded, JobState::Failed],
+        "each once, in order"
+    );
+    assert_eq!(a.states_text(), "succeeded,failed");
+    for (body, says) in [
+        (
+            serde_json::json!({"schedule_id": 3, "states": []}),
+            "after: states is empty",
+        ),
+        (
+            serde_json::json!({"schedule_id": 3, "states": ["running"]}),
+            "after: \"running\" is not a state a job ends in",
+        ),
+        (
+            serde_json::json!({"schedule_id": 3, "states": ["done"]}),
+            "after: unknown state \"done\"",
+        ),
+        (
+            serde_json::json!({"schedule_id": 0, "states": ["failed"]}),
+            "after: schedule_id 0 is not a schedule's id",
+        ),
+    ] {
+        let err = after(body).unwrap_err();
+        assert!(err.contains(says), "{err:?} should say {says:?}");
+    }
+}
+
+#[test]
+fn a_trigger_goes_one_deeper_up_to_the_longest_chain() {
+    let mut ended = crate::Job {
+        id: 9,
+        name: None,
+        state: JobState::Failed,
+        exit_code: Some(1),
+        command: vec![],
+        command_truncated: false,
+        env_truncated: false,
+        node: None,
+        created_at: Timestamp(0),
+        started_at: None,
+        finished_at: None,
+        duration_ms: None,
+        log: Default::default(),
+        result: None,
+        given: Default::default(),
+        run_after: None,
+        spec: Default::default(),
+    };
+    let first = TriggeredBy::of(&ended).unwrap();
+    assert_eq!(
+        (first.job_id, first.state, first.depth),
+        (9, JobState::Failed, 2)
+    );
+    ended.spec.schedule = Some(ScheduledRun {
+        schedule_id: 1,
+        fire_us: None,
+        attempt: 1,
+        retries: Retries::NONE,
+        trigger: Some(TriggeredBy {
+            depth: MAX_CHAIN - 1,
+            ..first
+        }),
+    });
+    assert_eq!(TriggeredBy::of(&ended).unwrap().depth, MAX_CHAIN);
+    ended
+        .spec
+        .schedule
+        .as_mut()
+        .unwrap()
+        .trigger
+        .as_mut()
+        .unwrap()
+        .depth = MAX_CHAIN;
+    assert_eq!(TriggeredBy::of(&ended), None, "no deeper than MAX_CHAIN");
 }

@@ -54,6 +54,9 @@ pub(super) const CLAIM_CANDIDATE: &str = "SELECT id, concurrency_key, max_concur
             AND (SELECT count(*) FROM jobs r WHERE r.state = 'running' \
                  AND r.concurrency_key = q.concurrency_key) < q.max_concurrent)) \
      ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED";
+/// Advisory lock key (arbitrary, fixed) of the saves and deletes that
+/// change chains of triggers (`crate::schedules::chain`).
+const CHAINS_LOCK: i64 = 0x6a6f_626c_6f67_0002;
 /// The key's lock, held to the commit, if no other transaction holds it.
 pub(super) const TRY_KEY_LOCK: &str =
     "SELECT pg_try_advisory_xact_lock(hashtextextended('joblog-key:' || $1, 0))";
@@ -67,6 +70,13 @@ pub(super) const CLAIM_ID: &str = concat!(
 impl ScheduleWrites for PgTx<'_, '_> {
     fn node(&self) -> Option<&str> {
         Some(self.node)
+    }
+
+    async fn lock_chains(&mut self) -> Result<()> {
+        self.tx
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&CHAINS_LOCK])
+            .await?;
+        Ok(())
     }
 
     /// One statement for all the fires of a `FireDue`.

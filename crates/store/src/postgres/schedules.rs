@@ -41,3 +41,16 @@ CREATE INDEX jobs_schedule_active ON jobs (schedule_id) WHERE state IN ('queued'
 CREATE INDEX jobs_running_key ON jobs (concurrency_key) WHERE state = 'running';
 CREATE INDEX jobs_run_after ON jobs (run_after) WHERE state = 'queued' AND run_after IS NOT NULL;
 "#;
+
+/// Migration 12: triggers. A schedule runs on `cron` or after another
+/// schedule's jobs end (`after_id`, on `after_states`), exactly one of
+/// the two; a job's end finds the schedules that run after its own by
+/// `schedules_after`.
+pub(super) const TRIGGERS_MIGRATION: &str = r#"
+ALTER TABLE schedules ALTER COLUMN cron DROP NOT NULL;
+ALTER TABLE schedules ADD COLUMN after_id bigint;
+ALTER TABLE schedules ADD COLUMN after_states text;
+ALTER TABLE schedules ADD CONSTRAINT schedules_cron_or_after
+    CHECK ((cron IS NULL) <> (after_id IS NULL));
+CREATE INDEX schedules_after ON schedules (after_id) WHERE after_id IS NOT NULL;
+"#;

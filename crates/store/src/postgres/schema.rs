@@ -152,6 +152,7 @@ CREATE INDEX deliveries_pending ON deliveries (created_at) WHERE state = 'pendin
 CREATE INDEX deliveries_rule ON deliveries (rule_id, id);
 CREATE INDEX deliveries_job ON deliveries (job_id, id);
 "#),
+    Sql(super::schedules::TRIGGERS_MIGRATION),
 ];
 
 /// One step of the schema.

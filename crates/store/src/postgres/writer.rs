@@ -275,8 +275,23 @@ async fn rederive(
                     None => Outcome::Schedule(crate::ScheduleSaved::NotFound),
                 }
             }
-            // The batch was committed, so the schedule is gone either way.
-            WriteOp::DeleteSchedule { .. } => Outcome::Count(1),
+            // The batch was committed: the schedule is gone, unless the
+            // delete was refused for the schedules that run after it.
+            WriteOp::DeleteSchedule { id } => {
+                let rows = conn
+                    .client
+                    .query(crate::schedules::chain::FOLLOWED_BY.postgres, &[id])
+                    .await?;
+                let followers = rows
+                    .iter()
+                    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                    .collect::<Result<Vec<(i64, String)>>>()?;
+                Outcome::ScheduleDeleted(if followers.is_empty() {
+                    crate::ScheduleDeleted::Deleted
+                } else {
+                    crate::ScheduleDeleted::Followed(followers)
+                })
+            }
             WriteOp::Finish { job, .. } | WriteOp::CancelQueued { job } => {
                 let rows = conn.client.query(SELECT_JOB.postgres, &[job]).await?;
                 let job = jobs_from_rows(&rows)?.pop();

@@ -9,14 +9,16 @@
 //! twice makes one job.
 
 use joblog_core::schedule::{
-    due, fire_job, CronExpr, LastRun, Missed, Overlap, Retries, Schedule, ScheduleId, Timing,
-    ValidSchedule, Zone,
+    due, fire_job, After, CronExpr, Firing, LastRun, Missed, Overlap, Retries, Schedule,
+    ScheduleId, Timing, ValidSchedule, Zone,
 };
 use joblog_core::{Job, JobSpec, JobState, Timestamp};
 
 use crate::{Result, StoreError};
 
+pub(crate) mod chain;
 pub(crate) mod reads;
+pub(crate) mod triggers;
 pub(crate) mod writes;
 
 /// Most due schedules one `FireDue` handles; the scheduler asks again
@@ -29,7 +31,7 @@ macro_rules! schedule_columns {
     () => {
         "s.id, s.name, s.cron, s.timezone, s.spec, s.overlap, s.missed, s.attempts, \
          s.backoff_s, s.enabled, s.next_fire, s.skipped_fires, s.created_at, s.updated_at, \
-         j.id, j.state, j.fire_time, j.attempt, j.created_at, j.finished_at"
+         s.after_id, s.after_states, j.id, j.state, j.fire_time, j.attempt, j.created_at, j.finished_at"
     };
 }
 pub(crate) use schedule_columns;
@@ -47,7 +49,7 @@ pub(crate) use schedule_from;
 pub(crate) struct ScheduleRow {
     pub id: ScheduleId,
     pub name: String,
-    pub cron: String,
+    pub cron: Option<String>,
     pub timezone: String,
     pub spec: String,
     pub overlap: String,
@@ -59,6 +61,8 @@ pub(crate) struct ScheduleRow {
     pub skipped_fires: i64,
     pub created_at: i64,
     pub updated_at: i64,
+    pub after_id: Option<ScheduleId>,
+    pub after_states: Option<String>,
     pub last_id: Option<i64>,
     pub last_state: Option<String>,
     pub last_fire: Option<i64>,
@@ -82,6 +86,22 @@ fn spec_of(id: ScheduleId, spec: &str) -> Result<JobSpec> {
     serde_json::from_str(spec).map_err(|e| corrupt(id, format!("spec: {e}")))
 }
 
+/// The trigger of a schedule's row: both columns or neither.
+fn after_of(
+    id: ScheduleId,
+    after_id: Option<ScheduleId>,
+    states: Option<&str>,
+) -> Result<Option<After>> {
+    match (after_id, states) {
+        (None, None) => Ok(None),
+        (Some(schedule_id), Some(states)) => Ok(Some(After {
+            schedule_id,
+            states: After::parse_states(states).map_err(|e| corrupt(id, e))?,
+        })),
+        _ => Err(corrupt(id, "a trigger without its schedule or its states")),
+    }
+}
+
 impl ScheduleRow {
     pub fn into_schedule(self) -> Result<Schedule> {
         let id = self.id;
@@ -98,11 +118,13 @@ impl ScheduleRow {
             }),
             _ => None,
         };
+        let after = after_of(id, self.after_id, self.after_states.as_deref())?;
         Ok(Schedule {
             id,
             name: self.name,
             cron: self.cron,
             timezone: self.timezone,
+            after,
             command: Vec::new(),
             script: None,
             shell: None,
@@ -125,16 +147,19 @@ impl ScheduleRow {
             created_at: Timestamp(self.created_at),
             updated_at: Timestamp(self.updated_at),
             last_run,
+            followers: None,
             spec: spec_of(id, &self.spec)?,
         }
         .with_job_fields())
     }
 }
 
-/// A schedule's columns as written: cron, time zone, spec JSON, overlap,
-/// missed, attempts, backoff.
+/// A schedule's columns as written: cron or trigger, time zone, spec
+/// JSON, overlap, missed, attempts, backoff.
 pub(crate) struct SavedColumns {
-    pub cron: String,
+    pub cron: Option<String>,
+    pub after_id: Option<ScheduleId>,
+    pub after_states: Option<String>,
     pub timezone: &'static str,
     pub spec: String,
     pub overlap: &'static str,
@@ -145,9 +170,17 @@ pub(crate) struct SavedColumns {
 
 impl SavedColumns {
     pub fn of(s: &ValidSchedule) -> Result<SavedColumns> {
+        let (cron, zone) = match &s.firing {
+            Firing::Cron(t) => (Some(t.cron.as_str().to_owned()), t.zone),
+            // Only a cron expression reads a zone.
+            Firing::After(_) => (None, Zone::UTC),
+        };
+        let after = s.firing.after();
         Ok(SavedColumns {
-            cron: s.timing.cron.as_str().to_owned(),
-            timezone: s.timing.zone.name(),
+            cron,
+            after_id: after.map(|a| a.schedule_id),
+            after_states: after.map(After::states_text),
+            timezone: zone.name(),
             spec: serde_json::to_string(&s.job.spec)
                 .map_err(|e| StoreError::Database(format!("encoding a schedule's job: {e}")))?,
             overlap: s.overlap.name(),
@@ -192,7 +225,7 @@ pub(crate) use due_columns;
 pub(crate) struct DueRow {
     pub id: ScheduleId,
     pub name: String,
-    pub cron: String,
+    pub cron: Option<String>,
     pub timezone: String,
     pub spec: String,
     pub overlap: String,
@@ -237,7 +270,12 @@ impl DueRow {
     /// caller disables the schedule rather than fail the batch, which
     /// carries other jobs' records).
     pub fn plan(self, now: Timestamp) -> std::result::Result<FirePlan, String> {
-        let cron = CronExpr::parse(&self.cron).map_err(|e| e.to_string())?;
+        // A trigger's row has no next fire: never due, unless mended by hand.
+        let cron = self
+            .cron
+            .as_deref()
+            .ok_or("a due schedule without a cron expression")?;
+        let cron = CronExpr::parse(cron).map_err(|e| e.to_string())?;
         let zone = Zone::parse(&self.timezone).map_err(|e| e.to_string())?;
         let (overlap, missed) =
             policies(self.id, &self.overlap, &self.missed).map_err(|e| e.to_string())?;
@@ -253,7 +291,7 @@ impl DueRow {
             jobs: d
                 .fires
                 .iter()
-                .map(|f| fire_job(self.id, &spec, overlap, retries, Some(*f)))
+                .map(|f| fire_job(self.id, &spec, overlap, retries, Some(*f), None))
                 .collect(),
             skip_if_active: overlap == Overlap::Skip,
             skipped: d.skipped,
@@ -283,4 +321,16 @@ pub enum ScheduleSaved {
     NameTaken,
     /// No schedule has that id (an update).
     NotFound,
+    /// Its trigger (`after`) names no schedule, makes a cycle or too long
+    /// a chain: why, for a client.
+    BadTrigger(String),
+}
+
+/// What deleting a schedule did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScheduleDeleted {
+    Deleted,
+    NotFound,
+    /// Other schedules run after it (their ids and names): refused.
+    Followed(Vec<(ScheduleId, String)>),
 }

@@ -12,7 +12,10 @@ use std::collections::HashSet;
 use joblog_core::schedule::{ScheduleId, ValidSchedule};
 use joblog_core::{Job, JobSpec, Timestamp};
 
-use super::{due_columns, DueRow, Fired, JobKeys, SavedColumns, ScheduleSaved, FIRE_BATCH};
+use super::chain::{self, FOLLOWED_BY};
+use super::{
+    due_columns, DueRow, Fired, JobKeys, SavedColumns, ScheduleDeleted, ScheduleSaved, FIRE_BATCH,
+};
 use crate::db::{query_opt, sql, Conn, Decode, Param, Row, Statement};
 use crate::rows::job_columns;
 use crate::{Outcome, Result, StoreError};
@@ -46,14 +49,14 @@ const MOVE: Statement =
     sql!("UPDATE schedules SET next_fire = $2, skipped_fires = skipped_fires + $3 WHERE id = $1");
 const INSERT: Statement = sql!(
     "INSERT INTO schedules (name, cron, timezone, spec, overlap, missed, \
-     attempts, backoff_s, enabled, next_fire, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
+     attempts, backoff_s, enabled, next_fire, after_id, after_states, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) \
      ON CONFLICT (name) DO NOTHING RETURNING id"
 );
 const UPDATE: Statement = sql!(
     "UPDATE schedules SET name = $2, cron = $3, timezone = $4, spec = $5, \
      overlap = $6, missed = $7, attempts = $8, backoff_s = $9, enabled = $10, next_fire = $11, \
-     updated_at = $12 WHERE id = $1"
+     after_id = $12, after_states = $13, updated_at = $14 WHERE id = $1"
 );
 const BY_NAME: Statement = sql!("SELECT id FROM schedules WHERE name = $1");
 const DELETE: Statement = sql!("DELETE FROM schedules WHERE id = $1");
@@ -92,6 +95,13 @@ pub(crate) trait ScheduleWrites: Conn + Sized {
     /// The node this writer writes for, where the store keeps it (several
     /// nodes share PostgreSQL); `None` on a store of one node.
     fn node(&self) -> Option<&str>;
+
+    /// Serialises the saves and deletes that change chains of triggers
+    /// until the commit, across every node of the store (see
+    /// `chain.rs`). A store of one writer has nothing to do.
+    async fn lock_chains(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// The fires' jobs, each named for its schedule (a fire that has its
     /// job already makes none), in any order.
@@ -270,7 +280,15 @@ pub(crate) async fn save<T: ScheduleWrites>(
         cols.backoff_s.into(),
         s.enabled.into(),
         next_fire.map(Timestamp::micros).into(),
+        cols.after_id.into(),
+        cols.after_states.into(),
     ];
+    if let Some(after) = s.firing.after() {
+        tx.lock_chains().await?;
+        if let Some(why) = chain::refusal(tx, id, after.schedule_id).await? {
+            return Ok(Outcome::Schedule(ScheduleSaved::BadTrigger(why)));
+        }
+    }
     let id = match id {
         None => {
             let mut params = columns.to_vec();
@@ -300,29 +318,39 @@ pub(crate) async fn save<T: ScheduleWrites>(
     }))
 }
 
-/// Deletes a schedule (its jobs stay, still naming it). →
-/// [`Outcome::Count`]
-pub(crate) async fn delete<C: Conn>(tx: &mut C, id: ScheduleId) -> Result<Outcome> {
-    Ok(Outcome::Count(tx.execute(&DELETE, &[id.into()]).await?))
+/// Deletes a schedule (its jobs stay, still naming it), unless others
+/// run after it: they would never run again. →
+/// [`Outcome::ScheduleDeleted`]
+pub(crate) async fn delete<T: ScheduleWrites>(tx: &mut T, id: ScheduleId) -> Result<Outcome> {
+    tx.lock_chains().await?;
+    let followers: Vec<(ScheduleId, String)> = tx.query(&FOLLOWED_BY, &[id.into()]).await?;
+    Ok(Outcome::ScheduleDeleted(if !followers.is_empty() {
+        ScheduleDeleted::Followed(followers)
+    } else if tx.execute(&DELETE, &[id.into()]).await? == 0 {
+        ScheduleDeleted::NotFound
+    } else {
+        ScheduleDeleted::Deleted
+    }))
 }
 
 /// Queues the next attempt of a scheduled job that just ended at `ended_at`
 /// (by the engine's clock, which claims compare with), if its retries say
 /// so, in the transaction that ended it. The attempt is made then, by the
-/// same clock, and waits its backoff from there.
+/// same clock, and waits its backoff from there. Whether it queued one.
 pub(crate) async fn retry<T: ScheduleWrites>(
     tx: &mut T,
     ended: &Job,
     ended_at: Timestamp,
-) -> Result<()> {
+) -> Result<bool> {
     let Some(run) = ended.spec.schedule else {
-        return Ok(());
+        return Ok(false);
     };
-    if let Some((next, after)) = run.retry(ended.state, ended_at) {
-        let mut spec = ended.spec.clone();
-        spec.schedule = Some(next);
-        let made = ended_at.micros();
-        insert_job(tx, ended.name.as_deref(), &spec, Some(after), made).await?;
-    }
-    Ok(())
+    let Some((next, after)) = run.retry(ended.state, ended_at) else {
+        return Ok(false);
+    };
+    let mut spec = ended.spec.clone();
+    spec.schedule = Some(next);
+    let made = ended_at.micros();
+    insert_job(tx, ended.name.as_deref(), &spec, Some(after), made).await?;
+    Ok(true)
 }

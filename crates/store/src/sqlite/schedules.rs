@@ -37,3 +37,42 @@ CREATE INDEX jobs_schedule_active ON jobs(schedule_id) WHERE state IN ('queued',
 CREATE INDEX jobs_running_key ON jobs(concurrency_key) WHERE state = 'running';
 CREATE INDEX jobs_run_after ON jobs(run_after) WHERE state = 'queued' AND run_after IS NOT NULL;
 "#;
+
+/// Migration 13: triggers. A schedule runs on `cron` or after another
+/// schedule's jobs end (`after_id`, on `after_states`), exactly one of
+/// the two; a job's end finds the schedules that run after its own by
+/// `schedules_after`. SQLite cannot drop a `NOT NULL`: the table is made
+/// again, and its AUTOINCREMENT counter carried over, so that a deleted
+/// schedule's id (which its jobs still name) is never given again.
+pub(super) const TRIGGERS_MIGRATION: &str = r#"
+CREATE TABLE schedules_new (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    name          TEXT NOT NULL UNIQUE,
+    cron          TEXT,
+    timezone      TEXT NOT NULL,
+    spec          TEXT NOT NULL,
+    overlap       TEXT NOT NULL,
+    missed        TEXT NOT NULL,
+    attempts      INTEGER NOT NULL,
+    backoff_s     REAL NOT NULL,
+    enabled       INTEGER NOT NULL,
+    next_fire     INTEGER,
+    skipped_fires INTEGER NOT NULL DEFAULT 0,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    after_id      INTEGER,
+    after_states  TEXT,
+    CHECK ((cron IS NULL) <> (after_id IS NULL))
+);
+INSERT INTO schedules_new (id, name, cron, timezone, spec, overlap, missed, attempts,
+    backoff_s, enabled, next_fire, skipped_fires, created_at, updated_at)
+SELECT id, name, cron, timezone, spec, overlap, missed, attempts,
+    backoff_s, enabled, next_fire, skipped_fires, created_at, updated_at FROM schedules;
+DELETE FROM sqlite_sequence WHERE name = 'schedules_new';
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'schedules_new', seq FROM sqlite_sequence WHERE name = 'schedules';
+DROP TABLE schedules;
+ALTER TABLE schedules_new RENAME TO schedules;
+CREATE INDEX schedules_next_fire ON schedules(next_fire) WHERE next_fire IS NOT NULL;
+CREATE INDEX schedules_after ON schedules(after_id) WHERE after_id IS NOT NULL;
+"#;

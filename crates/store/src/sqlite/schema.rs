@@ -67,6 +67,7 @@ CREATE TABLE results (
     // The names of the secrets each node holds (a JSON array).
     Sql("ALTER TABLE nodes ADD COLUMN secret_names TEXT;"),
     Sql(NOTIFICATIONS_MIGRATION),
+    Sql(schedules::TRIGGERS_MIGRATION),
 ];
 
 /// Notification rules (the rule as sent, and its conditions apart, read

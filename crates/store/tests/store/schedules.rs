@@ -6,7 +6,7 @@
 
 use joblog_core::schedule::{NewSchedule, Schedule, ValidSchedule};
 use joblog_core::Concurrency;
-use joblog_store::{Fired, ScheduleSaved};
+use joblog_store::{Fired, ScheduleDeleted, ScheduleSaved};
 
 use super::*;
 
@@ -24,11 +24,11 @@ const MIN: i64 = 60_000_000;
 /// 2026-11-24T00:00:00Z.
 const T0: i64 = 1_795_478_400_000_000;
 
-fn at(minutes: i64) -> Timestamp {
+pub(crate) fn at(minutes: i64) -> Timestamp {
     Timestamp(T0 + minutes * MIN)
 }
 
-fn valid(body: Value) -> ValidSchedule {
+pub(crate) fn valid(body: Value) -> ValidSchedule {
     let mut full = json!({"name": "s", "cron": "* * * * *", "command": ["true"]});
     for (k, v) in body.as_object().unwrap() {
         full[k] = v.clone();
@@ -43,7 +43,7 @@ fn valid(body: Value) -> ValidSchedule {
 }
 
 impl TestStore {
-    fn save(
+    pub(crate) fn save(
         &mut self,
         id: Option<i64>,
         s: ValidSchedule,
@@ -59,21 +59,28 @@ impl TestStore {
         }
     }
 
-    fn create(&mut self, body: Value, next: Timestamp) -> Schedule {
+    pub(crate) fn create(&mut self, body: Value, next: Timestamp) -> Schedule {
         match self.save(None, valid(body), Some(next)) {
             ScheduleSaved::Saved(s) => *s,
             other => panic!("not saved: {other:?}"),
         }
     }
 
-    fn fire(&mut self, now: Timestamp) -> Fired {
+    pub(crate) fn delete_schedule(&mut self, id: i64) -> ScheduleDeleted {
+        match self.apply_one(WriteOp::DeleteSchedule { id }) {
+            Outcome::ScheduleDeleted(d) => d,
+            other => panic!("DeleteSchedule gave {other:?}"),
+        }
+    }
+
+    pub(crate) fn fire(&mut self, now: Timestamp) -> Fired {
         match self.apply_one(WriteOp::FireDue { now }) {
             Outcome::Fired(f) => f,
             other => panic!("FireDue gave {other:?}"),
         }
     }
 
-    async fn runs(&self, schedule: i64) -> Vec<Job> {
+    pub(crate) async fn runs(&self, schedule: i64) -> Vec<Job> {
         let mut jobs = self
             .store
             .list_jobs(JobQuery {
@@ -138,8 +145,8 @@ async fn schedules_are_saved_listed_changed_and_deleted(db: TestDatabase) {
         t.save(Some(9999), valid(json!({"name": "x"})), None),
         ScheduleSaved::NotFound
     );
-    assert_eq!(t.count(WriteOp::DeleteSchedule { id: a.id }), 1);
-    assert_eq!(t.count(WriteOp::DeleteSchedule { id: a.id }), 0);
+    assert_eq!(t.delete_schedule(a.id), ScheduleDeleted::Deleted);
+    assert_eq!(t.delete_schedule(a.id), ScheduleDeleted::NotFound);
     assert!(t.store.get_schedule(a.id).await.unwrap().is_none());
     assert_eq!(t.store.next_fire().await.unwrap(), None);
 }
