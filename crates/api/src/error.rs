@@ -196,7 +196,7 @@ impl From<EngineError> for ApiError {
             EngineError::ScheduleFollowed { id, followers } => ApiError::new(
                 ErrorCode::ScheduleFollowed,
                 format!(
-                    "schedule {id} is not deleted: {} run after it; delete them or change their \"after\" first",
+                    "schedule {id} is not deleted: other schedules run after it ({}); delete them or change their \"after\" first",
                     followers.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
                 ),
             ),

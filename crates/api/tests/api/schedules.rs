@@ -2,7 +2,8 @@
 //! clock the test moves: created, shown with their next fires, changed,
 //! run now and deleted; bad input refused naming the field; the overlap,
 //! missed and retries policies with real `sh` jobs; and a burst of
-//! submissions held to their concurrency key's limit.
+//! submissions held to their concurrency key's limit; a schedule that
+//! runs after another, given the triggering job's id, state and result.
 
 use axum::http::StatusCode;
 use joblog_core::Timestamp;
@@ -25,6 +26,7 @@ joblog_store::backend_tests! {
     a_retry_waiting_out_its_backoff_says_when_it_may_start,
     each_schedule_has_its_metrics_from_its_creation,
     fixed_times_fire_once_through_both_daylight_saving_changes,
+    a_schedule_after_another_runs_on_its_end_with_its_id_state_and_result,
 }
 
 const MIN: i64 = 60_000_000;
@@ -753,5 +755,109 @@ async fn fixed_times_fire_once_through_both_daylight_saving_changes(db: TestData
             );
         }
     }
+    t.shutdown().await;
+}
+
+async fn a_schedule_after_another_runs_on_its_end_with_its_id_state_and_result(db: TestDatabase) {
+    let t = start_app_with_clock(db, 2, ManualClock::at(at(0))).await;
+    let r = &t.router;
+    let backup = create(
+        r,
+        json!({"name": "backup", "cron": "@daily",
+               "script": "printf '{\"rows\": 3}' > \"$JOBLOG_RESULT\""}),
+    )
+    .await;
+    let backup_id = backup["id"].as_i64().unwrap();
+    let report = create(
+        r,
+        json!({"name": "report", "after": {"schedule_id": backup_id, "states": ["succeeded", "failed"]},
+               "script": "echo \"by=$JOBLOG_TRIGGER_JOB_ID state=$JOBLOG_TRIGGER_STATE\"; cat \"$JOBLOG_TRIGGER_RESULT\""}),
+    )
+    .await;
+    let report_id = report["id"].as_i64().unwrap();
+    assert!(report["cron"].is_null());
+    assert_eq!(
+        report["after"],
+        json!({"schedule_id": backup_id, "states": ["succeeded", "failed"]})
+    );
+    assert!(report["next_fire"].is_null() && report["next_fires"] == json!([]));
+    let shown = get_json(r, &format!("/api/v1/schedules/{backup_id}")).await;
+    assert_eq!(
+        shown["followers"],
+        json!([{"schedule_id": report_id, "name": "report", "states": ["succeeded", "failed"]}])
+    );
+
+    // Its end queues one run, given what the triggering job was and made.
+    let job = post(r, &format!("/api/v1/schedules/{backup_id}/run"), &json!({})).await;
+    let job = job.json();
+    assert_eq!(wait_finished(r, id_of(&job)).await["state"], "succeeded");
+    let run = wait_runs(r, report_id, 1).await.remove(0);
+    assert_eq!(run["triggered_by"], job["id"]);
+    assert!(run["fire_time"].is_null());
+    let run = wait_finished(r, id_of(&run)).await;
+    assert_eq!(run["state"], "succeeded", "{run}");
+    let lines: Vec<String> = whole_log(r, id_of(&run))
+        .await
+        .iter()
+        .map(|rec| rec["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            format!("by={} state=succeeded", job["id"]),
+            "{\"rows\": 3}".into()
+        ]
+    );
+    assert_eq!(runs(r, report_id).await.len(), 1, "once");
+
+    // Refused: no such schedule, a cycle, both cron and after; a
+    // followed schedule is kept.
+    let none = post(
+        r,
+        "/api/v1/schedules",
+        &json!({"name": "x", "after": {"schedule_id": 9999, "states": ["failed"]}, "command": ["true"]}),
+    )
+    .await;
+    let message = assert_error(&none, StatusCode::BAD_REQUEST, "invalid_request");
+    assert_eq!(message, "after: there is no schedule 9999");
+    let cycle = patch(
+        r,
+        &format!("/api/v1/schedules/{backup_id}"),
+        &json!({"after": {"schedule_id": report_id, "states": ["succeeded"]}}),
+    )
+    .await;
+    let message = assert_error(&cycle, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(
+        message.starts_with("after: ") && message.contains("cycle"),
+        "{message}"
+    );
+    let both = post(
+        r,
+        "/api/v1/schedules",
+        &json!({"name": "y", "cron": "@daily", "after": {"schedule_id": backup_id, "states": ["failed"]},
+                "command": ["true"]}),
+    )
+    .await;
+    assert_error(&both, StatusCode::BAD_REQUEST, "invalid_request");
+    let kept = delete(r, &format!("/api/v1/schedules/{backup_id}")).await;
+    let message = assert_error(&kept, StatusCode::CONFLICT, "schedule_followed");
+    assert!(message.contains("\"report\""), "{message}");
+
+    // Moved onto cron, it follows no more, and the other one goes.
+    let moved = patch(
+        r,
+        &format!("/api/v1/schedules/{report_id}"),
+        &json!({"cron": "@daily"}),
+    )
+    .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
+    let moved = moved.json();
+    assert!(moved["after"].is_null() && moved["next_fire"].is_string());
+    assert_eq!(
+        delete(r, &format!("/api/v1/schedules/{backup_id}"))
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
     t.shutdown().await;
 }
