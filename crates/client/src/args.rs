@@ -10,7 +10,7 @@ mod notify;
 mod schedules;
 
 pub use notify::{Header, NotifyArgs, NotifyCommand, RuleFields};
-pub use schedules::{ScheduleArgs, ScheduleCommand, ScheduleFields};
+pub use schedules::{ScheduleArgs, ScheduleCommand, ScheduleFields, TriggerArgs};
 
 /// The options before the command name. `--token` and `--token-file` are
 /// global (every command takes them, `serve` as its bootstrap token);

@@ -6,7 +6,7 @@ use anyhow::Context;
 use serde_json::{json, Map, Value};
 
 use super::api::{Api, REQUEST_TIMEOUT};
-use super::args::{ScheduleCommand, ScheduleFields};
+use super::args::{ScheduleCommand, ScheduleFields, TriggerArgs};
 use super::commands::{check_command, read_script, resolve_kvs, Answer};
 use super::wire::{JobView, ScheduleView};
 
@@ -15,6 +15,7 @@ pub(super) async fn run(api: &Api, cmd: ScheduleCommand) -> anyhow::Result<Answe
         ScheduleCommand::Add {
             name,
             cron,
+            trigger,
             disabled,
             fields,
             json,
@@ -28,24 +29,30 @@ pub(super) async fn run(api: &Api, cmd: ScheduleCommand) -> anyhow::Result<Answe
             }
             let mut body = body_of(fields)?;
             body.insert("name".into(), json!(name));
-            body.insert("cron".into(), json!(cron));
+            if let Some(cron) = cron {
+                body.insert("cron".into(), json!(cron));
+            }
+            if let Some(after) = after_body(api, trigger).await? {
+                body.insert("after".into(), after);
+            }
             if disabled {
                 body.insert("enabled".into(), json!(false));
             }
             let raw = api
                 .post_raw(api.url("/api/v1/schedules", &[])?, &Value::Object(body))
                 .await?;
-            schedule_answer(api, raw, json)
+            schedule_answer(api, raw, json).await
         }
         ScheduleCommand::List { json } => list(api, json).await,
         ScheduleCommand::Show(a) => {
             let raw = api.get_raw(one(api, a.id, "")?, REQUEST_TIMEOUT).await?;
-            schedule_answer(api, raw, a.json)
+            schedule_answer(api, raw, a.json).await
         }
         ScheduleCommand::Edit {
             id,
             name,
             cron,
+            trigger,
             fields,
             json,
         } => {
@@ -56,6 +63,9 @@ pub(super) async fn run(api: &Api, cmd: ScheduleCommand) -> anyhow::Result<Answe
             if let Some(cron) = cron {
                 body.insert("cron".into(), json!(cron));
             }
+            if let Some(after) = after_body(api, trigger).await? {
+                body.insert("after".into(), after);
+            }
             if body.is_empty() {
                 return Err(super::UsageError(
                     "schedule edit: nothing to change (give the options to change)".into(),
@@ -65,7 +75,7 @@ pub(super) async fn run(api: &Api, cmd: ScheduleCommand) -> anyhow::Result<Answe
             let raw = api
                 .patch_raw(one(api, id, "")?, &Value::Object(body))
                 .await?;
-            schedule_answer(api, raw, json)
+            schedule_answer(api, raw, json).await
         }
         ScheduleCommand::Enable(a) => set_enabled(api, a.id, true, a.json).await,
         ScheduleCommand::Disable(a) => set_enabled(api, a.id, false, a.json).await,
@@ -92,18 +102,60 @@ fn one(api: &Api, id: i64, tail: &str) -> anyhow::Result<reqwest::Url> {
     api.url(&format!("/api/v1/schedules/{id}{tail}"), &[])
 }
 
-fn schedule_answer(api: &Api, raw: Vec<u8>, json: bool) -> anyhow::Result<Answer> {
+/// `{"schedule_id": N, "states": [...]}` for `--after` and `--on`; the
+/// schedule named by its name or its id.
+async fn after_body(api: &Api, t: TriggerArgs) -> anyhow::Result<Option<Value>> {
+    let Some(after) = t.after else {
+        return Ok(None);
+    };
+    let states: Vec<&str> =
+        t.on.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+    let id = match after.parse::<i64>() {
+        Ok(id) => id,
+        Err(_) => {
+            let all = api
+                .every_page("/api/v1/schedules", "schedules", REQUEST_TIMEOUT)
+                .await?;
+            all.iter()
+                .find(|s| s["name"] == after.as_str())
+                .and_then(|s| s["id"].as_i64())
+                .ok_or_else(|| {
+                    super::UsageError(format!(
+                        "--after: no schedule is named {after:?} (`joblog schedule list` shows them)"
+                    ))
+                })?
+        }
+    };
+    Ok(Some(json!({"schedule_id": id, "states": states})))
+}
+
+/// A schedule shown, with the name of the schedule it runs after (one
+/// request more; a schedule deleted since shows its id alone).
+async fn schedule_answer(api: &Api, raw: Vec<u8>, json: bool) -> anyhow::Result<Answer> {
     if json {
         return Ok(Answer::Raw(raw));
     }
-    Ok(Answer::Schedule(api.decode(&raw)?))
+    let mut s: ScheduleView = api.decode(&raw)?;
+    if let Some(after) = &s.after {
+        if let Ok(raw) = api
+            .get_raw(one(api, after.schedule_id, "")?, REQUEST_TIMEOUT)
+            .await
+        {
+            let named: ScheduleView = api.decode(&raw)?;
+            s.after_name = Some(named.name);
+        }
+    }
+    Ok(Answer::Schedule(s))
 }
 
 async fn set_enabled(api: &Api, id: i64, enabled: bool, json: bool) -> anyhow::Result<Answer> {
     let raw = api
         .patch_raw(one(api, id, "")?, &json!({ "enabled": enabled }))
         .await?;
-    schedule_answer(api, raw, json)
+    schedule_answer(api, raw, json).await
 }
 
 /// Every schedule, page by page.

@@ -47,6 +47,9 @@ pub struct JobView {
     pub shell: Option<String>,
     #[serde(default)]
     pub rerun_of: Option<i64>,
+    /// The job whose end queued it (its schedule runs after that one's).
+    #[serde(default)]
+    pub triggered_by: Option<i64>,
 }
 
 impl JobView {
@@ -176,8 +179,18 @@ pub struct NodeView {
 pub struct ScheduleView {
     pub id: i64,
     pub name: String,
-    pub cron: String,
+    /// `None` on a schedule that runs after another.
+    pub cron: Option<String>,
     pub timezone: String,
+    #[serde(default)]
+    pub after: Option<AfterView>,
+    /// The name of the schedule `after` names, filled in by the command
+    /// that shows it (not in the API's JSON).
+    #[serde(skip)]
+    pub after_name: Option<String>,
+    /// The schedules that run after it (on one schedule, not in listings).
+    #[serde(default)]
+    pub followers: Option<Vec<FollowerView>>,
     #[serde(default)]
     pub command: Vec<String>,
     #[serde(default)]
@@ -206,6 +219,21 @@ pub struct ScheduleView {
     pub skipped_fires: u64,
     #[serde(default)]
     pub last_run: Option<LastRunView>,
+}
+
+/// A schedule's trigger: the schedule it runs after, and on which states.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AfterView {
+    pub schedule_id: i64,
+    pub states: Vec<String>,
+}
+
+/// A schedule that runs after the one shown.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FollowerView {
+    pub schedule_id: i64,
+    pub name: String,
+    pub states: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

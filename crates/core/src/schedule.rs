@@ -145,7 +145,7 @@ impl NewSchedule {
                         ),
                     ));
                 }
-                Firing::Cron(timing)
+                Firing::Cron(Box::new(timing))
             }
             (None, Some(after)) => Firing::After(after.validate()?),
             (Some(_), Some(_)) => return Err(invalid(

@@ -113,7 +113,8 @@ impl Engine {
 
 /// Writes the JSON of `blob` to a new file at `path`, readable by the
 /// server alone (never through a link left there); with `reopen`, the
-/// file opened again for reading, for a job of another user to inherit.
+/// file opened again for reading, for a job of another user to inherit,
+/// and readable by others.
 fn write_result(
     path: &std::path::Path,
     blob: &[u8],
@@ -131,6 +132,11 @@ fn write_result(
     if !reopen {
         return Ok(None);
     }
+    // Opening `/dev/fd/N` opens the file again, by its mode: readable by
+    // others, whom the results directory keeps out but for this
+    // descriptor (as the result file a job writes is writable by them).
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(std::fs::Permissions::from_mode(0o604))?;
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())

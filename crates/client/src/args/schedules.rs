@@ -16,15 +16,22 @@ pub struct ScheduleArgs {
 #[derive(Subcommand, Debug)]
 pub enum ScheduleCommand {
     /// Create a schedule that runs CMD (or --script) at each fire of
-    /// --cron in --tz.
+    /// --cron in --tz, or after another schedule's jobs end (--after).
     Add {
         /// Name of the schedule (unique); its jobs take it.
         #[arg(long)]
         name: String,
         /// When it fires: 5 fields (minute hour day-of-month month
         /// day-of-week), 6 with seconds first, or @hourly, @daily, …
-        #[arg(long, value_name = "EXPR")]
-        cron: String,
+        #[arg(
+            long,
+            value_name = "EXPR",
+            required_unless_present = "after",
+            conflicts_with = "after"
+        )]
+        cron: Option<String>,
+        #[command(flatten)]
+        trigger: TriggerArgs,
         /// Start disabled (no fires until `schedule enable`).
         #[arg(long)]
         disabled: bool,
@@ -51,9 +58,11 @@ pub enum ScheduleCommand {
         /// New name.
         #[arg(long)]
         name: Option<String>,
-        /// New cron expression.
-        #[arg(long, value_name = "EXPR")]
+        /// New cron expression (it no longer runs after another).
+        #[arg(long, value_name = "EXPR", conflicts_with = "after")]
         cron: Option<String>,
+        #[command(flatten)]
+        trigger: TriggerArgs,
         #[command(flatten)]
         fields: ScheduleFields,
         /// Print the API's JSON.
@@ -78,6 +87,25 @@ pub struct ScheduleIdArgs {
     /// Print the API's JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A trigger: the schedule to run after, and on which of its jobs' ends.
+#[derive(Args, Debug)]
+pub struct TriggerArgs {
+    /// Run after each job of this schedule (a name or an id) ends, in
+    /// place of --cron.
+    #[arg(long, value_name = "SCHEDULE")]
+    pub after: Option<String>,
+    /// The states of its jobs' ends that start this one, comma-separated:
+    /// succeeded, failed, cancelled, timed_out, interrupted (default
+    /// succeeded).
+    #[arg(
+        long,
+        value_name = "STATES",
+        requires = "after",
+        default_value = "succeeded"
+    )]
+    pub on: String,
 }
 
 /// What `schedule add` and `schedule edit` share: the job each fire

@@ -169,6 +169,9 @@ fn given_rows(j: &JobView) -> Vec<(String, String)> {
     if let Some(id) = j.rerun_of {
         rows.push(("rerun of".into(), format!("job {id}")));
     }
+    if let Some(id) = j.triggered_by {
+        rows.push(("triggered by".into(), format!("job {id}")));
+    }
     rows
 }
 

@@ -51,20 +51,44 @@ fn last_run(s: &ScheduleView) -> String {
     }
 }
 
+/// When it runs: `30 2 * * *`, or `after backup on succeeded` (the
+/// schedule by name when `name_of` knows it, else by id).
+fn when(s: &ScheduleView, name_of: impl Fn(i64) -> Option<String>) -> String {
+    match (&s.cron, &s.after) {
+        (_, Some(after)) => {
+            let by = name_of(after.schedule_id)
+                .map_or_else(|| format!("#{}", after.schedule_id), |n| text(&n));
+            format!("after {by} on {}", text(&after.states.join(",")))
+        }
+        (Some(cron), None) => text(cron),
+        (None, None) => "-".into(),
+    }
+}
+
 pub(super) fn schedules_table(schedules: &[ScheduleView]) -> String {
-    let header = ["ID", "NAME", "CRON", "TZ", "NEXT FIRE", "LAST RUN", "RUNS"];
+    let header = ["ID", "NAME", "WHEN", "TZ", "NEXT FIRE", "LAST RUN", "RUNS"];
+    let name_of = |id: i64| {
+        schedules
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.name.clone())
+    };
     let rows: Vec<[String; 7]> = schedules
         .iter()
         .map(|s| {
             [
                 s.id.to_string(),
                 text(&s.name),
-                text(&s.cron),
-                text(&s.timezone),
-                if s.enabled {
-                    short_time(s.next_fires.first().map(String::as_str))
+                when(s, name_of),
+                if s.after.is_some() {
+                    "-".into()
                 } else {
-                    "disabled".into()
+                    text(&s.timezone)
+                },
+                match (s.enabled, &s.after) {
+                    (false, _) => "disabled".into(),
+                    (true, Some(_)) => "on its trigger".into(),
+                    (true, None) => short_time(s.next_fires.first().map(String::as_str)),
                 },
                 last_run(s),
                 what_it_runs(s),
@@ -82,10 +106,13 @@ pub(super) fn show_text(s: &ScheduleView) -> String {
     let mut rows: Vec<(String, String)> = vec![
         ("id".into(), s.id.to_string()),
         ("name".into(), text(&s.name)),
-        (
-            "cron".into(),
-            format!("{} ({})", text(&s.cron), text(&s.timezone)),
-        ),
+        match &s.cron {
+            Some(cron) => (
+                "cron".into(),
+                format!("{} ({})", text(cron), text(&s.timezone)),
+            ),
+            None => ("runs".into(), when(s, |_| s.after_name.clone())),
+        },
         (
             "enabled".into(),
             if s.enabled { "yes" } else { "no" }.into(),
@@ -132,15 +159,29 @@ pub(super) fn show_text(s: &ScheduleView) -> String {
             )
         },
     ));
+    if let Some(followers) = s.followers.as_deref().filter(|f| !f.is_empty()) {
+        let lines: Vec<String> = followers
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} (#{}) on {}",
+                    text(&f.name),
+                    f.schedule_id,
+                    text(&f.states.join(","))
+                )
+            })
+            .collect();
+        rows.push(("then runs".into(), lines.join("\n")));
+    }
     rows.push(("skipped fires".into(), s.skipped_fires.to_string()));
     rows.push(("last run".into(), last_run(s)));
     let fires: Vec<String> = s.next_fires.iter().map(|f| short_time(Some(f))).collect();
     rows.push((
         "next fires".into(),
-        if fires.is_empty() {
-            "- (disabled)".into()
-        } else {
-            fires.join(", ")
+        match (fires.is_empty(), s.after.is_some()) {
+            (_, true) => "- (on its trigger)".into(),
+            (true, false) => "- (disabled)".into(),
+            (false, false) => fires.join(", "),
         },
     ));
     key_values(rows)
@@ -187,11 +228,17 @@ mod tests {
             json!({"id": 12, "name": "tick\u{1b}", "enabled": false, "script": null,
                               "command": ["true"], "last_run": null, "next_fires": []}),
         );
+        let after = view(
+            json!({"id": 14, "name": "report", "cron": null, "script": null, "command": ["true"],
+                   "after": {"schedule_id": 3, "states": ["succeeded", "failed"]},
+                   "last_run": null, "next_fires": []}),
+        );
         assert_eq!(
-            schedules_table(&[view(json!({})), off]),
-            "ID  NAME      CRON        TZ             NEXT FIRE                LAST RUN                                RUNS\n \
-             3  nightly   30 2 * * *  Europe/Berlin  2026-11-25 01:30:00 UTC  #812 succeeded 2026-11-24 01:30:00 UTC  pg_dump app …\n\
-             12  tick\\x1b  30 2 * * *  Europe/Berlin  disabled                 -                                       true\n"
+            schedules_table(&[view(json!({})), off, after]),
+            "ID  NAME      WHEN                               TZ             NEXT FIRE                LAST RUN                                RUNS\n \
+             3  nightly   30 2 * * *                         Europe/Berlin  2026-11-25 01:30:00 UTC  #812 succeeded 2026-11-24 01:30:00 UTC  pg_dump app …\n\
+             12  tick\\x1b  30 2 * * *                         Europe/Berlin  disabled                 -                                       true\n\
+             14  report    after nightly on succeeded,failed  -              on its trigger           -                                       true\n"
         );
     }
 
@@ -211,6 +258,27 @@ mod tests {
         assert!(
             show_text(&view(json!({"next_fires": [], "enabled": false})))
                 .contains("next fires:    - (disabled)")
+        );
+        // One that runs after another, and one that others run after.
+        let mut after = view(json!({"cron": null, "next_fires": [],
+                                    "after": {"schedule_id": 9, "states": ["failed"]}}));
+        assert!(show_text(&after).contains("runs:          after #9 on failed\n"));
+        after.after_name = Some("backup".into());
+        let shown = show_text(&after);
+        assert!(
+            shown.contains("runs:          after backup on failed\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("next fires:    - (on its trigger)"),
+            "{shown}"
+        );
+        let followed = show_text(&view(json!({"followers": [
+            {"schedule_id": 4, "name": "report", "states": ["succeeded"]},
+            {"schedule_id": 5, "name": "page", "states": ["failed", "timed_out"]}]})));
+        assert!(
+            followed.contains("then runs:     report (#4) on succeeded\n               page (#5) on failed,timed_out\n"),
+            "{followed}"
         );
     }
 }

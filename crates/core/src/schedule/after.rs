@@ -18,7 +18,8 @@ pub const MAX_CHAIN: u32 = 32;
 /// schedule's jobs end.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Firing {
-    Cron(Timing),
+    /// Boxed: a parsed expression is large, a trigger small.
+    Cron(Box<Timing>),
     After(After),
 }
 
@@ -34,7 +35,7 @@ impl Firing {
 
     pub fn cron(&self) -> Option<&Timing> {
         match self {
-            Firing::Cron(timing) => Some(timing),
+            Firing::Cron(timing) => Some(&**timing),
             Firing::After(_) => None,
         }
     }

@@ -371,3 +371,118 @@ async fn three_nodes_fire_a_per_second_schedule_each_second_exactly_once() {
         "the runs spread over the nodes: {nodes:?}"
     );
 }
+
+/// `joblog schedule add --after NAME --on STATES`: a run of the first
+/// queues one of the second, which reads the first's id, state and result
+/// (as `nobody`, through a descriptor it inherits, when the tests run as
+/// root) and shows `triggered by`; the first's page lists what it
+/// triggers, it is not deleted while followed, and no result file is
+/// left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_added_after_another_runs_on_its_end_and_reads_its_result() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = nix::unistd::geteuid().is_root();
+    let args: &[&str] = if root {
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        &["--run-as", "nobody"]
+    } else {
+        eprintln!("note: the run_as half of the trigger test SKIPPED — it needs root");
+        &[]
+    };
+    let data = dir.path().join("data");
+    let server = Server::start(&data, args).await;
+    let backup = server
+        .create_schedule(json!({"name": "backup", "cron": "@daily",
+                                "script": "echo '{\"rows\": 3}' > \"$JOBLOG_RESULT\""}))
+        .await;
+    let script = r#"echo "uid=$(id -u) state=$JOBLOG_TRIGGER_STATE by=$JOBLOG_TRIGGER_JOB_ID"; cat "$JOBLOG_TRIGGER_RESULT""#;
+    let (code, out, err) = cli(
+        &server,
+        &[
+            "schedule",
+            "add",
+            "--name",
+            "report",
+            "--after",
+            "backup",
+            "--on",
+            "succeeded,failed",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("runs:          after backup on succeeded,failed\n"),
+        "{out}"
+    );
+    assert!(out.contains("next fires:    - (on its trigger)"), "{out}");
+    let (code, table, _) = cli(&server, &["schedule", "list"]);
+    assert_eq!(code, 0);
+    assert!(
+        table.contains("after backup on succeeded,failed"),
+        "{table}"
+    );
+
+    let (code, job, err) = cli(&server, &["schedule", "run-now", &backup.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let job: i64 = job.trim().parse().unwrap();
+    assert_eq!(server.wait_finished(job).await["state"], "succeeded");
+    let report = eventually("the triggered run", PATIENCE, || async {
+        let page: Value = server
+            .http
+            .get(format!("{}/api/v1/jobs?name=report", server.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let jobs = view::<JobList>(&page).jobs;
+        jobs.first().map(|j| j.id).ok_or(page)
+    })
+    .await;
+    let run = server.wait_finished(report).await;
+    assert_eq!(run["state"], "succeeded", "{run}");
+    assert_eq!(run["triggered_by"], job);
+    let log: Vec<String> = server
+        .log_page(report, 0, 10)
+        .await
+        .iter()
+        .map(|r| r["message"].as_str().unwrap().to_owned())
+        .collect();
+    let uid = if root {
+        "65534".to_owned()
+    } else {
+        nix::unistd::geteuid().to_string()
+    };
+    assert_eq!(
+        log,
+        [
+            format!("uid={uid} state=succeeded by={job}"),
+            "{\"rows\": 3}".into()
+        ]
+    );
+    let (code, shown, _) = cli(&server, &["show", &report.to_string()]);
+    assert_eq!(code, 0);
+    assert!(
+        shown.contains(&format!("triggered by: job {job}")),
+        "{shown}"
+    );
+    let (_, shown, _) = cli(&server, &["schedule", "show", &backup.to_string()]);
+    assert!(shown.contains("then runs:     report (#"), "{shown}");
+    let (code, _, err) = cli(&server, &["schedule", "delete", &backup.to_string()]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("other schedules run after it (\"report\")"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(data.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -34,7 +34,7 @@ pub(crate) async fn refusal<T: ScheduleWrites>(
                 "a schedule cannot run after itself".to_owned()
             } else {
                 format!(
-                    "schedule {after} runs after this one already (through {above} others): that would be a cycle"
+                    "schedule {after} already runs after this one, directly or through others: that would be a cycle"
                 )
             }));
         }
