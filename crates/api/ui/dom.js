@@ -39,6 +39,26 @@ export function formFields(form) {
   return { field, input };
 }
 
+// The states a job ends in, in the API's order.
+export const END_STATES = ["succeeded", "failed", "cancelled", "timed_out", "interrupted"];
+
+// A box per end state, each named `name`, in a fieldset `id` under
+// `legend`; those in `checked` ticked at first. `input` is formFields'.
+export function endStates(input, name, id, legend, checked) {
+  const states = el("fieldset", "states wide2");
+  states.id = id;
+  states.append(text(legend, "label", "legend"));
+  for (const s of END_STATES) {
+    const box = input(name, "checkbox");
+    box.value = s;
+    box.defaultChecked = checked.includes(s);
+    const l = el("label", "check");
+    l.append(box, text(s.replace("_", " ")));
+    states.append(l);
+  }
+  return states;
+}
+
 export function filterInput(form, filters, key, placeholder, title, label) {
   const i = el("input");
   i.type = "search";

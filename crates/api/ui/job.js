@@ -161,7 +161,7 @@ class JobPage {
       const a = el("a");
       a.href = `/schedules/${j.schedule_id}`;
       a.textContent = `#${j.schedule_id}`;
-      const fire = j.fire_time ? `fire of ${when(j.fire_time)}` : "run now";
+      const fire = j.fire_time ? `fire of ${when(j.fire_time)}` : j.triggered_by ? "triggered" : "run now";
       const what = wrap("span", a);
       what.append(text(` · ${fire} · attempt ${j.attempt}`));
       this.fireText = what.lastChild;
@@ -172,6 +172,13 @@ class JobPage {
       a.href = `/jobs/${j.rerun_of}`;
       a.textContent = `#${j.rerun_of}`;
       row("rerun of", a);
+    }
+    if (j.triggered_by) {
+      const a = el("a");
+      a.href = `/jobs/${j.triggered_by}`;
+      a.textContent = `#${j.triggered_by}`;
+      a.id = "triggered-by";
+      row("triggered by", a);
     }
     const result = el("div", "result");
     if (j.result) {

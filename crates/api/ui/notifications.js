@@ -6,10 +6,9 @@
 // names, patterns, addresses and receivers' errors go in as text.
 
 import { get, post, patch, del, ApiError } from "./api.js";
-import { el, text, clear, fail, can, button, link, formFields } from "./dom.js";
+import { el, text, clear, fail, can, button, link, formFields, endStates, END_STATES } from "./dom.js";
 import { deliveryTable, Recheck, redact } from "./deliveries.js";
 
-const STATES = ["succeeded", "failed", "cancelled", "timed_out", "interrupted"];
 // What a new rule tells of unless changed: the ways a job goes wrong.
 const DEFAULT_STATES = ["failed", "timed_out", "interrupted"];
 // A rule's deliveries shown: its newest.
@@ -191,7 +190,7 @@ class RuleView {
     };
     const w = rule.when;
     // In the order of the form's boxes (the server keeps them sorted by name).
-    const states = [...w.states].sort((x, y) => STATES.indexOf(x) - STATES.indexOf(y));
+    const states = [...w.states].sort((x, y) => END_STATES.indexOf(x) - END_STATES.indexOf(y));
     fact("when", states.map((s) => s.replace("_", " ")).join(", "), "states");
     fact("jobs", w.name ?? "any", "pattern");
     if (w.schedule_id) fact("schedule", `#${w.schedule_id}`, "schedule");
@@ -298,18 +297,7 @@ function ruleForm(onAdded) {
   const { field, input } = formFields(form);
   field("Name", input("name"), "unique; the metrics and the audit trail name the rule by it");
   field("Job name", input("when.name"), "a name or a pattern with * and ? (backup*); empty: any job");
-  const states = el("fieldset", "states wide2");
-  states.id = "rule-states";
-  states.append(text("When a job ends", "label", "legend"));
-  for (const s of STATES) {
-    const box = input("when.states", "checkbox");
-    box.value = s;
-    box.defaultChecked = DEFAULT_STATES.includes(s);
-    const l = el("label", "check");
-    l.append(box, text(s.replace("_", " ")));
-    states.append(l);
-  }
-  form.append(states);
+  form.append(endStates(input, "when.states", "rule-states", "When a job ends", DEFAULT_STATES));
   const kind = el("select");
   kind.name = "kind";
   for (const [v, t] of [["webhook", "a web hook"], ["email", "e-mail"]]) {

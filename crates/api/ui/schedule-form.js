@@ -1,11 +1,12 @@
 // The schedule form, for a new schedule (`/schedules/new`, POSTed whole)
 // and to edit one (prefilled, PATCHing only the fields that changed, so
-// fields the form does not show, such as a concurrency key, stay). A
+// fields the form does not show, such as a concurrency key, stay). It
+// starts on a cron expression or after another schedule (a trigger). A
 // refusal is shown beside the button in the API's words, and the field it
 // names is marked.
 
-import { post, patch } from "./api.js";
-import { el, text, clear, fail, can, button, formFields } from "./dom.js";
+import { get, post, patch } from "./api.js";
+import { el, text, clear, fail, can, button, formFields, endStates } from "./dom.js";
 
 export function newSchedulePage(main, me) {
   document.title = "New schedule · joblog";
@@ -43,10 +44,23 @@ export function scheduleForm(schedule, { onSaved, onCancel }) {
   };
 
   field("Name", input("name"), "its runs are jobs of this name");
-  field("Cron", input("cron"), "min hour day month weekday; 6 fields: seconds first (*/10 * * * * *); @hourly, @daily …", "wide2");
+  const start = field("Starts", select("start", [["cron", "on a cron expression"], ["after", "after another schedule"]]));
+  const cron = field("Cron", input("cron"), "min hour day month weekday; 6 fields: seconds first (*/10 * * * * *); @hourly, @daily …", "wide2");
   const zone = field("Time zone", input("timezone"), "IANA name, such as Europe/Berlin");
   zone.setAttribute("list", "time-zones");
   form.append(zoneList());
+  const after = field("After", select("after", []), "when a job of it ends (its last attempt)", "wide2");
+  const states = endStates(input, "after.states", "after-states", "On", ["succeeded"]);
+  form.append(states);
+  afterChoices(after, schedule);
+  const showStart = () => {
+    const byCron = start.value === "cron";
+    // A trigger is never late: missed is cron's alone.
+    for (const f of [cron, zone, missed]) f.parentElement.hidden = !byCron;
+    after.parentElement.hidden = byCron;
+    states.hidden = byCron;
+  };
+  start.addEventListener("change", showStart);
   const kind = field("Run", select("kind", [["script", "Script"], ["command", "Command (one argument per line)"]]));
   const shell = field("Shell", input("shell"), "sh or bash (scripts only)");
   field("Timeout (s)", input("timeout_s", "number"), "optional").step = "any";
@@ -70,12 +84,13 @@ export function scheduleForm(schedule, { onSaved, onCancel }) {
   en.append(enabled, text("Enabled", "label"));
   form.append(en);
   field("Overlap", select("overlap", [["skip", "skip"], ["queue", "queue"], ["allow", "allow"]]), "a fire while the last run runs: skip it, queue it or run beside");
-  field("Missed", select("missed", [["skip", "skip"], ["one", "one"], ["all", "all"]]), "fires missed while no node ran: none, one, or all of them");
+  const missed = field("Missed", select("missed", [["skip", "skip"], ["one", "one"], ["all", "all"]]), "fires missed while no node ran: none, one, or all of them");
   field("Attempts", input("retries.attempts", "number"), "runs in all, 1: no retry");
   field("Backoff (s)", input("retries.backoff_s", "number"), "before the 2nd attempt, doubled after").step = "any";
 
   fill(form, schedule);
   showKind();
+  showStart();
 
   const actions = el("div", "form-actions full");
   const go = el("button", "button primary");
@@ -119,6 +134,34 @@ export function scheduleForm(schedule, { onSaved, onCancel }) {
   return form;
 }
 
+// The schedules it may run after (not itself), by name; the one it runs
+// after chosen. Filled when read; a schedule beyond the first 1000 is
+// still shown when it is the one chosen.
+async function afterChoices(select, schedule) {
+  const chosen = schedule?.after?.schedule_id;
+  const pick = text("choose a schedule", null, "option");
+  pick.value = "";
+  select.append(pick);
+  let listed = [];
+  try {
+    listed = (await get("/api/v1/schedules?limit=1000")).schedules;
+  } catch {
+    // The form still saves; the API names a schedule that does not exist.
+  }
+  for (const s of listed) {
+    if (s.id === schedule?.id) continue;
+    const o = text(s.name, null, "option");
+    o.value = String(s.id);
+    select.append(o);
+  }
+  if (chosen && !listed.some((s) => s.id === chosen)) {
+    const o = text(`#${chosen}`, null, "option");
+    o.value = String(chosen);
+    select.append(o);
+  }
+  if (chosen) select.value = String(chosen);
+}
+
 // The browser's own list of zones as suggestions (no data shipped).
 function zoneList() {
   const list = el("datalist");
@@ -145,8 +188,12 @@ function fill(form, s) {
     return;
   }
   f.name.value = s.name;
-  f.cron.value = s.cron;
+  f.start.value = s.after ? "after" : "cron";
+  f.cron.value = s.cron ?? "";
   f.timezone.value = s.timezone;
+  if (s.after) {
+    for (const box of form.querySelectorAll('[name="after.states"]')) box.checked = s.after.states.includes(box.value);
+  }
   const script = s.script !== undefined && s.script !== null;
   f.kind.value = script ? "script" : "command";
   f.body.value = script ? s.script : s.command.join("\n");
@@ -179,9 +226,17 @@ function read(form) {
   };
   const r = {
     name: f.name.value.trim(),
-    cron: f.cron.value.trim(),
+    cron: null,
+    after: null,
     timezone: opt(f.timezone.value) ?? "UTC",
   };
+  if (f.start.value === "cron") r.cron = f.cron.value.trim();
+  else {
+    const states = [...form.querySelectorAll('[name="after.states"]:checked')].map((b) => b.value);
+    if (!f.after.value) throw invalid("after", "choose the schedule it runs after");
+    if (!states.length) throw invalid("after.states", "tick at least one state of its jobs' ends");
+    r.after = { schedule_id: Number(f.after.value), states };
+  }
   if (f.kind.value === "script") {
     r.script = f.body.value;
     r.shell = opt(f.shell.value) ?? "sh";
@@ -222,7 +277,8 @@ function created(whole) {
 function changes(s, whole) {
   const was = {
     name: s.name,
-    cron: s.cron,
+    cron: s.cron ?? null,
+    after: s.after ?? null,
     timezone: s.timezone,
     env: sorted(s.env ?? {}),
     secrets: [...(s.secrets ?? [])].sort(),
@@ -265,7 +321,8 @@ function mark(form, err) {
   let name = err.field ?? /^([a-z_.]+): /.exec(err.message ?? "")?.[1];
   if (err.code === "schedule_exists") name = "name";
   if (name === "command" || name === "script") name = "body";
-  const input = name && form.elements[name];
+  // The boxes of the states: their fieldset is marked.
+  const input = name === "after.states" ? form.querySelector("#after-states") : name && form.elements[name];
   if (input instanceof HTMLElement) {
     input.classList.add("invalid");
     input.setAttribute("aria-invalid", "true");

@@ -11,6 +11,13 @@ import { live } from "./live.js";
 
 const MIN_REFRESH_MS = 1000;
 
+// "backup on succeeded, failed", the schedule a link to its page.
+function afterLink(after, name) {
+  const span = el("span");
+  span.append(link(`/schedules/${after.schedule_id}`, name ?? `#${after.schedule_id}`), text(` on ${after.states.join(", ")}`));
+  return span;
+}
+
 export async function schedulePage(main, me, { id }) {
   const schedule = await get(`/api/v1/schedules/${id}`);
   const page = new SchedulePage(main, schedule, me);
@@ -40,7 +47,20 @@ class SchedulePage {
     this.render();
   }
 
+  // The name of the schedule it runs after (its id alone if it is gone).
+  async nameAfter() {
+    const id = this.s.after?.schedule_id;
+    if (!id || this.afterFor === id) return;
+    try {
+      this.afterName = (await get(`/api/v1/schedules/${id}`)).name;
+    } catch {
+      this.afterName = null;
+    }
+    this.afterFor = id;
+  }
+
   start() {
+    this.nameAfter().then(() => this.renderHeader());
     this.runs.load();
     this.feed = live({
       every: MIN_REFRESH_MS,
@@ -64,6 +84,7 @@ class SchedulePage {
   async reload() {
     try {
       this.s = await get(`/api/v1/schedules/${this.s.id}`);
+      await this.nameAfter();
       // An open form keeps what is being typed; the rest follows.
       this.renderHeader();
       if (!this.editing) this.renderBody();
@@ -113,9 +134,13 @@ class SchedulePage {
       facts.append(f);
       return f;
     };
-    fact("cron", text(s.cron, null, "code"));
-    fact("zone", s.timezone);
-    const next = fact("next fire", s.next_fire ? timeCell(s.next_fire, "span") : text(s.enabled ? "never" : "— (disabled)", "muted"));
+    if (s.after) fact("runs after", afterLink(s.after, this.afterName)).id = "runs-after";
+    else {
+      fact("cron", text(s.cron, null, "code"));
+      fact("zone", s.timezone);
+    }
+    const none = !s.enabled ? "— (disabled)" : s.after ? "on its trigger" : "never";
+    const next = fact("next fire", s.next_fire ? timeCell(s.next_fire, "span") : text(none, "muted"));
     next.id = "next-fire";
     const r = s.last_run;
     if (r) {
@@ -166,6 +191,14 @@ class SchedulePage {
     row("missed", `${s.missed} — ${MISSED[s.missed] ?? ""}`);
     const a = s.retries.attempts;
     row("retries", a > 1 ? `${a} attempts in all, ${s.retries.backoff_s} s before the 2nd, doubled after` : "none (1 attempt)");
+    const followers = el("ul", "followers");
+    followers.id = "followers";
+    for (const f of s.followers ?? []) {
+      const li = el("li");
+      li.append(link(`/schedules/${f.schedule_id}`, f.name), text(` on ${f.states.join(", ")}`, "muted"));
+      followers.append(li);
+    }
+    row("then runs", s.followers?.length ? followers : text("nothing runs after it", "muted"));
     row("skipped fires", String(s.skipped_fires));
     row("created", timeCell(s.created_at, "span"));
     row("updated", timeCell(s.updated_at, "span"));
@@ -189,7 +222,10 @@ class SchedulePage {
         list.append(li);
       }
       fires.append(list);
-    } else fires.append(text(s.enabled ? "none: it never fires again" : "none: it is disabled", "muted", "p"));
+    } else {
+      const why = !s.enabled ? "none: it is disabled" : s.after ? "none: it runs when a job of the schedule it follows ends" : "none: it never fires again";
+      fires.append(text(why, "muted", "p"));
+    }
     return fires;
   }
 

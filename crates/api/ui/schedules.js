@@ -95,9 +95,10 @@ class SchedulesPage {
     const t = this.table;
     clear(t);
     const head = el("thead");
-    head.append(headerRow(["name", "cron · time zone", "status", "next fire", "last run", "policies"]));
+    head.append(headerRow(["name", "when", "status", "next fire", "last run", "policies"]));
     const body = el("tbody");
-    for (const s of this.schedules) body.append(row(s));
+    const names = new Map(this.schedules.map((s) => [s.id, s.name]));
+    for (const s of this.schedules) body.append(row(s, names));
     if (!this.schedules.length) {
       const tr = el("tr");
       const td = text("no schedules yet", "muted", "td");
@@ -128,15 +129,19 @@ class SchedulesPage {
   }
 }
 
-function row(s) {
+// `names`: each listed schedule's name by id, for a trigger's.
+function row(s, names) {
   const tr = el("tr", s.enabled ? "" : "disabled");
   tr.dataset.id = s.id;
   const name = el("td", "name");
   name.append(link(`/schedules/${s.id}`, s.name));
   name.title = s.name;
   const cron = el("td", "cron");
-  cron.append(text(s.cron, null, "code"), text(` ${s.timezone}`, "muted"));
-  const next = s.next_fire ? timeCell(s.next_fire) : text("—", "muted", "td");
+  if (s.after) {
+    const id = s.after.schedule_id;
+    cron.append(text("after ", "muted"), link(`/schedules/${id}`, names.get(id) ?? `#${id}`), text(` on ${s.after.states.join(", ")}`, "muted"));
+  } else cron.append(text(s.cron, null, "code"), text(` ${s.timezone}`, "muted"));
+  const next = s.next_fire ? timeCell(s.next_fire) : text(s.after && s.enabled ? "on its trigger" : "—", "muted", "td");
   next.classList.add("next-fire");
   const last = el("td", "last-run");
   const r = s.last_run;

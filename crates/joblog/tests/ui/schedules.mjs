@@ -292,6 +292,46 @@ await scenario("schedules", async (step) => {
   assert.equal(await page.$("#more"), null, "nothing more");
   step("More reads the next page by after_id");
 
+  // A schedule after another, through the form: cron's fields give way
+  // to the schedule and the states; its page says what it runs after and
+  // the other's lists it; a run of the other triggers it, and the run's
+  // page links back to the job that triggered it.
+  const rotate = (await api("GET", "/api/v1/schedules?limit=1000")).schedules.find((s) => s.name === "rotate-logs");
+  await page.goto(`${URL}/schedules/new`);
+  await until("the schedules to run after", async () => (await page.$$(`${f("after")} option`)).length > 2);
+  assert.equal(await page.isVisible(f("after")), false, "cron unless chosen");
+  await page.selectOption(f("start"), "after");
+  assert.equal(await page.isVisible(f("cron")), false, "no cron for a trigger");
+  assert.equal(await page.isChecked(`${f("after.states")}[value="succeeded"]`), true, "on success unless told");
+  await page.fill(f("name"), "after-rotate");
+  await page.fill(f("body"), 'echo "after $JOBLOG_TRIGGER_JOB_ID $JOBLOG_TRIGGER_STATE"');
+  await page.click("#schedule-form button[type=submit]");
+  await until("the schedule asked for", async () => /^Error: after: choose the schedule/.test(await status(page)));
+  assert.ok(await page.$eval(f("after"), (i) => i.classList.contains("invalid")), "the choice is marked");
+  await page.selectOption(f("after"), String(rotate.id));
+  await page.check(`${f("after.states")}[value="failed"]`);
+  await shot(page, "schedule-after-form");
+  await Promise.all([page.waitForURL(/\/schedules\/\d+$/), page.click("#schedule-form button[type=submit]")]);
+  const afterId = Number(/\/schedules\/(\d+)$/.exec(page.url())[1]);
+  const follower = await api("GET", `/api/v1/schedules/${afterId}`);
+  assert.deepEqual(follower.after, { schedule_id: rotate.id, states: ["succeeded", "failed"] });
+  assert.equal(follower.cron, null);
+  await until("what it runs after", async () => /runs after rotate-logs on succeeded, failed/.test(await page.textContent(".head-facts")));
+  assert.match(await page.textContent("#next-fire"), /next fire on its trigger/);
+  step("the form made a schedule that runs after another, and its page says so");
+  await page.goto(`${URL}/schedules/${rotate.id}`);
+  await until("what runs after it", async () => /after-rotate on succeeded, failed/.test(await page.textContent("#followers")));
+  await page.click("#run-now");
+  const triggered = await until("the triggered run", async () => (await api("GET", `/api/v1/jobs?schedule_id=${afterId}`)).jobs[0]);
+  await page.goto(`${URL}/jobs/${triggered.id}`);
+  await until("the run's page", () => page.$(".job-details summary"));
+  await page.click(".job-details summary");
+  assert.equal(await page.getAttribute("#triggered-by", "href"), `/jobs/${triggered.triggered_by}`);
+  assert.match(await page.textContent(".job-details"), new RegExp(`schedule#${afterId} · triggered · attempt 1`));
+  await until("its log", async () => /after \d+ succeeded/.test(await page.textContent(".log")));
+  await shot(page, "job-triggered");
+  step("a run of the other triggered it; the run's page links back to its trigger");
+
   // The expected refusals (400, 409) were reported by the browser.
   b.problems.splice(0, b.problems.length, ...b.problems.filter((p) => !/status of (400|409)/.test(p)));
   await b.close();
