@@ -137,14 +137,19 @@ impl Server {
     /// The job's whole answer; [`view`] it as a [`Job`] for what the view
     /// holds.
     async fn job(&self, id: i64) -> Value {
+        self.get_json(&format!("/api/v1/jobs/{id}")).await
+    }
+
+    /// The JSON answer of `GET path` (such as `/api/v1/jobs?name=x`).
+    async fn get_json(&self, path: &str) -> Value {
         self.http
-            .get(format!("{}/api/v1/jobs/{id}", self.url))
+            .get(format!("{}{path}", self.url))
             .send()
             .await
-            .expect("show")
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"))
             .json()
             .await
-            .expect("job json")
+            .unwrap_or_else(|e| panic!("GET {path}: not JSON: {e}"))
     }
 
     /// Polls the job until `pred` holds. Five times the kit's patience:
@@ -694,15 +699,7 @@ async fn config_file_retention_grooms_periodically() {
     }
     // The periodic policy removes the two older jobs of the name.
     eventually("retention to keep the newest report", PATIENCE, || async {
-        let listed: Value = server
-            .http
-            .get(format!("{}/api/v1/jobs?name=report", server.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let listed: Value = server.get_json("/api/v1/jobs?name=report").await;
         let left: Vec<i64> = view::<JobList>(&listed).jobs.iter().map(|j| j.id).collect();
         if left == [ids[2]] {
             Ok(())

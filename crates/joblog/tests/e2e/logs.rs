@@ -104,15 +104,7 @@ async fn each_request_and_state_change_reaches_its_log_file_and_the_audit_api() 
 
     // The database sink stored it too.
     let stored = eventually("an audit entry in the database", PATIENCE, || async {
-        let page: Value = server
-            .http
-            .get(format!("{}/api/v1/audit?action=job.submitted", server.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page: Value = server.get_json("/api/v1/audit?action=job.submitted").await;
         match page["entries"].as_array().and_then(|e| e.first().cloned()) {
             Some(entry) => Ok(entry),
             None => Err(page),

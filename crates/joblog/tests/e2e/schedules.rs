@@ -260,15 +260,7 @@ async fn schedules_through_the_cli_with_secrets_from_the_node() {
         "schedule.deleted",
     ];
     let found = eventually("the audit entries of each change", PATIENCE, || async {
-        let audit: Value = server
-            .http
-            .get(format!("{}/api/v1/audit?limit=100", server.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let audit: Value = server.get_json("/api/v1/audit?limit=100").await;
         let entries = audit["entries"].as_array().cloned().unwrap_or_default();
         let found: Vec<Value> = entries
             .into_iter()
@@ -432,15 +424,7 @@ async fn a_schedule_added_after_another_runs_on_its_end_and_reads_its_result() {
     let job: i64 = job.trim().parse().unwrap();
     assert_eq!(server.wait_finished(job).await["state"], "succeeded");
     let report = eventually("the triggered run", PATIENCE, || async {
-        let page: Value = server
-            .http
-            .get(format!("{}/api/v1/jobs?name=report", server.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page: Value = server.get_json("/api/v1/jobs?name=report").await;
         let jobs = view::<JobList>(&page).jobs;
         jobs.first().map(|j| j.id).ok_or(page)
     })

@@ -43,6 +43,20 @@ fn plan_of(conn: &Connection, q: &str, params: &[crate::db::Param]) -> Vec<Strin
 /// grows to tens of millions of records. A listing may merge several
 /// searches (`MERGE`, `LEFT`, `RIGHT`), each in id order, so it never
 /// sorts either; a subquery (a segment's bound) is a search too.
+/// A new database has no free pages (its migrations rebuilt a table):
+/// the first rows grow the file, as the storage figures count them.
+#[test]
+fn a_new_database_starts_without_free_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("joblog.db");
+    SqliteStore::open(&path, &StoreOptions::default()).unwrap();
+    let conn = open_conn(&path, SyncMode::Normal, true).unwrap();
+    let free: i64 = conn
+        .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(free, 0);
+}
+
 #[test]
 fn request_queries_search_indexes_and_never_scan() {
     let dir = tempfile::tempdir().unwrap();
