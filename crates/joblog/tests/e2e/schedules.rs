@@ -1,9 +1,10 @@
 //! Schedules on the real binary: the `joblog schedule` commands, a
 //! schedule's secrets taken from the node's `JOBLOG_SECRET_*` variables,
 //! kill -9 after a fire was claimed and before its job started (each fire
-//! still one job), and three nodes on PostgreSQL firing a per-second
+//! still one job), three nodes on PostgreSQL firing a per-second
 //! schedule (each fire exactly once; skipped with a note without
-//! JOBLOG_TEST_POSTGRES_URL).
+//! JOBLOG_TEST_POSTGRES_URL), and triggers: from the CLI, as another
+//! user, and through kill -9 of the node running the triggering job.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,18 +43,9 @@ impl Server {
 
     /// The schedule's runs, oldest first.
     async fn runs(&self, id: i64) -> Vec<Job> {
-        let page: Value = self
-            .http
-            .get(format!(
-                "{}/api/v1/jobs?schedule_id={id}&limit=1000",
-                self.url
-            ))
-            .send()
-            .await
-            .expect("list runs")
-            .json()
-            .await
-            .unwrap();
+        let page = self
+            .get_json(&format!("/api/v1/jobs?schedule_id={id}&limit=1000"))
+            .await;
         let mut jobs = view::<JobList>(&page).jobs;
         jobs.reverse();
         jobs
@@ -469,4 +461,96 @@ async fn a_schedule_added_after_another_runs_on_its_end_and_reads_its_result() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// Makes `backup` (a run-now of it sleeps) and `report`, after it on
+/// `interrupted`, on `server`; queues a run of `backup` and waits until
+/// it runs. Its id, and `report`'s.
+async fn a_run_to_be_interrupted(server: &Server) -> (i64, i64) {
+    let backup = server
+        .create_schedule(json!({"name": "backup", "cron": "@yearly", "command": ["sleep", "600"]}))
+        .await;
+    let report = server
+        .create_schedule(json!({"name": "report", "after": {"schedule_id": backup, "states": ["interrupted"]},
+                                "script": "echo \"after $JOBLOG_TRIGGER_JOB_ID $JOBLOG_TRIGGER_STATE\""}))
+        .await;
+    let r = server
+        .http
+        .post(format!("{}/api/v1/schedules/{backup}/run", server.url))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let job = view::<Job>(&r.json::<Value>().await.unwrap()).id;
+    server
+        .wait_until(job, "running", |j| j.state == "running")
+        .await;
+    (job, report)
+}
+
+/// Its one run (and no second one after a while), finished, and the line
+/// it printed: the triggering job and its state.
+async fn the_one_triggered_run(server: &Server, report: i64) -> (Job, String) {
+    let runs = server
+        .wait_runs(report, "its run ended", |r| {
+            r.len() == 1 && unfinished(r) == 0
+        })
+        .await;
+    // A second would come in the same transaction or not at all; a pause
+    // lets a wrong one show.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(server.runs(report).await.len(), 1, "one run");
+    let line = server.log_page(runs[0].id, 0, 10).await[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (runs[0].clone(), line)
+}
+
+/// kill -9 while the triggering job runs: at the restart it ends
+/// `interrupted`, and that end queues the run after it, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_while_a_triggering_job_runs_triggers_its_interrupted_end_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &[]).await;
+    let (job, report) = a_run_to_be_interrupted(&server).await;
+    server.signal("KILL");
+    server.wait_exit();
+    drop(server);
+    let server = Server::start(dir.path(), &[]).await;
+    let (run, line) = the_one_triggered_run(&server, report).await;
+    assert_eq!(run.state, "succeeded");
+    assert_eq!(line, format!("after {job} interrupted"));
+    assert_eq!(server.job(job).await["state"], "interrupted");
+}
+
+/// Two nodes on PostgreSQL: the node running the triggering job is
+/// killed; the other takes it for lapsed, ends it `interrupted`, and that
+/// end queues the run after it once, which the living node runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_lost_with_a_triggering_job_triggers_once_on_the_other() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let hb = ["--heartbeat-timeout", "3s"];
+    let mut a = Server::node(dir.path(), db.url(), "a", &hb).await;
+    let mut b = Server::node(dir.path(), db.url(), "b", &hb).await;
+    let (job, report) = a_run_to_be_interrupted(&a).await;
+    // The job runs on whichever node claimed it: that one dies.
+    let ran_on = a.job(job).await["node"].as_str().unwrap().to_owned();
+    let (dead, living) = if ran_on == "a" {
+        (&mut a, &b)
+    } else {
+        (&mut b, &a)
+    };
+    dead.signal("KILL");
+    dead.wait_exit();
+    let (run, line) = the_one_triggered_run(living, report).await;
+    assert_eq!(
+        (run.state.as_str(), run.node.as_deref()),
+        ("succeeded", Some(if ran_on == "a" { "b" } else { "a" }))
+    );
+    assert_eq!(line, format!("after {job} interrupted"));
 }
