@@ -259,28 +259,44 @@ impl Engine {
     ) -> Result<Notice, EngineError> {
         let store = &self.inner.store;
         let (first_error, problems, tail) = if job.id > 0 {
-            let first = store
-                .read_log(job.id, 0, 1, Some(vec![Stream::Error]))
-                .await?
-                .pop();
-            let problems = store
-                .read_log_before(
-                    job.id,
-                    u64::MAX,
-                    joblog_core::notify::NOTICE_PROBLEMS as u32,
-                    Some(vec![Stream::Error, Stream::Warning]),
-                )
-                .await?
-                .records;
-            let tail = store
-                .read_log_before(
-                    job.id,
-                    u64::MAX,
-                    joblog_core::notify::NOTICE_TAIL as u32,
-                    Some(vec![Stream::Output]),
-                )
-                .await?
-                .records;
+            // A finished job's counters are final: a stream it never
+            // wrote is not searched for (a filtered read of a log without
+            // one walks the whole log).
+            let count = |s: Stream| job.log.streams.get(s);
+            let first = if count(Stream::Error) > 0 {
+                store
+                    .read_log(job.id, 0, 1, Some(vec![Stream::Error]))
+                    .await?
+                    .pop()
+            } else {
+                None
+            };
+            let problems = if count(Stream::Error) + count(Stream::Warning) > 0 {
+                store
+                    .read_log_before(
+                        job.id,
+                        u64::MAX,
+                        joblog_core::notify::NOTICE_PROBLEMS as u32,
+                        Some(vec![Stream::Error, Stream::Warning]),
+                    )
+                    .await?
+                    .records
+            } else {
+                Vec::new()
+            };
+            let tail = if count(Stream::Output) > 0 {
+                store
+                    .read_log_before(
+                        job.id,
+                        u64::MAX,
+                        joblog_core::notify::NOTICE_TAIL as u32,
+                        Some(vec![Stream::Output]),
+                    )
+                    .await?
+                    .records
+            } else {
+                Vec::new()
+            };
             (first, problems, tail)
         } else {
             (None, Vec::new(), example_tail())
