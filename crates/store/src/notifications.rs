@@ -223,9 +223,10 @@ pub(crate) async fn on_end<C: Conn>(c: &mut C, job: &Job, now: i64) -> Result<()
     Ok(())
 }
 
-/// [`on_end`], and the runs it triggers, for a job ended `interrupted`
-/// (the row read before the change still says `running` or `queued`;
-/// an interrupted job is never retried, so this is its last end).
+/// [`on_end`] for a job ended `interrupted` (the row read before the
+/// change still says `running` or `queued`), with its schedule's next
+/// attempt if it has one left, or else the runs it triggers: as a job's
+/// finish does, in the same transaction.
 pub(crate) async fn on_interrupted<T: ScheduleWrites>(
     tx: &mut T,
     job: &Job,
@@ -234,7 +235,9 @@ pub(crate) async fn on_interrupted<T: ScheduleWrites>(
     let mut ended = job.clone();
     ended.state = JobState::Interrupted;
     ended.finished_at = Some(Timestamp(now));
-    crate::schedules::triggers::on_end(tx, &ended, now).await?;
+    if !crate::schedules::writes::retry(tx, &ended, Timestamp(now)).await? {
+        crate::schedules::triggers::on_end(tx, &ended, now).await?;
+    }
     on_end(tx, &ended, now).await
 }
 

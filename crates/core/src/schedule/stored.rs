@@ -199,13 +199,15 @@ impl ScheduledRun {
     }
 
     /// The attempt after this one ended as `state` at `ended_at`, and the
-    /// earliest it may start: for a failed or timed-out run with
-    /// attempts left. Cancelled runs are not retried (someone chose to
-    /// stop them), nor are interrupted ones (their node was lost: the
-    /// next fire runs as usual).
+    /// earliest it may start: for a failed, timed-out or interrupted run
+    /// (its node stopped, died or was lost: a crash must not take the
+    /// night's run) with attempts left. Cancelled runs are not retried:
+    /// someone chose to stop them.
     pub fn retry(&self, state: JobState, ended_at: Timestamp) -> Option<(ScheduledRun, Timestamp)> {
-        if !matches!(state, JobState::Failed | JobState::TimedOut)
-            || self.attempt >= self.retries.attempts
+        if !matches!(
+            state,
+            JobState::Failed | JobState::TimedOut | JobState::Interrupted
+        ) || self.attempt >= self.retries.attempts
         {
             return None;
         }
@@ -278,13 +280,11 @@ mod tests {
             None,
             "no attempts left"
         );
-        for state in [
-            JobState::Succeeded,
-            JobState::Cancelled,
-            JobState::Interrupted,
-        ] {
+        for state in [JobState::Succeeded, JobState::Cancelled] {
             assert_eq!(run(1, 3).retry(state, ended), None, "{state:?}");
         }
+        let (lost, _) = run(1, 3).retry(JobState::Interrupted, ended).unwrap();
+        assert_eq!(lost.attempt, 2, "a run its node took is tried again");
     }
 
     #[test]

@@ -554,3 +554,67 @@ async fn a_node_lost_with_a_triggering_job_triggers_once_on_the_other() {
     );
     assert_eq!(line, format!("after {job} interrupted"));
 }
+
+/// Two nodes on PostgreSQL: the node running a scheduled job with an
+/// attempt left dies; the other ends the job `interrupted` and queues its
+/// next attempt in that transaction, which runs once, on the living node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_run_its_node_took_is_tried_again_once_elsewhere() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("first-attempt-ran");
+    let hb = ["--heartbeat-timeout", "3s"];
+    let mut a = Server::node(dir.path(), db.url(), "a", &hb).await;
+    let mut b = Server::node(dir.path(), db.url(), "b", &hb).await;
+    let script = format!(
+        "if [ -e {m} ]; then echo second; else touch {m}; sleep 600; fi",
+        m = marker.display()
+    );
+    let backup = a
+        .create_schedule(
+            json!({"name": "backup", "cron": "@yearly", "script": script,
+                                "retries": {"attempts": 3, "backoff_s": 0}}),
+        )
+        .await;
+    let r = a
+        .http
+        .post(format!("{}/api/v1/schedules/{backup}/run", a.url))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let first = view::<Job>(&r.json::<Value>().await.unwrap()).id;
+    a.wait_until(first, "running", |j| j.state == "running")
+        .await;
+    let ran_on = a.job(first).await["node"].as_str().unwrap().to_owned();
+    let (dead, living) = if ran_on == "a" {
+        (&mut a, &b)
+    } else {
+        (&mut b, &a)
+    };
+    dead.signal("KILL");
+    dead.wait_exit();
+    let runs = living
+        .wait_runs(backup, "the lost run tried again", |r| {
+            r.len() >= 2 && unfinished(r) == 0
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let runs_now = living.runs(backup).await;
+    assert_eq!(
+        runs_now.len(),
+        2,
+        "one attempt more, no third: {runs_now:?}"
+    );
+    assert_eq!(runs[0].state, "interrupted");
+    let second = &runs[1];
+    assert_eq!(second.state, "succeeded", "{second:?}");
+    assert_ne!(
+        second.node.as_deref(),
+        Some(ran_on.as_str()),
+        "on the living node"
+    );
+    assert_eq!(living.job(second.id).await["attempt"], 2);
+}

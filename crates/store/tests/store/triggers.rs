@@ -133,15 +133,34 @@ async fn a_jobs_last_end_queues_one_run_of_each_schedule_after_it_on_that_state(
     let bad_now = t.store.get_schedule(bad.id).await.unwrap().unwrap();
     assert_eq!(bad_now.skipped_fires, 1);
 
-    // Cancelled while queued, and interrupted: the other follower's states.
+    // Cancelled while queued, and interrupted: the other follower's
+    // states. An interrupted run with an attempt left is tried again (its
+    // node was lost), and its last attempt's end triggers.
     let queued = t.fire(at(4)).jobs.remove(0);
     t.apply_one(WriteOp::CancelQueued { job: queued.id });
-    let running = t.fire(at(5)).jobs.remove(0);
-    t.claim_this(running.id);
+    let lost = t.fire(at(5)).jobs.remove(0);
+    t.claim_this(lost.id);
     t.interrupted(WriteOp::Interrupt {
         node: None,
         include_queued: false,
     });
+    assert_eq!(
+        t.runs(stopped.id).await.len(),
+        1,
+        "an attempt follows the lost one"
+    );
+    let backup_runs = t.runs(a.id).await;
+    let again = backup_runs.last().unwrap();
+    assert_eq!(
+        (again.given.attempt, again.state),
+        (Some(2), JobState::Queued)
+    );
+    t.claim_this(again.id);
+    t.interrupted(WriteOp::Interrupt {
+        node: None,
+        include_queued: false,
+    });
+    let running = again.clone();
     let tidy = t.runs(stopped.id).await;
     let by: Vec<(JobId, JobState)> = tidy
         .iter()
