@@ -74,7 +74,22 @@ impl AfterSpec {
                 format!("schedule_id {} is not a schedule's id", self.schedule_id),
             ));
         }
-        let states = After::parse_states(&self.states.join(","))?;
+        // Each item one state: `"succeeded,failed"` in one is refused.
+        let mut states = Vec::with_capacity(self.states.len());
+        for item in &self.states {
+            match JobState::parse(item) {
+                Some(state) if !states.contains(&state) => states.push(state),
+                Some(_) => {}
+                None => {
+                    return Err(invalid(
+                        "after",
+                        format!("unknown state {item:?} in states"),
+                    ))
+                }
+            }
+        }
+        states.sort_by_key(|st| *st as u8);
+        let states = After::checked(states)?;
         Ok(After {
             schedule_id: self.schedule_id,
             states,
@@ -85,7 +100,11 @@ impl AfterSpec {
 impl After {
     /// `succeeded,failed` → those states: each a final one, at least one.
     pub fn parse_states(text: &str) -> Result<Vec<JobState>, ValidationError> {
-        let states = JobState::parse_list(text).map_err(|e| invalid("after", e))?;
+        Self::checked(JobState::parse_list(text).map_err(|e| invalid("after", e))?)
+    }
+
+    /// `states` if each is final and there is one at least.
+    fn checked(states: Vec<JobState>) -> Result<Vec<JobState>, ValidationError> {
         if let Some(s) = states.iter().find(|s| !s.is_finished()) {
             return Err(invalid(
                 "after",

@@ -513,6 +513,10 @@ fn a_schedule_after_another_names_final_states_and_the_field_at_fault() {
             "after: unknown state \"done\"",
         ),
         (
+            serde_json::json!({"schedule_id": 3, "states": ["succeeded,failed"]}),
+            "after: unknown state \"succeeded,failed\"",
+        ),
+        (
             serde_json::json!({"schedule_id": 0, "states": ["failed"]}),
             "after: schedule_id 0 is not a schedule's id",
         ),

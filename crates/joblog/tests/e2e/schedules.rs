@@ -41,6 +41,19 @@ impl Server {
         assert_eq!(r.status(), 200);
     }
 
+    /// Queues a run of schedule `id` now; the job's id.
+    async fn run_now(&self, id: i64) -> i64 {
+        let r = self
+            .http
+            .post(format!("{}/api/v1/schedules/{id}/run", self.url))
+            .json(&json!({}))
+            .send()
+            .await
+            .expect("run now");
+        assert_eq!(r.status(), 201, "run schedule {id} now");
+        view::<Job>(&r.json::<Value>().await.unwrap()).id
+    }
+
     /// The schedule's runs, oldest first.
     async fn runs(&self, id: i64) -> Vec<Job> {
         let page = self
@@ -474,15 +487,7 @@ async fn a_run_to_be_interrupted(server: &Server) -> (i64, i64) {
         .create_schedule(json!({"name": "report", "after": {"schedule_id": backup, "states": ["interrupted"]},
                                 "script": "echo \"after $JOBLOG_TRIGGER_JOB_ID $JOBLOG_TRIGGER_STATE\""}))
         .await;
-    let r = server
-        .http
-        .post(format!("{}/api/v1/schedules/{backup}/run", server.url))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let job = view::<Job>(&r.json::<Value>().await.unwrap()).id;
+    let job = server.run_now(backup).await;
     server
         .wait_until(job, "running", |j| j.state == "running")
         .await;
@@ -578,14 +583,7 @@ async fn a_scheduled_run_its_node_took_is_tried_again_once_elsewhere() {
                                 "retries": {"attempts": 3, "backoff_s": 0}}),
         )
         .await;
-    let r = a
-        .http
-        .post(format!("{}/api/v1/schedules/{backup}/run", a.url))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    let first = view::<Job>(&r.json::<Value>().await.unwrap()).id;
+    let first = a.run_now(backup).await;
     a.wait_until(first, "running", |j| j.state == "running")
         .await;
     let ran_on = a.job(first).await["node"].as_str().unwrap().to_owned();

@@ -59,6 +59,7 @@ pub(crate) async fn on_end<T: ScheduleWrites>(tx: &mut T, ended: &Job, now: i64)
         return Ok(());
     };
     let followers: Vec<FollowerRow> = tx.query(&FOLLOWERS, &[run.schedule_id.into()]).await?;
+    let trigger = TriggeredBy::of(ended);
     for f in followers {
         let states = f.states.as_deref().unwrap_or_default();
         if !After::parse_states(states).is_ok_and(|s| s.contains(&ended.state)) {
@@ -70,7 +71,6 @@ pub(crate) async fn on_end<T: ScheduleWrites>(tx: &mut T, ended: &Job, now: i64)
         ) else {
             continue;
         };
-        let trigger = TriggeredBy::of(ended);
         let busy = overlap == Overlap::Skip && !tx.active(&[f.id]).await?.is_empty();
         let Some(trigger) = trigger.filter(|_| !busy) else {
             tx.execute(&SKIPPED, &[f.id.into()]).await?;
