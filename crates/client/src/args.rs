@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand};
-use joblog_core::{JobState, Role, Stream};
+use joblog_core::{JobState, Labels, Role, Stream};
 
 mod notify;
 mod schedules;
@@ -268,6 +268,10 @@ pub enum TokenCommand {
     },
 }
 
+pub(crate) fn parse_labels(s: &str) -> Result<Labels, String> {
+    Labels::parse(s)
+}
+
 fn parse_role(s: &str) -> Result<Role, String> {
     Role::parse(s).ok_or_else(|| format!("unknown role {s:?} (viewer, operator or admin)"))
 }
@@ -297,6 +301,10 @@ pub struct RunArgs {
     /// The limit of --concurrency-key (default 1).
     #[arg(long, value_name = "N", requires = "concurrency_key")]
     pub max_concurrent: Option<u32>,
+    /// Run it only on a node with these labels (`role=db,os=linux`; every
+    /// one must match).
+    #[arg(long = "on", visible_alias = "node-selector", value_name = "LABELS", value_parser = parse_labels)]
+    pub on: Option<Labels>,
     /// Print the job id and return instead of following the log.
     #[arg(long)]
     pub detach: bool,

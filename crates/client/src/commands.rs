@@ -124,6 +124,9 @@ pub(super) async fn run(api: &Api, a: RunArgs, sink: &mut impl Sink) -> anyhow::
     if let Some(m) = a.max_concurrent {
         body.insert("max_concurrent".into(), json!(m));
     }
+    if let Some(labels) = &a.on {
+        body.insert("node_selector".into(), json!(labels));
+    }
     let url = api.url("/api/v1/jobs", &[])?;
     submit_and_follow(api, url, Value::Object(body), a.detach, a.json, sink).await
 }

@@ -229,5 +229,8 @@ fn body_of(f: ScheduleFields) -> anyhow::Result<Map<String, Value>> {
     if let Some(m) = f.max_concurrent {
         body.insert("max_concurrent".into(), json!(m));
     }
+    if let Some(labels) = f.node_selector {
+        body.insert("node_selector".into(), json!(labels));
+    }
     Ok(body)
 }

@@ -50,6 +50,12 @@ pub struct JobView {
     /// The job whose end queued it (its schedule runs after that one's).
     #[serde(default)]
     pub triggered_by: Option<i64>,
+    /// The labels the node that runs it must have.
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
+    /// Why it waits while no node can take it.
+    #[serde(default)]
+    pub waiting_for: Option<String>,
 }
 
 impl JobView {
@@ -171,6 +177,8 @@ pub struct NodeView {
     /// Names only: a node never tells its secrets' values.
     #[serde(default)]
     pub secret_names: Vec<String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A schedule as `GET /api/v1/schedules/{id}` gives it (the fields the
@@ -209,6 +217,8 @@ pub struct ScheduleView {
     pub concurrency_key: Option<String>,
     #[serde(default)]
     pub max_concurrent: Option<u32>,
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
     pub overlap: String,
     pub missed: String,
     pub retries: RetriesView,
@@ -219,6 +229,15 @@ pub struct ScheduleView {
     pub skipped_fires: u64,
     #[serde(default)]
     pub last_run: Option<LastRunView>,
+}
+
+/// Labels as `role=db,os=linux`, `-` for none.
+pub fn labels_text(labels: &BTreeMap<String, String>) -> String {
+    if labels.is_empty() {
+        return "-".into();
+    }
+    let items: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    items.join(",")
 }
 
 /// A schedule's trigger: the schedule it runs after, and on which states.

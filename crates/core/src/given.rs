@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::job::invalid;
 use crate::schedule::ScheduleId;
-use crate::{Job, JobId, JobSpec, NewJobRequest, Timestamp, ValidationError};
+use crate::{Job, JobId, JobSpec, Labels, NewJobRequest, Timestamp, ValidationError};
 
 /// What a job was submitted with besides its command and name: enough to
 /// see how it ran and to submit it again (never a secret's value).
@@ -46,6 +46,9 @@ pub struct Given {
     pub concurrency_key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_concurrent: Option<u32>,
+    /// The labels the node that runs it must have.
+    #[serde(skip_serializing_if = "Labels::is_empty")]
+    pub node_selector: Labels,
 }
 
 impl Given {
@@ -64,6 +67,7 @@ impl Given {
             triggered_by: spec.schedule.and_then(|s| s.trigger).map(|t| t.job_id),
             concurrency_key: spec.concurrency.as_ref().map(|c| c.key.clone()),
             max_concurrent: spec.concurrency.as_ref().map(|c| c.max),
+            node_selector: spec.node_selector.clone(),
         }
     }
 }
@@ -119,6 +123,8 @@ impl Job {
                 .as_ref()
                 .filter(|k| !k.starts_with(crate::job::RESERVED_KEY_PREFIX))
                 .and(self.given.max_concurrent),
+            node_selector: (!self.spec.node_selector.is_empty())
+                .then(|| self.spec.node_selector.clone().into()),
             rerun_of: Some(self.id),
         })
     }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Given, StreamCounts, Timestamp};
+use crate::{Given, Labels, StreamCounts, Timestamp};
 
 mod submission;
 
@@ -125,6 +125,10 @@ pub struct Job {
     /// A queued retry's backoff: it starts no earlier than this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_after: Option<Timestamp>,
+    /// Why a queued job waits when no node can take it now (`no up node
+    /// has labels role=gpu`); set by the API from the nodes' states.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
     /// Not part of the job JSON: how the job is run.
     #[serde(skip)]
     pub spec: JobSpec,
@@ -226,6 +230,9 @@ pub struct JobSpec {
     /// Its concurrency limit: jobs of one key run at most `max` at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<Concurrency>,
+    /// The labels the node that runs it must have.
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    pub node_selector: Labels,
 }
 
 /// A concurrency limit by name: of the jobs that carry `key`, at most
@@ -326,6 +333,7 @@ mod tests {
             command_truncated: false,
             env_truncated: false,
             run_after: None,
+            waiting_for: None,
             node: None,
             created_at: Timestamp(0),
             started_at: None,

@@ -17,7 +17,8 @@
 //! - `query`: a job listing (`JobQuery`: states, a name or a `NameGlob`,
 //!   node, creation window, page); `navigation`: pages backwards,
 //!   searches (A–Z folded, nothing else) and outlines; `node`: nodes and
-//!   the state each is judged to be in.
+//!   the state each is judged to be in; `labels`: a node's
+//!   labels and a job's `node_selector` (every label must match).
 //! - `token`: `Role` (viewer < operator < admin) and what is kept of a
 //!   token (its hash, never its text); `audit`: the trail's entries and
 //!   pages of them (`MAX_AUDIT_FIELD`).
@@ -48,6 +49,7 @@ mod duration;
 mod escape;
 mod given;
 mod job;
+mod labels;
 mod navigation;
 mod node;
 pub mod notify;
@@ -71,11 +73,12 @@ pub use job::{
     Concurrency, Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,
     ValidationError, MAX_CONCURRENT, MAX_LIST_LIMIT,
 };
+pub use labels::{Labels, MAX_LABELS, MAX_LABEL_LEN};
 pub use navigation::{
     group_title, EarlierPage, LogGroup, LogOutline, LogSearch, SearchHits, MAX_GROUP_TITLE_BYTES,
     MAX_OUTLINE_GROUPS, MAX_SEARCH_BYTES,
 };
-pub use node::{NodeInfo, NodeState};
+pub use node::{waiting_for, NodeInfo, NodeState};
 pub use query::{GlobPiece, JobQuery, NameFilter, NameGlob};
 pub use record::{Record, Stream, StreamCounts};
 pub use result_blob::{BlobError, ResultBlob};

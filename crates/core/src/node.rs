@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::Timestamp;
+use crate::{Labels, Timestamp};
 
 /// A node as its store remembers it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,6 +22,9 @@ pub struct NodeInfo {
     /// The names of the secrets it holds for schedules
     /// (`JOBLOG_SECRET_<NAME>`), as of its last start; never their values.
     pub secret_names: Vec<String>,
+    /// Its labels (`node.labels`), as of its last start: it takes the
+    /// jobs whose `node_selector` they satisfy.
+    pub labels: Labels,
 }
 
 /// What a node is doing, judged from its store row.
@@ -54,6 +57,20 @@ impl NodeInfo {
     }
 }
 
+/// Why a queued job with `selector` waits, when no node judged `Up` in
+/// `nodes` has its labels: `no up node has labels role=gpu`. `None` when
+/// one has (it waits its turn like any job) or the job asks for nothing.
+pub fn waiting_for(selector: &Labels, nodes: &[(NodeInfo, NodeState)]) -> Option<String> {
+    if selector.is_empty()
+        || nodes
+            .iter()
+            .any(|(n, state)| *state == NodeState::Up && n.labels.satisfy(selector))
+    {
+        return None;
+    }
+    Some(format!("no up node has labels {selector}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +85,7 @@ mod tests {
             stopped_at: None,
             running_jobs: 0,
             secret_names: Vec::new(),
+            labels: Labels::default(),
         };
         let timeout = Duration::from_secs(30);
         assert_eq!(node.state(Timestamp(40_000_000), timeout), NodeState::Up);
@@ -82,6 +100,38 @@ mod tests {
         assert_eq!(
             stopped.state(Timestamp(99_000_000), timeout),
             NodeState::Stopped
+        );
+    }
+
+    #[test]
+    fn a_selector_waits_only_while_no_up_node_has_its_labels() {
+        let node = |name: &str, labels: &str| NodeInfo {
+            name: name.into(),
+            version: None,
+            started_at: Timestamp(0),
+            heartbeat_at: Timestamp(0),
+            stopped_at: None,
+            running_jobs: 0,
+            secret_names: Vec::new(),
+            labels: Labels::parse(labels).unwrap(),
+        };
+        let gpu = Labels::parse("gpu=yes").unwrap();
+        let nodes = [
+            (node("a", "role=db"), NodeState::Up),
+            (node("b", "gpu=yes"), NodeState::Lapsed),
+        ];
+        assert_eq!(
+            waiting_for(&gpu, &nodes).as_deref(),
+            Some("no up node has labels gpu=yes")
+        );
+        assert_eq!(waiting_for(&Labels::default(), &nodes), None);
+        assert_eq!(
+            waiting_for(&Labels::parse("role=db").unwrap(), &nodes),
+            None
+        );
+        assert_eq!(
+            waiting_for(&gpu, &[(node("c", "gpu=yes"), NodeState::Up)]),
+            None
         );
     }
 }

@@ -62,6 +62,9 @@ pub struct NewSchedule {
     pub concurrency_key: Option<String>,
     #[serde(default)]
     pub max_concurrent: Option<u32>,
+    /// Labels the node that runs each of its jobs must have.
+    #[serde(default)]
+    pub node_selector: Option<BTreeMap<String, String>>,
     #[serde(default, deserialize_with = "overlap")]
     pub overlap: Overlap,
     #[serde(default, deserialize_with = "missed")]
@@ -189,6 +192,7 @@ impl NewSchedule {
             cwd: self.cwd,
             concurrency_key: self.concurrency_key,
             max_concurrent: self.max_concurrent,
+            node_selector: self.node_selector,
             rerun_of: None,
         }
         .validate()?;

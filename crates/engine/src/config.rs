@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use joblog_core::Labels;
 use joblog_pipeline::LogLimits;
 
 #[derive(Debug, Clone)]
@@ -12,6 +13,9 @@ pub struct EngineConfig {
     pub max_concurrency: usize,
     /// This node's name, stored in the jobs it runs.
     pub node: String,
+    /// This node's labels: it takes only jobs whose `node_selector` they
+    /// satisfy.
+    pub labels: Labels,
     /// Where `JOBLOG_RESULT` files are created; absolute (`start` refuses
     /// a relative one), as every path handed to a job must be.
     pub data_dir: PathBuf,
@@ -69,6 +73,7 @@ impl EngineConfig {
         EngineConfig {
             max_concurrency: 16,
             node,
+            labels: Labels::default(),
             data_dir,
             log_limits: LogLimits::default(),
             kill_grace: Duration::from_secs(5),

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use joblog_core::{Job, JobId, NewJobRequest};
+use joblog_core::{Job, JobId, Labels, NewJobRequest};
 
 use crate::{process, Engine, EngineError, StopReason};
 
@@ -20,6 +20,7 @@ impl Engine {
             spec,
             secrets,
         } = request.validate()?;
+        self.check_placement(&spec.node_selector)?;
         self.check_writable()?;
         self.check_queue().await?;
         let submitting = if secrets.is_empty() {
@@ -34,6 +35,28 @@ impl Engine {
         drop(submitting);
         self.inner.dispatcher.wake.notify_one();
         Ok(job)
+    }
+
+    /// Refuses a `node_selector` no node could ever satisfy: on a store of
+    /// one node, one that asks for labels this node lacks (on a shared
+    /// store another node may have them, or come; the job then says what
+    /// it waits for).
+    pub(crate) fn check_placement(&self, selector: &Labels) -> Result<(), EngineError> {
+        let labels = &self.inner.config.labels;
+        if self.inner.store.is_shared() || labels.satisfy(selector) {
+            return Ok(());
+        }
+        let has = if labels.is_empty() {
+            "no labels".to_string()
+        } else {
+            format!("the labels {labels}")
+        };
+        Err(EngineError::Invalid(joblog_core::ValidationError {
+            field: "node_selector",
+            message: format!(
+                "{selector} asks for labels this server lacks: it is the store's one node and has {has} (node.labels)"
+            ),
+        }))
     }
 
     /// Refuses a new job while `max_queued` wait already.

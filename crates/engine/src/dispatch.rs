@@ -69,9 +69,11 @@ impl Engine {
                 // by too.
                 let at = self.inner.clock.now();
                 let claims = permits.iter().map(|_| {
-                    self.inner
-                        .pipeline
-                        .claim_next(self.inner.config.node.clone(), at)
+                    self.inner.pipeline.claim_next(
+                        self.inner.config.node.clone(),
+                        self.inner.config.labels.clone(),
+                        at,
+                    )
                 });
                 let mut jobs = Vec::new();
                 let mut failed = false;

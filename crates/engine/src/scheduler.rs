@@ -152,6 +152,7 @@ impl Engine {
         let name = new.name.clone();
         let valid = new.validate(now)?;
         self.check_secret_scopes(&valid)?;
+        self.check_placement(&valid.job.spec.node_selector)?;
         let next = valid
             .enabled
             .then(|| valid.firing.next_after(now))
@@ -173,6 +174,7 @@ impl Engine {
         let now = self.inner.clock.now();
         let valid = old.patched(patch, now)?;
         self.check_secret_scopes(&valid)?;
+        self.check_placement(&valid.job.spec.node_selector)?;
         let same_timing = valid.firing.cron().is_some_and(|t| {
             Some(t.cron.as_str()) == old.cron.as_deref() && t.zone.name() == old.timezone
         }) && old.enabled;

@@ -67,6 +67,7 @@ impl Engine {
                 config.node.clone(),
                 env!("CARGO_PKG_VERSION").to_string(),
                 config.node_secrets.keys().cloned().collect(),
+                config.labels.clone(),
             )
             .await?;
         std::fs::create_dir_all(config.data_dir.join("results")).map_err(|e| {

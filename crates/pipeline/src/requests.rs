@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use joblog_core::schedule::{ScheduleId, ValidSchedule};
 use joblog_core::{
-    Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, ResultBlob, Timestamp,
+    Job, JobId, JobSpec, JobState, Labels, LogSummary, NewAudit, NewToken, ResultBlob, Timestamp,
 };
 use joblog_store::sealed::SealSlice;
 use joblog_store::{Fired, Outcome, ScheduleDeleted, ScheduleSaved, WriteOp};
@@ -51,13 +51,18 @@ impl Pipeline {
         }
     }
 
-    /// Takes the oldest queued job for `node`; `None` when none is queued.
+    /// Takes the oldest queued job for `node`, whose selector its `labels`
+    /// satisfy; `None` when none is queued.
     pub async fn claim_next(
         &self,
         node: String,
+        labels: Labels,
         at: Timestamp,
     ) -> Result<Option<Job>, PipelineError> {
-        match self.execute(WriteOp::ClaimNext { node, at }).await? {
+        match self
+            .execute(WriteOp::ClaimNext { node, labels, at })
+            .await?
+        {
             Outcome::Claimed(job) => Ok(job),
             other => Err(mismatch("claim_next", other)),
         }
@@ -212,18 +217,20 @@ impl Pipeline {
     }
 
     /// Records that `node` started, running joblog `version` and holding
-    /// the secrets named `secret_names`.
+    /// the secrets named `secret_names`, with `labels`.
     pub async fn register_node(
         &self,
         node: String,
         version: String,
         secret_names: Vec<String>,
+        labels: Labels,
     ) -> Result<(), PipelineError> {
         match self
             .execute(WriteOp::RegisterNode {
                 node,
                 version,
                 secret_names,
+                labels,
             })
             .await?
         {
@@ -356,7 +363,7 @@ mod tests {
             "the store answered delete_log_chunk with Done"
         );
         let e = p
-            .claim_next("n".into(), Timestamp::now())
+            .claim_next("n".into(), Labels::default(), Timestamp::now())
             .await
             .unwrap_err();
         assert!(matches!(
@@ -453,7 +460,7 @@ mod tests {
             .is_err());
         assert_eq!(
             pipeline(Outcome::Claimed(None))
-                .claim_next("n".into(), Timestamp::now())
+                .claim_next("n".into(), Labels::default(), Timestamp::now())
                 .await
                 .unwrap(),
             None

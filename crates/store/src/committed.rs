@@ -162,6 +162,7 @@ mod tests {
             command_truncated: false,
             env_truncated: false,
             run_after: None,
+            waiting_for: None,
             node: Some("a".into()),
             created_at: Timestamp(0),
             started_at: Some(Timestamp(1)),
@@ -177,6 +178,7 @@ mod tests {
     #[test]
     fn a_claim_that_found_a_job_is_a_start() {
         let claim = WriteOp::ClaimNext {
+            labels: Default::default(),
             node: "a".into(),
             at: Timestamp(0),
         };

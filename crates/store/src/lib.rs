@@ -79,8 +79,8 @@ use async_trait::async_trait;
 use joblog_core::notify::{Delivery, DeliveryId, Rule, RuleId};
 use joblog_core::schedule::{Schedule, ScheduleId};
 use joblog_core::{
-    AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, JobState, LogOutline, LogSearch,
-    NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
+    AuditEntry, AuditQuery, EarlierPage, Job, JobId, JobQuery, JobState, Labels, LogOutline,
+    LogSearch, NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
 };
 
 pub use committed::Committed;
@@ -198,6 +198,10 @@ pub trait Store: Send + Sync + 'static {
     /// metrics). One pass over a covering index of scheduled jobs.
     async fn finished_by_schedule(&self) -> Result<Vec<FinishedBySchedule>>;
 
+    /// The queued jobs that ask for labels, counted by their
+    /// `node_selector` (for the metric of jobs no node can take).
+    async fn queued_by_selector(&self) -> Result<Vec<(Labels, u64)>>;
+
     /// The nodes that have run on this store (a node silent for a week is
     /// forgotten), by name, with the jobs each has running.
     async fn list_nodes(&self) -> Result<Vec<NodeInfo>>;
@@ -282,6 +286,12 @@ pub struct FinishedByName {
 pub(crate) const FINISHED_BY_NAME: db::Statement = db::sql!(
     "SELECT name, state, count(*), max(finished_at) FROM jobs \
      WHERE state NOT IN ('queued', 'running') GROUP BY name, state"
+);
+
+/// The query both stores answer [`Store::queued_by_selector`] with.
+pub(crate) const QUEUED_BY_SELECTOR: db::Statement = db::sql!(
+    "SELECT node_selector, count(*) FROM jobs \
+     WHERE state = 'queued' AND node_selector <> '' GROUP BY node_selector"
 );
 
 /// When the last job of one schedule in one final state finished.

@@ -8,7 +8,8 @@
 use joblog_core::notify::{Delivery, DeliveryId, RuleId, TryOutcome, ValidRule};
 use joblog_core::schedule::{ScheduleId, ValidSchedule};
 use joblog_core::{
-    Job, JobId, JobSpec, JobState, LogSummary, NewAudit, NewToken, Record, ResultBlob, Timestamp,
+    Job, JobId, JobSpec, JobState, Labels, LogSummary, NewAudit, NewToken, Record, ResultBlob,
+    Timestamp,
 };
 
 use crate::{sealed, Fired, Result, RuleSaved, ScheduleDeleted, ScheduleSaved};
@@ -26,7 +27,12 @@ pub enum WriteOp {
     /// engine's clock: a job waiting for a retry's backoff until after it
     /// is not taken (`started_at` is the commit's time). →
     /// [`Outcome::Claimed`]
-    ClaimNext { node: String, at: Timestamp },
+    /// Only a job whose `node_selector` the node's `labels` satisfy.
+    ClaimNext {
+        node: String,
+        labels: Labels,
+        at: Timestamp,
+    },
     /// Makes the jobs of the schedules due at `now` (at most
     /// [`FIRE_BATCH`] schedules), each fire exactly once, and moves each
     /// schedule's next fire past `now`. → [`Outcome::Fired`]
@@ -105,12 +111,13 @@ pub enum WriteOp {
         lapse: Option<std::time::Duration>,
     },
     /// Records that `node` (re)started with joblog `version`, holding the
-    /// secrets named `secret_names` (names only): its start time, a fresh
+    /// secrets named `secret_names` (names only), with `labels`: its start time, a fresh
     /// heartbeat, no longer stopped. → [`Outcome::Done`]
     RegisterNode {
         node: String,
         version: String,
         secret_names: Vec<String>,
+        labels: Labels,
     },
     /// Records that `node` stopped gracefully. → [`Outcome::Done`]
     NodeStopped { node: String },

@@ -2,8 +2,8 @@
 //! types, so that each store only maps its own row type.
 
 use joblog_core::{
-    Given, Job, JobId, JobSpec, JobState, LogSummary, NodeInfo, Record, Role, Stream, StreamCounts,
-    Timestamp, TokenInfo,
+    Given, Job, JobId, JobSpec, JobState, Labels, LogSummary, NodeInfo, Record, Role, Stream,
+    StreamCounts, Timestamp, TokenInfo,
 };
 
 use crate::db::{Decode, Message, Row, SmallInt};
@@ -70,6 +70,7 @@ impl JobRow {
             result: None,
             given: Given::of(&spec),
             run_after: self.run_after.map(Timestamp),
+            waiting_for: None,
             spec,
         };
         job.set_result_bytes(self.result_bytes.map(|b| b as u64));
@@ -243,6 +244,8 @@ pub(crate) struct NodeRow {
     pub running_jobs: i64,
     /// A JSON array of names (`NULL`: registered before they were kept).
     pub secret_names: Option<String>,
+    /// `Labels::canonical`'s form.
+    pub labels: String,
 }
 
 impl NodeRow {
@@ -262,7 +265,14 @@ impl NodeRow {
                 ))
             })?,
         };
+        let labels = Labels::parse(&self.labels).map_err(|e| {
+            StoreError::Corrupt(format!(
+                "node {:?} has labels {:?}: {e}",
+                self.name, self.labels
+            ))
+        })?;
         Ok(NodeInfo {
+            labels,
             name: self.name,
             version: self.version,
             started_at: Timestamp(self.started_at),
@@ -275,7 +285,7 @@ impl NodeRow {
 }
 
 /// A row of a node listing: name, version, started, heartbeat and
-/// stopped (micros), running jobs, secret names.
+/// stopped (micros), running jobs, secret names, labels.
 impl Decode for NodeInfo {
     fn decode(row: &impl Row) -> Result<NodeInfo> {
         NodeRow {
@@ -286,6 +296,7 @@ impl Decode for NodeInfo {
             stopped_at: row.get(4)?,
             running_jobs: row.get(5)?,
             secret_names: row.get(6)?,
+            labels: row.get(7)?,
         }
         .into_info()
     }

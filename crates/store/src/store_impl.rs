@@ -104,6 +104,18 @@ macro_rules! store_impl {
                 $run!(self, c => $crate::db::Conn::query(c, &$crate::FINISHED_BY_SCHEDULE, &[]))
             }
 
+            async fn queued_by_selector(&self) -> Result<Vec<(joblog_core::Labels, u64)>> {
+                let rows: Vec<(String, i64)> = $run!(self, c => $crate::db::Conn::query(c, &$crate::QUEUED_BY_SELECTOR, &[]))?;
+                rows.into_iter()
+                    .map(|(text, n)| {
+                        let labels = joblog_core::Labels::parse(&text).map_err(|e| {
+                            $crate::StoreError::Corrupt(format!("a job's node_selector {text:?}: {e}"))
+                        })?;
+                        Ok((labels, n.max(0) as u64))
+                    })
+                    .collect()
+            }
+
             async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
                 $run!(self, c => $crate::reads::list_nodes(c))
             }

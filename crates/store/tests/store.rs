@@ -111,6 +111,7 @@ impl TestStore {
 
     fn claim(&mut self, node: &str) -> Option<Job> {
         match self.apply_one(WriteOp::ClaimNext {
+            labels: Default::default(),
             node: node.into(),
             at: Timestamp::now(),
         }) {
@@ -223,11 +224,13 @@ impl TestStore {
     }
 }
 
-/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (triggers; notifications; the
+/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (placement; triggers; notifications; the
 /// nodes' secret names; the per-schedule metrics' index; sealed logs; schedules, and the
 /// columns jobs got for them), the same on both stores: for tests that
 /// take a database back to an older version.
-const UNDO_LATEST: &str = "DROP TABLE deliveries; DROP TABLE notification_rules; \
+const UNDO_LATEST: &str = "DROP INDEX IF EXISTS jobs_queued_selector; \
+     ALTER TABLE jobs DROP COLUMN node_selector; ALTER TABLE nodes DROP COLUMN labels; \
+     DROP TABLE deliveries; DROP TABLE notification_rules; \
      ALTER TABLE nodes DROP COLUMN secret_names; \
      DROP INDEX jobs_schedule_state; DROP INDEX jobs_unsealed; ALTER TABLE jobs DROP COLUMN sealed_at; \
      DROP TABLE segments; DROP INDEX jobs_fire; DROP INDEX jobs_schedule; \
@@ -237,7 +240,7 @@ const UNDO_LATEST: &str = "DROP TABLE deliveries; DROP TABLE notification_rules;
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
 /// How many migrations [`UNDO_LATEST`] undoes.
-const UNDONE_MIGRATIONS: i64 = 6;
+const UNDONE_MIGRATIONS: i64 = 7;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {
@@ -587,6 +590,7 @@ async fn nodes_are_remembered_with_their_heartbeats_stops_and_running_jobs(db: T
     };
     assert!(nodes_named(&t).await.is_empty());
     let register = |node: &str| WriteOp::RegisterNode {
+        labels: Default::default(),
         node: node.into(),
         version: "9.9.9".into(),
         secret_names: vec![format!("{node}_KEY").to_uppercase().replace('-', "_")],
@@ -987,6 +991,7 @@ async fn postgres_claims_by_concurrent_nodes_never_overlap() {
             loop {
                 let ops: Vec<WriteOp> = (0..5)
                     .map(|_| WriteOp::ClaimNext {
+                        labels: Default::default(),
                         node: node.into(),
                         at: Timestamp::now(),
                     })
@@ -1052,6 +1057,7 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
         panic!()
     };
     dead.apply(&[WriteOp::ClaimNext {
+        labels: Default::default(),
         node: "dead".into(),
         at: Timestamp::now(),
     }])
@@ -1073,6 +1079,7 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
         .apply(&[
             insert_op(None),
             WriteOp::ClaimNext {
+                labels: Default::default(),
                 node: "alive".into(),
                 at: Timestamp::now(),
             },
@@ -1229,6 +1236,7 @@ async fn postgres_other_nodes_hear_of_commits_and_a_node_not_of_its_own() {
         .apply(&[
             insert_op(None),
             WriteOp::ClaimNext {
+                labels: Default::default(),
                 node: "a".into(),
                 at: Timestamp::now(),
             },

@@ -267,6 +267,7 @@ fn valid_submission() -> impl Strategy<Value = NewJobRequest> {
                 cwd,
                 concurrency_key: None,
                 max_concurrent: None,
+                node_selector: None,
                 rerun_of: None,
             },
         )
@@ -315,6 +316,8 @@ fn faults() -> Vec<(&'static str, Value)> {
         ("timeout_s", json!({"timeout_s": 367 * 86400})),
         ("cwd", json!({"cwd": "relative/dir"})),
         ("cwd", json!({"cwd": ""})),
+        ("node_selector", json!({"node_selector": {"role": "d b"}})),
+        ("node_selector", json!({"node_selector": {"": "db"}})),
     ]
 }
 
@@ -414,6 +417,7 @@ proptest! {
                 rerun_of: None,
                 schedule: None,
                 concurrency: None,
+                node_selector: Default::default(),
             },
             secrets: req.secrets,
         });

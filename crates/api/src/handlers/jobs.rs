@@ -24,7 +24,8 @@ pub async fn submit(
     State(state): State<AppState>,
     JsonBody(req): JsonBody<NewJobRequest>,
 ) -> Result<Response, ApiError> {
-    let job = state.engine.submit(req).await?;
+    let mut job = state.engine.submit(req).await?;
+    super::nodes::explain_waits(&state, std::slice::from_mut(&mut job)).await;
     audit_submitted(&job, None);
     Ok((StatusCode::CREATED, Json(job)).into_response())
 }
@@ -56,7 +57,9 @@ pub async fn show(
     State(state): State<AppState>,
     JobIdPath(id): JobIdPath,
 ) -> Result<Json<Job>, ApiError> {
-    Ok(Json(load_job(&state, id).await?))
+    let mut job = load_job(&state, id).await?;
+    super::nodes::explain_waits(&state, std::slice::from_mut(&mut job)).await;
+    Ok(Json(job))
 }
 
 /// The body of `POST /api/v1/jobs/{id}/rerun`.

@@ -3,7 +3,7 @@
 
 use axum::extract::State;
 use axum::Json;
-use joblog_core::{NodeInfo, NodeState, Timestamp};
+use joblog_core::{waiting_for, Job, JobState, NodeInfo, NodeState, Timestamp};
 use serde::Serialize;
 
 use crate::error::ApiError;
@@ -25,19 +25,51 @@ pub(crate) struct NodeList {
     this_node: String,
 }
 
-pub async fn list(State(state): State<AppState>) -> Result<Json<NodeList>, ApiError> {
-    let engine = &state.engine;
-    let timeout = engine.heartbeat_timeout();
+/// Every node with the state this node judges it in.
+pub(crate) async fn judged(state: &AppState) -> Result<Vec<(NodeInfo, NodeState)>, ApiError> {
+    let timeout = state.engine.heartbeat_timeout();
     let now = Timestamp::now();
-    let nodes = engine
+    Ok(state
+        .engine
         .store()
         .list_nodes()
         .await?
         .into_iter()
-        .map(|node| NodeView {
-            state: node.state(now, timeout),
-            node,
+        .map(|node| {
+            let judged = node.state(now, timeout);
+            (node, judged)
         })
+        .collect())
+}
+
+/// Sets `waiting_for` on the queued jobs that ask for labels no up node
+/// has; the nodes are read only when such a job is among `jobs`. A
+/// failed read is logged and leaves it unset: the jobs are what was
+/// asked for (a submission is stored already).
+pub(crate) async fn explain_waits(state: &AppState, jobs: &mut [Job]) {
+    let asks = |j: &Job| j.state == JobState::Queued && !j.spec.node_selector.is_empty();
+    if !jobs.iter().any(asks) {
+        return;
+    }
+    let nodes = match judged(state).await {
+        Ok(nodes) => nodes,
+        Err(e) => {
+            tracing::error!(error = ?e, "reading the nodes for jobs' waiting_for");
+            return;
+        }
+    };
+    for job in jobs.iter_mut().filter(|j| asks(j)) {
+        job.waiting_for = waiting_for(&job.spec.node_selector, &nodes);
+    }
+}
+
+pub async fn list(State(state): State<AppState>) -> Result<Json<NodeList>, ApiError> {
+    let engine = &state.engine;
+    let timeout = engine.heartbeat_timeout();
+    let nodes = judged(&state)
+        .await?
+        .into_iter()
+        .map(|(node, state)| NodeView { node, state })
         .collect();
     Ok(Json(NodeList {
         nodes,

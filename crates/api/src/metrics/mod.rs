@@ -1,10 +1,12 @@
 //! `GET /metrics`: the registry's metrics, plus figures read from the
 //! store, which every node shares — per job name ([`names`]) and per
-//! schedule ([`schedules`]) — in the format the scraper asks for
+//! schedule ([`schedules`]), and jobs no node can take ([`placement`]) —
+//! in the format the scraper asks for
 //! ([`format`]). The store's figures are read at most every [`REFRESH`].
 
 mod format;
 mod names;
+mod placement;
 mod schedules;
 
 use std::time::{Duration, Instant};
@@ -12,7 +14,6 @@ use std::time::{Duration, Instant};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use joblog_store::Store;
 use prometheus_client::registry::Registry;
 
 use crate::AppState;
@@ -26,6 +27,7 @@ type Labels = Vec<(String, String)>;
 pub(crate) struct StoreMetrics {
     names: names::JobNameMetrics,
     schedules: schedules::ScheduleMetrics,
+    placement: placement::PlacementMetrics,
     refreshed: tokio::sync::Mutex<Option<Instant>>,
 }
 
@@ -34,13 +36,15 @@ impl StoreMetrics {
         StoreMetrics {
             names: names::JobNameMetrics::register(registry, max_names),
             schedules: schedules::ScheduleMetrics::register(registry),
+            placement: placement::PlacementMetrics::register(registry),
             refreshed: tokio::sync::Mutex::new(None),
         }
     }
 
     /// Reads the store unless the figures are fresher than [`REFRESH`].
     /// Each part is kept as it was when its read fails.
-    async fn refresh(&self, store: &dyn Store) {
+    async fn refresh(&self, state: &AppState) {
+        let store = state.engine.store().as_ref();
         let mut refreshed = self.refreshed.lock().await;
         if refreshed.is_some_and(|at| at.elapsed() < REFRESH) {
             return;
@@ -60,6 +64,18 @@ impl StoreMetrics {
                 tracing::error!(error = %e, "reading per-schedule metrics");
             }
         }
+        let queued = store.queued_by_selector().await;
+        match (queued, crate::handlers::nodes::judged(state).await) {
+            (Ok(queued), Ok(nodes)) => self.placement.update(&queued, &nodes),
+            (Err(e), _) => {
+                ok = false;
+                tracing::error!(error = %e, "reading the queue by node selector");
+            }
+            (_, Err(e)) => {
+                ok = false;
+                tracing::error!(error = ?e, "reading the nodes");
+            }
+        }
         if ok {
             *refreshed = Some(Instant::now());
         }
@@ -68,10 +84,7 @@ impl StoreMetrics {
 
 pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     // The other metrics still matter most when the store is away.
-    state
-        .store_metrics
-        .refresh(state.engine.store().as_ref())
-        .await;
+    state.store_metrics.refresh(&state).await;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = format::negotiate(accept);
     let mut body = String::new();

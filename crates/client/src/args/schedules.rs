@@ -146,6 +146,11 @@ pub struct ScheduleFields {
     /// The limit of --concurrency-key (default 1).
     #[arg(long, value_name = "N", requires = "concurrency_key")]
     pub max_concurrent: Option<u32>,
+    /// Run its jobs only on a node with these labels (`role=db,os=linux`;
+    /// every one must match; with `edit`, an empty value drops them).
+    /// Not `--on`: with `--after`, that flag names the states.
+    #[arg(long, value_name = "LABELS", value_parser = super::parse_labels)]
+    pub node_selector: Option<Labels>,
     /// Run this script file (`-`: standard input) instead of a command.
     #[arg(long, value_name = "FILE|-", conflicts_with = "command")]
     pub script: Option<String>,

@@ -5,7 +5,7 @@
 use joblog_core::Stream;
 
 use super::escape_display;
-use crate::wire::JobView;
+use crate::wire::{labels_text, JobView};
 
 /// A duration as people read one, in at most two units: `0.4ms`, `85ms`,
 /// `20.0s`, `4m05s`, `1h02m`, `3d04h`. Each form is used only while it
@@ -172,6 +172,9 @@ fn given_rows(j: &JobView) -> Vec<(String, String)> {
     if let Some(id) = j.triggered_by {
         rows.push(("triggered by".into(), format!("job {id}")));
     }
+    if !j.node_selector.is_empty() {
+        rows.push(("runs on".into(), text(&labels_text(&j.node_selector))));
+    }
     rows
 }
 
@@ -215,6 +218,20 @@ pub(super) fn show_text(j: &JobView) -> String {
         ),
         ("records".into(), j.log.records.to_string()),
     ];
+    // A job no node can take says why, under its state.
+    if let Some(why) = j.waiting_for.as_deref() {
+        let at = rows
+            .iter()
+            .position(|(k, _)| k == "state")
+            .map_or(rows.len(), |i| i + 1);
+        rows.insert(
+            at,
+            (
+                "waiting for".into(),
+                escape_display(why, false).into_owned(),
+            ),
+        );
+    }
     // A retry waiting out its backoff says when it may start.
     if let Some(after) = j.run_after.as_deref() {
         let at = rows

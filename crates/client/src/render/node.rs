@@ -2,7 +2,7 @@
 
 use super::escape_display;
 use super::job::{short_time, table};
-use crate::wire::NodeList;
+use crate::wire::{labels_text, NodeList};
 
 pub(super) fn nodes_table(list: &NodeList) -> String {
     let header = [
@@ -12,9 +12,10 @@ pub(super) fn nodes_table(list: &NodeList) -> String {
         "LAST HEARTBEAT",
         "STARTED",
         "VERSION",
+        "LABELS",
         "SECRETS",
     ];
-    let rows: Vec<[String; 7]> = list
+    let rows: Vec<[String; 8]> = list
         .nodes
         .iter()
         .map(|n| {
@@ -32,6 +33,7 @@ pub(super) fn nodes_table(list: &NodeList) -> String {
                     || "-".to_string(),
                     |v| escape_display(v, false).into_owned(),
                 ),
+                escape_display(&labels_text(&n.labels), false).into_owned(),
                 if n.secret_names.is_empty() {
                     "-".to_string()
                 } else {
@@ -43,7 +45,7 @@ pub(super) fn nodes_table(list: &NodeList) -> String {
     let mut text = table(
         &header,
         &rows,
-        &[false, false, true, false, false, false, false],
+        &[false, false, true, false, false, false, false, false],
     );
     text.push_str("(* the node that answered)\n");
     text
@@ -63,6 +65,11 @@ mod tests {
             started_at: "2026-11-22T08:00:00.000000Z".into(),
             heartbeat_at: "2026-11-22T10:15:01.000000Z".into(),
             running_jobs: running,
+            labels: if running > 5 {
+                [("role".to_string(), "db".to_string())].into()
+            } else {
+                Default::default()
+            },
             secret_names: if running > 5 {
                 vec!["API_KEY".into(), "DB_PASSWORD".into()]
             } else {
@@ -75,9 +82,9 @@ mod tests {
         };
         assert_eq!(
             nodes_table(&list),
-            "NAME      STATE   RUNNING  LAST HEARTBEAT           STARTED                  VERSION  SECRETS\n\
-             a:7878 *  up            3  2026-11-22 10:15:01 UTC  2026-11-22 08:00:00 UTC  0.1.0    -\n\
-             b:7878    lapsed       12  2026-11-22 10:15:01 UTC  2026-11-22 08:00:00 UTC  0.1.0    API_KEY,DB_PASSWORD\n\
+            "NAME      STATE   RUNNING  LAST HEARTBEAT           STARTED                  VERSION  LABELS   SECRETS\n\
+             a:7878 *  up            3  2026-11-22 10:15:01 UTC  2026-11-22 08:00:00 UTC  0.1.0    -        -\n\
+             b:7878    lapsed       12  2026-11-22 10:15:01 UTC  2026-11-22 08:00:00 UTC  0.1.0    role=db  API_KEY,DB_PASSWORD\n\
              (* the node that answered)\n"
         );
     }

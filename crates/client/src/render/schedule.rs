@@ -3,7 +3,7 @@
 
 use super::escape_display;
 use super::job::{shell_quote, short_time, table};
-use crate::wire::ScheduleView;
+use crate::wire::{labels_text, ScheduleView};
 
 fn text(s: &str) -> String {
     escape_display(s, false).into_owned()
@@ -145,6 +145,9 @@ pub(super) fn show_text(s: &ScheduleView) -> String {
             "concurrency".into(),
             format!("{} (at most {})", text(k), s.max_concurrent.unwrap_or(1)),
         ));
+    }
+    if !s.node_selector.is_empty() {
+        rows.push(("runs on".into(), text(&labels_text(&s.node_selector))));
     }
     rows.push(("overlap".into(), text(&s.overlap)));
     rows.push(("missed".into(), text(&s.missed)));

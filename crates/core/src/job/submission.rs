@@ -19,6 +19,8 @@ pub struct NewJobRequest {
     pub concurrency_key: Option<String>,
     /// 1 when a key is given without it.
     pub max_concurrent: Option<u32>,
+    /// Labels the node that runs it must have, e.g. `{"role": "db"}`.
+    pub node_selector: Option<BTreeMap<String, String>>,
     /// Set by a rerun (`POST /jobs/{id}/rerun`), never by a client.
     #[serde(skip)]
     pub rerun_of: Option<JobId>,
@@ -50,6 +52,13 @@ fn check_env_key(field: &'static str, k: &str) -> Result<(), ValidationError> {
         ));
     }
     Ok(())
+}
+
+/// Checks a request's `node_selector` (a job's or a schedule's).
+pub(crate) fn node_selector(
+    given: Option<BTreeMap<String, String>>,
+) -> Result<Labels, ValidationError> {
+    Labels::try_from(given.unwrap_or_default()).map_err(|e| invalid("node_selector", e))
 }
 
 /// A submission that passed validation.
@@ -141,6 +150,7 @@ impl NewJobRequest {
             }
         }
         let concurrency = Concurrency::from_request(self.concurrency_key, self.max_concurrent)?;
+        let node_selector = node_selector(self.node_selector)?;
         Ok(ValidJob {
             name: self.name,
             spec: JobSpec {
@@ -153,6 +163,7 @@ impl NewJobRequest {
                 rerun_of: self.rerun_of,
                 schedule: None,
                 concurrency,
+                node_selector,
             },
             secrets: self.secrets,
         })

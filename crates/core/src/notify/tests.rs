@@ -51,6 +51,7 @@ fn job(id: i64, name: Option<&str>, state: JobState, schedule: Option<i64>) -> J
             ..Given::default()
         },
         run_after: None,
+        waiting_for: None,
         spec: JobSpec::default(),
     }
 }

@@ -11,7 +11,7 @@ use super::{
     ValidSchedule, Zone, SHOWN_FIRES,
 };
 use crate::job::{invalid, Concurrency, RESERVED_KEY_PREFIX};
-use crate::{JobSpec, JobState, Timestamp, ValidationError};
+use crate::{JobSpec, JobState, Labels, Timestamp, ValidationError};
 
 pub type ScheduleId = i64;
 
@@ -40,6 +40,8 @@ pub struct Schedule {
     pub secrets: Vec<String>,
     pub concurrency_key: Option<String>,
     pub max_concurrent: Option<u32>,
+    /// The labels the node that runs each of its jobs must have.
+    pub node_selector: Labels,
     pub overlap: Overlap,
     pub missed: Missed,
     pub retries: Retries,
@@ -88,6 +90,7 @@ impl Schedule {
         self.secrets = spec.secret_names.clone();
         self.concurrency_key = spec.concurrency.as_ref().map(|c| c.key.clone());
         self.max_concurrent = spec.concurrency.as_ref().map(|c| c.max);
+        self.node_selector = spec.node_selector.clone();
         self
     }
 
@@ -148,6 +151,7 @@ impl Schedule {
         put("secrets", json!(self.secrets));
         put("concurrency_key", json!(self.concurrency_key));
         put("max_concurrent", json!(self.max_concurrent));
+        put("node_selector", json!(self.node_selector));
         put("overlap", json!(self.overlap));
         put("missed", json!(self.missed));
         put("retries", json!(self.retries));

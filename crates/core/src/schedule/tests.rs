@@ -545,6 +545,7 @@ fn a_trigger_goes_one_deeper_up_to_the_longest_chain() {
         result: None,
         given: Default::default(),
         run_after: None,
+        waiting_for: None,
         spec: Default::default(),
     };
     let first = TriggeredBy::of(&ended).unwrap();

@@ -387,6 +387,7 @@ fn example_job(rule: &Rule, node: &str) -> Job {
         result: None,
         given: Given::default(),
         run_after: None,
+        waiting_for: None,
         spec: JobSpec::default(),
     }
     .with_duration()

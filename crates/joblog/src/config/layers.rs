@@ -141,7 +141,24 @@ fn flatten(
         } else {
             format!("{prefix}.{name}")
         };
+        // The name's key before `[node]` held labels as well.
+        let key = if key == "node" {
+            "node.name".to_string()
+        } else {
+            key
+        };
         let text = match value {
+            // A node's labels as a table, `labels = { role = "db" }`.
+            toml::Value::Table(t) if key == "node.labels" => {
+                let mut items = Vec::new();
+                for (k, v) in t {
+                    match v {
+                        toml::Value::String(v) => items.push(format!("{k}={v}")),
+                        _ => bail!("node.labels.{k}: a label's value is a quoted string"),
+                    }
+                }
+                items.join(",")
+            }
             toml::Value::Table(t) => {
                 flatten(&key, t, out)?;
                 continue;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use joblog_api::limits::Limits;
+use joblog_core::Labels;
 use joblog_engine::EngineConfig;
 use joblog_oplog::config::{DEFAULT_QUEUE, DEFAULT_SLOW};
 use joblog_oplog::queue::Overflow;
@@ -43,9 +44,16 @@ settings! {
         key "max_concurrency", env "JOBLOG_MAX_CONCURRENCY", flag Some("max-concurrency"),
             range Range::between(1, 10_000);
     /// This node's name, stored with the jobs it runs. Default:
-    /// `hostname:port`, so that two nodes on one host differ.
+    /// `hostname:port`, so that two nodes on one host differ. (A file may
+    /// still say `node = "…"`, its key before `[node]` held labels.)
     node: Option<String> = None,
-        key "node", env "JOBLOG_NODE", flag Some("node");
+        key "node.name", env "JOBLOG_NODE", flag Some("node");
+    /// This node's labels, `role=db,os=linux` (in the file also a table,
+    /// `labels = { role = "db" }`): it takes only the jobs whose
+    /// `node_selector` asks for labels it has, each with the same value.
+    /// At most 16; keys and values of letters, digits, `.`, `_`, `-`.
+    node_labels: Labels = Labels::default(),
+        key "node.labels", env "JOBLOG_NODE_LABELS", flag Some("node-labels");
     /// With PostgreSQL: a node silent for this long is taken for dead and
     /// its running jobs become `interrupted`.
     heartbeat_timeout: Duration = engine().heartbeat_timeout,

@@ -157,6 +157,17 @@ impl SettingValue for ByteSize {
     }
 }
 
+/// A node's labels, `role=db,os=linux`.
+impl SettingValue for joblog_core::Labels {
+    const KIND: &'static str = "labels";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        joblog_core::Labels::parse(text)
+    }
+    fn render(&self) -> String {
+        self.canonical()
+    }
+}
+
 /// Host names, comma-separated: `joblog.example.org, jobs.internal`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostList(pub Vec<String>);

@@ -93,6 +93,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         .node
         .unwrap_or_else(|| format!("{}:{}", hostname(), listen.port()));
     let mut engine = EngineConfig::new(node, data_dir.clone());
+    engine.labels = s.node_labels.clone();
     engine.max_concurrency = s.max_concurrency;
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;

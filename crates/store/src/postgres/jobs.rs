@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use joblog_core::schedule::ScheduleId;
-use joblog_core::{Job, JobSpec, Timestamp};
+use joblog_core::{Job, JobSpec, Labels, Timestamp};
 
 use super::conn::PgTx;
 use super::sql::jobs_from_rows;
@@ -28,11 +28,11 @@ const ACTIVE: &str = "SELECT DISTINCT schedule_id FROM jobs WHERE schedule_id = 
 /// makes none).
 const INSERT_FIRES: &str = concat!(
     "INSERT INTO jobs (name, state, spec, created_at, created_by, schedule_id, fire_time, \
-     attempt, concurrency_key, max_concurrent) \
-     SELECT u.name, 'queued', u.spec, $3, $4, u.sid, u.fire, u.attempt, u.key, u.max \
+     attempt, concurrency_key, max_concurrent, node_selector) \
+     SELECT u.name, 'queued', u.spec, $3, $4, u.sid, u.fire, u.attempt, u.key, u.max, u.sel \
      FROM unnest($1::text[], $2::text[], $5::bigint[], $6::bigint[], $7::bigint[], \
-                 $8::text[], $9::bigint[]) WITH ORDINALITY \
-          AS u(name, spec, sid, fire, attempt, key, max, ord) \
+                 $8::text[], $9::bigint[], $10::text[]) WITH ORDINALITY \
+          AS u(name, spec, sid, fire, attempt, key, max, sel, ord) \
      ORDER BY u.ord \
      ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
     job_columns!()
@@ -44,16 +44,36 @@ const MOVE: &str = "UPDATE schedules SET next_fire = u.next, \
      WHERE schedules.id = u.id";
 const DISABLE: &str = "UPDATE schedules SET enabled = false, next_fire = NULL WHERE id = ANY($1)";
 
-/// The oldest queued job `$2` may take at `$1`, its key not among `$3`
-/// and not at its limit as committed so far; locked, or skipped if
-/// another claim holds it.
-pub(super) const CLAIM_CANDIDATE: &str = "SELECT id, concurrency_key, max_concurrent FROM jobs q \
-     WHERE state = 'queued' AND (pinned_node IS NULL OR pinned_node = $2) \
-        AND (run_after IS NULL OR run_after <= $1) \
-        AND (concurrency_key IS NULL OR (NOT (concurrency_key = ANY($3)) \
-            AND (SELECT count(*) FROM jobs r WHERE r.state = 'running' \
-                 AND r.concurrency_key = q.concurrency_key) < q.max_concurrent)) \
-     ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED";
+/// The oldest queued job `$2` may take at `$1`: of the jobs whose
+/// selector its labels `$4` (`k=v` items) satisfy, not pinned to another
+/// node, its key not among `$3` and not at its limit as committed so far,
+/// and not among `$5` (found locked by another claim).
+///
+/// Each selector is a queue of its own in `jobs_queued_selector`: the
+/// recursive part finds the distinct selectors of the queued jobs (one
+/// index probe each, a loose index scan), those the node satisfies are
+/// kept, and the head of each is one more probe; the oldest head wins.
+/// So jobs that only other nodes may take are never walked, however many
+/// wait. Not locked here: a `FOR UPDATE` in the lateral part would lock
+/// every head, and the row is taken by [`CLAIM_ID`] with `SKIP LOCKED`.
+pub(super) const CLAIM_CANDIDATE: &str = "WITH RECURSIVE sel(s) AS ( \
+         (SELECT node_selector FROM jobs WHERE state = 'queued' ORDER BY node_selector LIMIT 1) \
+         UNION ALL \
+         SELECT (SELECT node_selector FROM jobs WHERE state = 'queued' AND node_selector > sel.s \
+                 ORDER BY node_selector LIMIT 1) \
+         FROM sel WHERE sel.s IS NOT NULL) \
+     SELECT c.id, c.concurrency_key, c.max_concurrent FROM sel, LATERAL ( \
+         SELECT id, concurrency_key, max_concurrent FROM jobs q \
+         WHERE state = 'queued' AND node_selector = sel.s \
+            AND (pinned_node IS NULL OR pinned_node = $2) \
+            AND (run_after IS NULL OR run_after <= $1) \
+            AND NOT (id = ANY($5)) \
+            AND (concurrency_key IS NULL OR (NOT (concurrency_key = ANY($3)) \
+                AND (SELECT count(*) FROM jobs r WHERE r.state = 'running' \
+                     AND r.concurrency_key = q.concurrency_key) < q.max_concurrent)) \
+         ORDER BY id LIMIT 1) c \
+     WHERE sel.s IS NOT NULL AND (sel.s = '' OR string_to_array(sel.s, ',') <@ $4::text[]) \
+     ORDER BY c.id LIMIT 1";
 /// Advisory lock key (arbitrary, fixed) of the saves and deletes that
 /// change chains of triggers (`crate::schedules::chain`).
 const CHAINS_LOCK: i64 = 0x6a6f_626c_6f67_0002;
@@ -62,8 +82,11 @@ pub(super) const TRY_KEY_LOCK: &str =
     "SELECT pg_try_advisory_xact_lock(hashtextextended('joblog-key:' || $1, 0))";
 pub(super) const RUNNING_WITH_KEY: &str =
     "SELECT count(*) FROM jobs WHERE state = 'running' AND concurrency_key = $1";
+/// The candidate `$3`, unless another claim holds it or took it.
 pub(super) const CLAIM_ID: &str = concat!(
-    "UPDATE jobs SET state = 'running', started_at = $1, node = $2 WHERE id = $3 RETURNING ",
+    "UPDATE jobs SET state = 'running', started_at = $1, node = $2 \
+     WHERE id = (SELECT id FROM jobs WHERE id = $3 AND state = 'queued' FOR UPDATE SKIP LOCKED) \
+     RETURNING ",
     job_columns!()
 );
 
@@ -100,6 +123,7 @@ impl ScheduleWrites for PgTx<'_, '_> {
                     &new.attempts,
                     &new.keys,
                     &new.maxes,
+                    &new.selectors,
                 ],
             )
             .await?;
@@ -131,22 +155,25 @@ impl ScheduleWrites for PgTx<'_, '_> {
     }
 }
 
-/// Takes the oldest job `node` may start at `at` (see
+/// Takes the oldest job `node`, with `labels`, may start at `at` (see
 /// [`CLAIM_CANDIDATE`]), running since `now`.
 pub(crate) async fn claim(
     tx: &mut PgTx<'_, '_>,
     node: &str,
+    labels: &Labels,
     at: Timestamp,
     now: i64,
 ) -> Result<Option<Job>> {
+    let labels = labels.items();
     // Keys whose lock another claim holds, or found at their limit once
-    // locked: left for the next round.
+    // locked, and jobs another claim holds: left for the next round.
     let mut passed: Vec<String> = Vec::new();
+    let mut held: Vec<i64> = Vec::new();
     loop {
         let st = tx.prepared(CLAIM_CANDIDATE).await?;
         let Some(row) = tx
             .tx
-            .query_opt(&st, &[&at.micros(), &node, &passed])
+            .query_opt(&st, &[&at.micros(), &node, &passed, &labels, &held])
             .await?
         else {
             return Ok(None);
@@ -169,7 +196,10 @@ pub(crate) async fn claim(
         }
         let st = tx.prepared(CLAIM_ID).await?;
         let rows = tx.tx.query(&st, &[&now, &node, &id]).await?;
-        return Ok(jobs_from_rows(&rows)?.pop());
+        match jobs_from_rows(&rows)?.pop() {
+            Some(job) => return Ok(Some(job)),
+            None => held.push(id),
+        }
     }
 }
 
@@ -183,6 +213,7 @@ struct NewJobs {
     attempts: Vec<Option<i64>>,
     keys: Vec<Option<String>>,
     maxes: Vec<Option<i64>>,
+    selectors: Vec<String>,
 }
 
 impl NewJobs {
@@ -198,6 +229,7 @@ impl NewJobs {
         self.attempts.push(keys.attempt);
         self.keys.push(keys.concurrency_key);
         self.maxes.push(keys.max_concurrent);
+        self.selectors.push(keys.node_selector);
         Ok(())
     }
 }

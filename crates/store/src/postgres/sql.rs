@@ -71,10 +71,10 @@ pub(super) const HEARTBEAT: &str =
     "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now()";
 pub(super) const REGISTER_NODE: &str =
-    "INSERT INTO nodes (name, heartbeat_at, started_at, version, secret_names) \
-     VALUES ($1, now(), now(), $2, $3) \
+    "INSERT INTO nodes (name, heartbeat_at, started_at, version, secret_names, labels) \
+     VALUES ($1, now(), now(), $2, $3, $4) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now(), started_at = now(), \
-     version = $2, stopped_at = NULL, secret_names = $3";
+     version = $2, stopped_at = NULL, secret_names = $3, labels = $4";
 pub(super) const NODE_STOPPED: &str =
     "UPDATE nodes SET stopped_at = now(), heartbeat_at = now() WHERE name = $1";
 /// Nodes silent for a week are forgotten (listed until then as lapsed or

@@ -134,6 +134,7 @@ impl ScheduleRow {
             secrets: Vec::new(),
             concurrency_key: None,
             max_concurrent: None,
+            node_selector: Default::default(),
             overlap,
             missed,
             retries: Retries {
@@ -192,13 +193,15 @@ impl SavedColumns {
 }
 
 /// The columns a job row has besides its spec, taken from it: what the
-/// store searches by (its schedule's fire, its concurrency key).
+/// store searches by (its schedule's fire, its concurrency key, its node selector).
 pub(crate) struct JobKeys {
     pub schedule_id: Option<ScheduleId>,
     pub fire_time: Option<i64>,
     pub attempt: Option<i64>,
     pub concurrency_key: Option<String>,
     pub max_concurrent: Option<i64>,
+    /// Its `node_selector` in the stored form (`Labels::canonical`).
+    pub node_selector: String,
 }
 
 impl JobKeys {
@@ -209,6 +212,7 @@ impl JobKeys {
             attempt: spec.schedule.map(|s| i64::from(s.attempt)),
             concurrency_key: spec.concurrency.as_ref().map(|c| c.key.clone()),
             max_concurrent: spec.concurrency.as_ref().map(|c| i64::from(c.max)),
+            node_selector: spec.node_selector.canonical(),
         }
     }
 }

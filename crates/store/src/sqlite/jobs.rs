@@ -2,7 +2,7 @@
 //! SQLite's own (queueing one is `crate::schedules::writes`', the other
 //! shared writes `crate::writes`').
 
-use joblog_core::{Job, Timestamp};
+use joblog_core::{Job, Labels, Timestamp};
 use rusqlite::Connection;
 
 use super::conn::Lite;
@@ -29,18 +29,34 @@ pub(super) fn query_jobs(
 /// retry's backoff, and not held back by its concurrency key; marks it
 /// running on `node` since `now`. One writer, so one statement is the
 /// whole claim.
-pub(super) fn claim(tx: &Connection, node: &str, at: Timestamp, now: i64) -> Result<Option<Job>> {
+///
+/// A job whose selector asks for a label the node lacks stays queued: on
+/// one node that happens only to a database restored on another host
+/// (submissions the node cannot take are refused), so it is a filter,
+/// not a queue of its own as on PostgreSQL. The selector `k=v,k=v` is
+/// made a JSON array (labels hold no quote or comma).
+pub(super) fn claim(
+    tx: &Connection,
+    node: &str,
+    labels: &Labels,
+    at: Timestamp,
+    now: i64,
+) -> Result<Option<Job>> {
     let sql = format!(
         "UPDATE jobs SET state = 'running', started_at = ?1, node = ?2 \
          WHERE id = (SELECT id FROM jobs AS q WHERE state = 'queued' \
             AND (run_after IS NULL OR run_after <= ?3) \
+            AND (node_selector = '' OR NOT EXISTS (SELECT 1 FROM \
+                json_each('[\"' || replace(q.node_selector, ',', '\",\"') || '\"]') AS s \
+                WHERE s.value NOT IN (SELECT value FROM json_each(?4)))) \
             AND (concurrency_key IS NULL OR (SELECT count(*) FROM jobs AS r \
                 WHERE r.state = 'running' AND r.concurrency_key = q.concurrency_key) \
                 < q.max_concurrent) \
             ORDER BY id LIMIT 1) \
          RETURNING {JOB_COLUMNS}"
     );
-    Ok(query_jobs(tx, &sql, &[&now, &node, &at.micros()])?.pop())
+    let labels = serde_json::Value::from(labels.items()).to_string();
+    Ok(query_jobs(tx, &sql, &[&now, &node, &at.micros(), &labels])?.pop())
 }
 
 impl ScheduleWrites for Lite<'_> {

@@ -1,7 +1,7 @@
 //! Nodes in the embedded store (one at a time, but remembered across
 //! restarts and renames) and the interruption of jobs a node left running.
 
-use joblog_core::{LogSummary, Timestamp};
+use joblog_core::{Labels, LogSummary, Timestamp};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::jobs::query_jobs;
@@ -29,19 +29,21 @@ pub(super) fn register(
     node: &str,
     version: &str,
     secret_names: &[String],
+    labels: &Labels,
     now: i64,
 ) -> Result<Outcome> {
     tx.prepare_cached(
-        "INSERT INTO nodes (name, version, started_at, heartbeat_at, secret_names) \
-         VALUES (?1, ?2, ?3, ?3, ?4) \
+        "INSERT INTO nodes (name, version, started_at, heartbeat_at, secret_names, labels) \
+         VALUES (?1, ?2, ?3, ?3, ?4, ?5) \
          ON CONFLICT (name) DO UPDATE SET version = ?2, started_at = ?3, heartbeat_at = ?3, \
-         stopped_at = NULL, secret_names = ?4",
+         stopped_at = NULL, secret_names = ?4, labels = ?5",
     )?
     .execute(params![
         node,
         version,
         now,
-        crate::rows::secret_names_text(secret_names)
+        crate::rows::secret_names_text(secret_names),
+        labels.canonical()
     ])?;
     tx.prepare_cached("DELETE FROM nodes WHERE heartbeat_at < ?1")?
         .execute([now - FORGET_AFTER_MICROS])?;

@@ -68,7 +68,17 @@ CREATE TABLE results (
     Sql("ALTER TABLE nodes ADD COLUMN secret_names TEXT;"),
     Sql(NOTIFICATIONS_MIGRATION),
     Sql(schedules::TRIGGERS_MIGRATION),
+    Sql(PLACEMENT_MIGRATION),
 ];
+
+/// Where jobs run: a node's labels (`role=db,os=linux`, sorted; empty for
+/// none) and the labels a job asks of its node (its `node_selector` in
+/// the same form), beside its spec so that a claim reads them without
+/// decoding it.
+const PLACEMENT_MIGRATION: &str = r#"
+ALTER TABLE nodes ADD COLUMN labels TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN node_selector TEXT NOT NULL DEFAULT '';
+"#;
 
 /// Notification rules (the rule as sent, and its conditions apart, read
 /// at every job's end) and their deliveries: the outbox, one row per rule

@@ -83,7 +83,9 @@ fn apply_one(
                 StoreError::Database("a job for a fire that already has one".into())
             })?))
         }
-        WriteOp::ClaimNext { node, at } => Ok(Outcome::Claimed(jobs::claim(tx, node, *at, now)?)),
+        WriteOp::ClaimNext { node, labels, at } => {
+            Ok(Outcome::Claimed(jobs::claim(tx, node, labels, *at, now)?))
+        }
         WriteOp::FireDue { now: at } => {
             conn::run(tx, async |c| schedule_writes::fire_due(c, *at, now).await)
         }
@@ -146,7 +148,8 @@ fn apply_one(
             node,
             version,
             secret_names,
-        } => nodes::register(tx, node, version, secret_names, now),
+            labels,
+        } => nodes::register(tx, node, version, secret_names, labels, now),
         WriteOp::NodeStopped { node } => nodes::stopped(tx, node, now),
         WriteOp::RequestCancel { .. } => Ok(Outcome::Done),
         WriteOp::CreateToken(token) => {

@@ -448,6 +448,7 @@ async fn postgres_claims_of_several_nodes_hold_a_concurrency_limit() {
                 for _ in 0..50 {
                     let ops: Vec<WriteOp> = (0..4)
                         .map(|_| WriteOp::ClaimNext {
+                            labels: Default::default(),
                             node: format!("n{}", n + 1),
                             at: Timestamp::now(),
                         })

@@ -112,6 +112,7 @@ pub async fn list(
     for job in &mut jobs {
         job.abbreviate(LISTED_COMMAND_BYTES);
     }
+    crate::handlers::nodes::explain_waits(&state, &mut jobs).await;
     let next_before_id = if jobs.len() == limit as usize {
         jobs.last().map(|j| j.id)
     } else {

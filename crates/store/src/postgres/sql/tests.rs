@@ -34,6 +34,7 @@ fn request_queries_use_indexes_and_never_sort() {
                 },
             },
             WriteOp::ClaimNext {
+                labels: Default::default(),
                 node: "n".into(),
                 at: Timestamp::now(),
             },
@@ -113,4 +114,88 @@ fn request_queries_use_indexes_and_never_sort() {
             assert!(plan.contains("Index"), "{q}\n{plan}");
         }
     });
+}
+
+/// A claim never walks the jobs that only other nodes may take: behind
+/// 2,000 queued jobs asking for a label this node lacks, it finds the
+/// jobs it may take by one probe per selector's queue, and its plan
+/// filters out none of the others. The claims then take exactly the
+/// jobs this node's labels satisfy, oldest first.
+#[test]
+fn a_claim_walks_only_the_queues_of_selectors_the_node_satisfies() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let store = PgStore::open(db.url(), &StoreOptions::default()).unwrap();
+    let mut w = PgWriter::new(store.target.clone(), "n".into()).unwrap();
+    let job = |selector: &str| WriteOp::InsertJob {
+        name: None,
+        spec: JobSpec {
+            command: vec!["true".into()],
+            node_selector: joblog_core::Labels::parse(selector).unwrap(),
+            ..JobSpec::default()
+        },
+    };
+    let others: Vec<WriteOp> = (0..2000).map(|_| job("gpu=yes")).collect();
+    w.apply(&others).unwrap();
+    let mine = w
+        .apply(&[job(""), job("role=db"), job("os=linux,role=db")])
+        .unwrap();
+    let ids: Vec<i64> = mine
+        .iter()
+        .map(|o| match o {
+            Outcome::Job(j) => j.id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let labels = joblog_core::Labels::parse("role=db,os=linux").unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, conn) = store.target.connect().await.unwrap();
+        tokio::spawn(conn);
+        client.batch_execute("ANALYZE jobs").await.unwrap();
+        let none: Vec<String> = Vec::new();
+        let held: Vec<i64> = Vec::new();
+        let plan: Vec<String> = client
+            .query(
+                &format!(
+                    "EXPLAIN (ANALYZE, COSTS OFF) {}",
+                    crate::postgres::jobs::CLAIM_CANDIDATE
+                ),
+                &[&i64::MAX, &"n", &none, &labels.items(), &held],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(!plan.contains("Seq Scan on jobs"), "{plan}");
+        for line in plan
+            .lines()
+            .filter(|l| l.contains("Rows Removed by Filter"))
+        {
+            let n: u64 = line.rsplit(' ').next().unwrap().trim().parse().unwrap();
+            assert!(n < 10, "a claim walked jobs it may not take:\n{plan}");
+        }
+    });
+    let mut claimed = Vec::new();
+    for _ in 0..4 {
+        let out = w
+            .apply(&[WriteOp::ClaimNext {
+                node: "n".into(),
+                labels: labels.clone(),
+                at: Timestamp::now(),
+            }])
+            .unwrap();
+        match &out[0] {
+            Outcome::Claimed(Some(job)) => claimed.push(job.id),
+            Outcome::Claimed(None) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(claimed, ids);
 }

@@ -81,9 +81,11 @@ pub(super) async fn apply_batch(
                     }
                 }
             }
-            WriteOp::ClaimNext { node: claimer, at } => {
-                Outcome::Claimed(jobs::claim(&mut w, claimer, *at, now).await?)
-            }
+            WriteOp::ClaimNext {
+                node: claimer,
+                labels,
+                at,
+            } => Outcome::Claimed(jobs::claim(&mut w, claimer, labels, *at, now).await?),
             WriteOp::FireDue { now: at } => schedule_writes::fire_due(&mut w, *at, now).await?,
             WriteOp::SaveSchedule {
                 id,
@@ -178,10 +180,12 @@ pub(super) async fn apply_batch(
                 node,
                 version,
                 secret_names,
+                labels,
             } => {
                 let st = prepared(statements, &tx, REGISTER_NODE).await?;
                 let names = crate::rows::secret_names_text(secret_names);
-                tx.execute(&st, &[node, version, &names]).await?;
+                tx.execute(&st, &[node, version, &names, &labels.canonical()])
+                    .await?;
                 Outcome::Done
             }
             WriteOp::NodeStopped { node } => {

@@ -18,6 +18,7 @@ fn ops(node: &str) -> Vec<WriteOp> {
             },
         },
         WriteOp::ClaimNext {
+            labels: Default::default(),
             node: node.into(),
             at: Timestamp::now(),
         },
