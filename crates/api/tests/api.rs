@@ -22,6 +22,8 @@ mod listing;
 mod navigation;
 #[path = "api/notifications.rs"]
 mod notifications;
+#[path = "api/placement.rs"]
+mod placement;
 #[path = "api/responses.rs"]
 mod responses;
 #[path = "api/results.rs"]

@@ -141,8 +141,8 @@ fn flatten(
         } else {
             format!("{prefix}.{name}")
         };
-        // The name's key before `[node]` held labels as well.
-        let key = if key == "node" {
+        // `node = "…"`: the name's key before `[node]` held labels too.
+        let key = if key == "node" && !value.is_table() {
             "node.name".to_string()
         } else {
             key
@@ -232,6 +232,36 @@ mod tests {
         let layers = file("listen = \"0.0.0.0:1\"\n[log]\nmax_records = 5\n").unwrap();
         assert_eq!(layers.get::<u64>("log.max_records").unwrap(), Some(5));
         assert_eq!(layers.get::<u64>("log.max_bytes").unwrap(), None);
+    }
+
+    #[test]
+    fn a_node_is_named_and_labelled_under_node_or_by_its_old_key() {
+        let layers =
+            file("[node]\nname = \"db-1\"\nlabels = { role = \"db\", os = \"linux\" }\n").unwrap();
+        assert_eq!(
+            layers.get::<String>("node.name").unwrap().as_deref(),
+            Some("db-1")
+        );
+        let labels = layers
+            .get::<joblog_core::Labels>("node.labels")
+            .unwrap()
+            .unwrap();
+        assert_eq!(labels.canonical(), "os=linux,role=db");
+        let layers = file("node = \"db-1\"\n").unwrap();
+        assert_eq!(
+            layers.get::<String>("node.name").unwrap().as_deref(),
+            Some("db-1")
+        );
+        let layers = file("[node]\nlabels = \"role=db\"\n").unwrap();
+        assert!(layers
+            .get::<joblog_core::Labels>("node.labels")
+            .unwrap()
+            .is_some());
+        let e = format!("{:#}", file("[node]\nlabels = { role = 1 }\n").unwrap_err());
+        assert!(
+            e.contains("node.labels.role: a label's value is a quoted string"),
+            "{e}"
+        );
     }
 
     #[test]

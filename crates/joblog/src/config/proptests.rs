@@ -95,6 +95,7 @@ enum Typed {
     Bool(bool),
     Overflow(Overflow),
     Sinks(Vec<SinkConfig>),
+    Labels(joblog_core::Labels),
 }
 
 /// A queue policy, and the policy.
@@ -231,6 +232,19 @@ fn hosts() -> impl Strategy<Value = (String, Typed)> {
         })
 }
 
+/// A node's labels, `role=db, os=linux`, and the labels.
+fn labels() -> impl Strategy<Value = (String, Typed)> {
+    (
+        prop::collection::btree_map("[a-z][a-z0-9./_-]{0,8}", "[A-Za-z0-9._-]{1,8}", 0..5),
+        prop_oneof![Just(","), Just(", "), Just(" ,")],
+    )
+        .prop_map(|(map, sep)| {
+            let items: Vec<String> = map.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let labels = joblog_core::Labels::try_from(map).unwrap();
+            (items.join(sep), Typed::Labels(labels))
+        })
+}
+
 fn sync() -> impl Strategy<Value = (String, Typed)> {
     prop_oneof![
         Just(("normal".to_string(), Typed::Sync(SyncMode::Normal))),
@@ -286,6 +300,7 @@ fn value_for(kind: &'static str, key: &'static str) -> BoxedStrategy<(String, Op
         "integer" => integer().boxed(),
         "address" => address().boxed(),
         "host names" => hosts().boxed(),
+        "labels" => labels().boxed(),
         "normal | full" => sync().boxed(),
         "boolean" => boolean().boxed(),
         "block | drop_newest" => overflow().boxed(),
@@ -393,6 +408,10 @@ fn check_parsed(layers: &Layers, key: &str, typed: &Typed) -> Result<(), TestCas
             Some(HostList(h.clone()))
         ),
         Typed::Sync(m) => prop_assert_eq!(layers.get::<SyncMode>(key).map_err(fail)?, Some(*m)),
+        Typed::Labels(l) => prop_assert_eq!(
+            layers.get::<joblog_core::Labels>(key).map_err(fail)?,
+            Some(l.clone())
+        ),
         Typed::Bool(b) => prop_assert_eq!(layers.get::<bool>(key).map_err(fail)?, Some(*b)),
         Typed::Overflow(o) => prop_assert_eq!(layers.get::<Overflow>(key).map_err(fail)?, Some(*o)),
         Typed::Sinks(v) => prop_assert_eq!(

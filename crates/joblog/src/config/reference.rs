@@ -107,6 +107,8 @@ mod tests {
             let env = match d.key {
                 // The URL may carry a password; the name says it is a URL.
                 "database" => "JOBLOG_DATABASE_URL".to_string(),
+                // Named before `[node]` held labels too.
+                "node.name" => "JOBLOG_NODE".to_string(),
                 key => format!("JOBLOG_{}", key.replace('.', "_").to_uppercase()),
             };
             assert_eq!(d.env, env, "{}", d.key);
@@ -114,6 +116,7 @@ mod tests {
                 let expected = match d.key {
                     // Said as often as `--token`: `--run-as nobody`.
                     "jobs.run_as" => "run-as".to_string(),
+                    "node.name" => "node".to_string(),
                     key => key.replace(['.', '_'], "-"),
                 };
                 assert_eq!(flag, expected, "{}", d.key);
