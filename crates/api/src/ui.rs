@@ -37,6 +37,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("dom.js", JS, include_str!("../ui/dom.js")),
     ("jobs.js", JS, include_str!("../ui/jobs.js")),
     ("live.js", JS, include_str!("../ui/live.js")),
+    ("nodes.js", JS, include_str!("../ui/nodes.js")),
     (
         "notifications.js",
         JS,
@@ -103,6 +104,7 @@ const PAGES: &[Page] = &[
     page("/schedules/new", "schedule-form.js", "newSchedulePage"),
     page("/schedules/{id}", "schedule.js", "schedulePage"),
     page("/notifications", "notifications.js", "notificationsPage"),
+    page("/nodes", "nodes.js", "nodesPage"),
 ];
 
 /// A page without a prefetch.
@@ -409,6 +411,9 @@ mod tests {
         // `/schedules/new` is its own page, not a schedule whose id is "new".
         assert!(names(&shell_of("/schedules/new").await, "schedule-form.js"));
         assert!(names(&shell_of("/schedules/7").await, "schedule.js"));
+        let nodes = shell_of("/nodes").await;
+        assert!(names(&nodes, "nodes.js"), "{nodes}");
+        assert!(nodes.contains("<link rel=\"modulepreload\" href=\"/ui/live.js\">"));
         let rules = shell_of("/notifications").await;
         assert!(names(&rules, "notifications.js"), "{rules}");
         assert!(rules.contains("<link rel=\"modulepreload\" href=\"/ui/deliveries.js\">"));

@@ -71,6 +71,54 @@ export function filterInput(form, filters, key, placeholder, title, label) {
   return i;
 }
 
+// Labels as the API gives them (`{"role": "db"}`): one `key=value` each,
+// in key order; `none` (muted) when there are none.
+export function labelList(labels, none = "") {
+  const span = el("span", "labels");
+  const items = labelItems(labels);
+  // Spaces between them, for copying and for screen readers.
+  items.forEach((item, i) => span.append(...(i ? [" "] : []), text(item, "lbl")));
+  if (!items.length && none) span.append(text(none, "muted"));
+  return span;
+}
+
+function labelItems(labels) {
+  return Object.keys(labels ?? {})
+    .sort()
+    .map((k) => `${k}=${labels[k]}`);
+}
+
+// Labels as a form shows them: `os=linux,role=db`.
+export function labelText(labels) {
+  return labelItems(labels).join(",");
+}
+
+// A form's `role=db,os=linux` as the API takes it, an object in key
+// order ({} for the empty text). Only what the object cannot say is
+// refused here, in the API's words for its text form (an item that is no
+// key=value, a key given twice); the API judges the keys and values.
+export function parseLabels(value, field = "node_selector") {
+  const labels = new Map();
+  for (const raw of value.split(",")) {
+    const item = raw.trim();
+    if (!item) continue;
+    const eq = item.indexOf("=");
+    const refuse = (why) => {
+      const err = new Error(`${field}: ${why}`);
+      err.field = field;
+      return err;
+    };
+    if (eq < 0) throw refuse(`${JSON.stringify(item)} is not key=value`);
+    const k = item.slice(0, eq).trim();
+    const v = item.slice(eq + 1).trim();
+    if (labels.has(k) && labels.get(k) !== v) {
+      throw refuse(`${JSON.stringify(k)} is given twice (${JSON.stringify(labels.get(k))} and ${JSON.stringify(v)})`);
+    }
+    labels.set(k, v);
+  }
+  return Object.fromEntries([...labels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 // Text for screen readers only (a table header over dots or symbols).
 export function srOnly(value) {
   return text(value, "sr-only");

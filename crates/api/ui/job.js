@@ -1,4 +1,5 @@
-// A job's page: its header (state, timings, cancel, rerun, downloads),
+// A job's page: its header (state, timings, the labels its node must
+// have and, while queued, why it waits; cancel, rerun, downloads),
 // details and result, the notifications sent of its end (deliveries.js),
 // over its log (job-log.js), which is live through the SSE tail while the
 // job runs.
@@ -7,7 +8,8 @@ import { get, post, token, blob } from "./api.js";
 import { ResultView } from "./result.js";
 import { JobLog } from "./job-log.js";
 import { JobNotifications } from "./deliveries.js";
-import { el, text, stateBadge, duration, when, can, fail, clear, button } from "./dom.js";
+import { el, text, stateBadge, duration, when, can, fail, clear, button, labelList, timeCell } from "./dom.js";
+import { live } from "./live.js";
 
 // What a job's page needs: the job, its log's outline (groups, first
 // error, progress) and the notifications sent of its end, asked for
@@ -22,6 +24,9 @@ export function prefetchJob({ id }) {
 }
 
 const NO_OUTLINE = { groups: [], first_error_seq: null, first_warning_seq: null, progress: null };
+// A queued job that waits for a node is read again this often: nodes
+// coming up or going are not in the job feed.
+const WAITING_REREAD_MS = 10000;
 
 export async function jobPage(main, me, params, early) {
   const { job: jobP, outline: outlineP, notifications: sentP } = early ?? prefetchJob(params);
@@ -55,6 +60,7 @@ class JobPage {
         this.job.log.records = n;
       },
       onEnd: (ended) => {
+        this.stopWatching();
         this.job = ended;
         this.renderHeader();
         this.renderDetails();
@@ -76,6 +82,43 @@ class JobPage {
   start() {
     this.log.start();
     this.ticker = setInterval(() => this.running() && this.renderHeader(), 1000);
+    if (this.job.state === "queued") this.watchQueue();
+  }
+
+  // While queued, the job is read again when the job feed says it changed
+  // (a node took it, it was cancelled), and now and then while it waits
+  // for a node with its labels, so "Waiting for" goes when one comes up.
+  // Once it runs, its log's live tail tells of its end.
+  watchQueue() {
+    this.readAt = Date.now();
+    this.queue = live({
+      every: 1000,
+      read: () => this.reread(),
+      concerns: (change) => change.reset || change.changed.includes(this.job.id),
+      tick: () => {
+        if (this.job.waiting_for && Date.now() - this.readAt > WAITING_REREAD_MS) this.queue?.readSoon();
+      },
+    });
+  }
+
+  stopWatching() {
+    this.queue?.close();
+    this.queue = null;
+  }
+
+  async reread() {
+    this.readAt = Date.now();
+    try {
+      const job = await get(`/api/v1/jobs/${this.job.id}`);
+      // The log's end came first: it has the last word.
+      if (this.job.state !== "queued") return;
+      job.log.records = Math.max(job.log.records, this.job.log.records);
+      this.job = job;
+      if (job.state !== "queued") this.stopWatching();
+      this.renderHeader();
+    } catch (err) {
+      fail(this.status, err);
+    }
   }
 
   running() {
@@ -89,16 +132,21 @@ class JobPage {
     title.append(stateBadge(j.state, { label: true }), text(` ${j.name ?? "(unnamed)"} `), text(`#${j.id}`, "muted"));
     const facts = el("div", "head-facts");
     const fact = (k, v) => {
-      if (v === null || v === undefined || v === "") return;
+      if (v === null || v === undefined || v === "") return null;
       const f = el("span", "fact");
-      f.append(text(k, "k"), text(` ${v}`));
+      f.append(text(k, "k"), text(" "), v instanceof Node ? v : text(String(v)));
       facts.append(f);
+      return f;
     };
     fact("state", j.state);
     fact("exit", j.exit_code);
     fact("node", j.node);
+    if (Object.keys(j.node_selector ?? {}).length) {
+      const on = fact("runs on", labelList(j.node_selector));
+      on.id = "runs-on";
+      on.title = "the labels the node that runs it must have";
+    }
     fact("created", when(j.created_at));
-    if (j.state === "queued") fact("runs after", when(j.run_after));
     fact("started", when(j.started_at));
     fact("finished", when(j.finished_at));
     fact("duration", duration(j));
@@ -126,6 +174,15 @@ class JobPage {
     jsonl.title = "every record as a JSON object, one a line: seq, time, stream, message, fields";
     actions.append(dl, jsonl);
     this.header.append(title, actions, facts);
+    // Why a queued job has not started: no up node has its labels, or a
+    // retry's backoff.
+    if (j.state === "queued" && j.waiting_for) {
+      this.header.append(notice("waiting-for", "Waiting for", text(j.waiting_for)));
+    }
+    if (j.state === "queued" && j.run_after) {
+      const at = timeCell(j.run_after, "span");
+      this.header.append(notice("runs-after", "Runs after", at, " · the backoff before its next attempt"));
+    }
   }
 
   renderDetails() {
@@ -280,6 +337,7 @@ class JobPage {
   }
 
   destroy() {
+    this.stopWatching();
     this.log.destroy();
     this.sent.destroy();
     clearInterval(this.ticker);
@@ -311,6 +369,15 @@ async function save(path, name) {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+// A line of the header that says why a queued job waits.
+function notice(id, label, what, hint) {
+  const p = el("p", "waiting");
+  p.id = id;
+  p.append(text(label, "k"), text(" "), what);
+  if (hint) p.append(text(hint, "muted"));
+  return p;
 }
 
 function wrap(tag, child) {

@@ -3,7 +3,7 @@
 // its page when a change concerns it; it never polls).
 
 import { get, post } from "./api.js";
-import { el, text, clear, stateBadge, duration, when, can, fail, filterInput, headerRow, tickDurations } from "./dom.js";
+import { el, text, clear, stateBadge, duration, when, relative, can, fail, filterInput, headerRow, tickDurations, tickRelative } from "./dom.js";
 import { live } from "./live.js";
 
 const STATES = ["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "interrupted"];
@@ -54,7 +54,10 @@ class JobsPage {
         this.live = s;
         this.renderStatus();
       },
-      tick: () => tickDurations(this.table, this.jobs),
+      tick: () => {
+        tickDurations(this.table, this.jobs);
+        tickRelative(this.table);
+      },
     });
     this.feed.readNow();
   }
@@ -204,11 +207,27 @@ class JobsPage {
     if (!j.name) nameLink.classList.add("muted");
     name.append(nameLink);
     const streams = j.log?.streams ?? {};
+    // A queued job that no up node can take says why where its node
+    // will be, small, cut to the column, whole on hover; a queued retry
+    // says when it runs.
+    const node = text(j.node ?? "", null, "td");
+    if (j.state === "queued" && j.waiting_for) {
+      node.classList.add("waits");
+      node.append(text(`waits: ${j.waiting_for}`, "waiting-for"));
+      node.title = `Waiting for: ${j.waiting_for}`;
+    } else if (j.state === "queued" && j.run_after) {
+      const rel = text(relative(j.run_after), "rel");
+      rel.dataset.ts = j.run_after;
+      const after = text("runs ", "waiting-for");
+      after.append(rel);
+      node.append(after);
+      node.title = `Runs after ${when(j.run_after)}: the backoff before its next attempt`;
+    }
     tr.append(
       dot,
       id,
       name,
-      text(j.node ?? "", null, "td"),
+      node,
       text(when(j.started_at ?? j.created_at) ?? "", "started", "td"),
       text(duration(j) ?? "", "duration num", "td"),
       text(j.exit_code ?? "", "num", "td"),

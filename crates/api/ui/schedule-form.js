@@ -6,7 +6,7 @@
 // names is marked.
 
 import { get, post, patch } from "./api.js";
-import { el, text, clear, fail, can, button, formFields, endStates } from "./dom.js";
+import { el, text, clear, fail, can, button, formFields, endStates, parseLabels, labelText } from "./dom.js";
 
 export function newSchedulePage(main, me) {
   document.title = "New schedule · joblog";
@@ -65,6 +65,7 @@ export function scheduleForm(schedule, { onSaved, onCancel }) {
   const shell = field("Shell", input("shell"), "sh or bash (scripts only)");
   field("Timeout (s)", input("timeout_s", "number"), "optional").step = "any";
   field("Working directory", input("cwd"), "optional, absolute");
+  field("Runs on", input("node_selector"), "labels the node that runs each run must have, every one: role=db,os=linux; empty: any node", "wide2");
   const body = field("Script", el("textarea"), null, "full");
   body.name = "body";
   body.rows = 4;
@@ -202,6 +203,7 @@ function fill(form, s) {
     .map(([k, v]) => `${k}=${v}`)
     .join("\n");
   f.secrets.value = (s.secrets ?? []).join(", ");
+  f.node_selector.value = labelText(s.node_selector);
   f.timeout_s.value = s.timeout_s ?? "";
   f.cwd.value = s.cwd ?? "";
   f.overlap.value = s.overlap;
@@ -253,6 +255,7 @@ function read(form) {
   }
   r.env = sorted(env);
   r.secrets = [...new Set(f.secrets.value.split(",").map((s) => s.trim()).filter(Boolean))].sort();
+  r.node_selector = parseLabels(f.node_selector.value);
   r.timeout_s = num("timeout_s");
   r.cwd = opt(f.cwd.value);
   r.overlap = f.overlap.value;
@@ -266,7 +269,8 @@ function read(form) {
 function created(whole) {
   const body = {};
   for (const [k, v] of Object.entries(whole)) {
-    if (v === null || (Array.isArray(v) && !v.length) || (k === "env" && !Object.keys(v).length)) continue;
+    const empty = (k === "env" || k === "node_selector") && !Object.keys(v).length;
+    if (v === null || (Array.isArray(v) && !v.length) || empty) continue;
     body[k] = v;
   }
   return body;
@@ -282,6 +286,8 @@ function changes(s, whole) {
     timezone: s.timezone,
     env: sorted(s.env ?? {}),
     secrets: [...(s.secrets ?? [])].sort(),
+    // Cleared: {}, which the API takes for none.
+    node_selector: sorted(s.node_selector ?? {}),
     timeout_s: s.timeout_s ?? null,
     cwd: s.cwd ?? null,
     overlap: s.overlap,

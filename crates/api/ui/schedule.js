@@ -3,7 +3,7 @@
 // of the definition, and its runs. Kept current by the job feed.
 
 import { get, patch, del, post } from "./api.js";
-import { el, text, clear, stateBadge, can, fail, link, button, timeCell, tickRelative, zoneMode } from "./dom.js";
+import { el, text, clear, stateBadge, can, fail, link, button, timeCell, tickRelative, zoneMode, labelList } from "./dom.js";
 import { scheduleForm } from "./schedule-form.js";
 import { ScheduleRuns } from "./schedule-runs.js";
 import { policies } from "./schedules.js";
@@ -184,6 +184,9 @@ class SchedulePage {
       row("environment", list);
     }
     if (s.secrets?.length) row("secrets", `${s.secrets.join(", ")} (names; each node gives the values)`);
+    const on = labelList(s.node_selector, "any node");
+    on.id = "runs-on";
+    row("runs on", on);
     if (s.timeout_s) row("timeout", `${s.timeout_s} s`);
     if (s.cwd) row("working directory", s.cwd);
     if (s.concurrency_key) row("concurrency", `${s.concurrency_key} (at most ${s.max_concurrent ?? 1} at once)`);

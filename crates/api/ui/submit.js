@@ -1,8 +1,9 @@
 // The submit page: a command or a script, its name, environment, secrets
-// (masked inputs, sent once and never shown again) and timeout.
+// (masked inputs, sent once and never shown again), timeout and the
+// labels of the node it must run on.
 
 import { post } from "./api.js";
-import { el, text, clear, fail } from "./dom.js";
+import { el, text, clear, fail, parseLabels } from "./dom.js";
 
 export function submitPage(main) {
   document.title = "Submit · joblog";
@@ -74,6 +75,9 @@ export function submitPage(main) {
   timeout.step = "any";
   const cwd = field("Working directory", el("input"), "optional, absolute");
   cwd.name = "cwd";
+  const on = field("Runs on", el("input"), "optional; labels the node that runs it must have, every one: role=db,os=linux");
+  on.name = "node_selector";
+  on.spellcheck = false;
   const go = el("button", "button primary");
   go.type = "submit";
   go.textContent = "Submit job";
@@ -84,7 +88,7 @@ export function submitPage(main) {
     out.textContent = "";
     out.classList.remove("error-text");
     try {
-      const req = request({ kind: kind.value, body: body.value, shell: shell.value, name: name.value, env: env.value, timeout: timeout.value, cwd: cwd.value, secrets });
+      const req = request({ kind: kind.value, body: body.value, shell: shell.value, name: name.value, env: env.value, timeout: timeout.value, cwd: cwd.value, on: on.value, secrets });
       go.disabled = true;
       const job = await post("/api/v1/jobs", req);
       location.assign(`/jobs/${job.id}`);
@@ -126,5 +130,7 @@ function request(f) {
   if (Object.keys(secrets).length) req.secrets = secrets;
   if (f.timeout.trim()) req.timeout_s = Number(f.timeout);
   if (f.cwd.trim()) req.cwd = f.cwd.trim();
+  const selector = parseLabels(f.on);
+  if (Object.keys(selector).length) req.node_selector = selector;
   return req;
 }

@@ -162,6 +162,75 @@ async fn a_jobs_log_downloads_as_plain_text_and_as_json_lines() {
     run("download").await;
 }
 
+/// Node labels in the UI. A first server, `gpu-1` (`role=gpu`, one slot),
+/// stops with a job asking for `role=gpu` still queued behind another;
+/// the server under test, `db-1` (`role=db,os=linux`, a secret), opens the
+/// same data directory, so the Nodes page has two nodes (one stopped) and
+/// the job waits for a node that no up node is.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_nodes_page_shows_labels_and_a_job_where_it_runs_or_why_it_waits() {
+    let _one = BROWSER.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gpu = Server::start(
+        dir.path(),
+        &[
+            "--node",
+            "gpu-1",
+            "--node-labels",
+            "role=gpu",
+            "--max-concurrency",
+            "1",
+            "--grace-period",
+            "1s",
+        ],
+    )
+    .await;
+    let hog = gpu
+        .submit(json!({"name": "hog", "command": ["sleep", "600"]}))
+        .await;
+    gpu.wait_until(hog, "running", |j| j.state == "running")
+        .await;
+    let train = gpu
+        .submit(json!({
+            "name": "train",
+            "command": ["echo", "trained"],
+            "node_selector": {"role": "gpu"},
+        }))
+        .await;
+    gpu.signal("TERM");
+    gpu.wait_exit();
+    drop(gpu);
+    let server = Server::start_with(
+        dir.path(),
+        &[
+            "--node",
+            "db-1",
+            "--node-labels",
+            "role=db,os=linux",
+            "--max-concurrency",
+            "4",
+        ],
+        |c| {
+            c.env("JOBLOG_SECRET_DB_PASSWORD", "not-shown-42");
+        },
+    )
+    .await;
+    let waiting = server.job(train).await;
+    assert_eq!(waiting["state"], "queued", "{waiting}");
+    assert_eq!(
+        waiting["waiting_for"], "no up node has labels role=gpu",
+        "{waiting}"
+    );
+    let train = train.to_string();
+    scenario_with(
+        "nodes",
+        &server,
+        None,
+        &[("JOBLOG_WAITING_JOB", train.as_str())],
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
     let _one = BROWSER.lock().await;

@@ -1,6 +1,6 @@
 // Accessibility: axe-core on every page of the UI (the job list, a job's
 // page, submit, the schedules, a schedule's page, the schedule form, the
-// audit trail, the notification rules), in the light and the dark colour scheme, finds no serious
+// audit trail, the notification rules, the nodes), in the light and the dark colour scheme, finds no serious
 // or critical violation — contrast (stream chips, primary buttons),
 // labels, and besides every page has an h1 and no table header is empty.
 // At a phone's width (390 px) the pages do not shift once drawn: the
@@ -49,6 +49,7 @@ await scenario("a11y", async (step) => {
     ["schedule-new", "/schedules/new", "#schedule-form"],
     ["audit", "/audit", "#audit tbody tr"],
     ["notifications", "/notifications", "#rules-status:not(:empty)"],
+    ["nodes", "/nodes", "#nodes tbody tr[data-name]"],
   ];
 
   const b = await browser();
