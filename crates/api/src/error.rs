@@ -72,6 +72,7 @@ error_codes! {
     RuleExists = "rule_exists", CONFLICT, "A notification rule with that name exists.";
     ServerBusy = "server_busy", SERVICE_UNAVAILABLE, "Too many request bodies are being received at once (on the connection, or by the server); retry shortly.";
     TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
+    NodeNotFound = "node_not_found", NOT_FOUND, "No node of this store has that name (`GET /api/v1/nodes` lists them).";
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";
     JobElsewhere = "job_elsewhere", CONFLICT, "The job runs on another node that this store cannot reach.";

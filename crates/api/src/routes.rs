@@ -14,8 +14,8 @@ use joblog_core::Role;
 
 use crate::auth::rules::Access;
 use crate::handlers::{
-    audit, backup, feed, groom, jobs, log, logging, nodes, notifications, schedules, sealing,
-    tokens,
+    audit, backup, feed, groom, jobs, log, logging, nodes, notifications, scheduler, schedules,
+    sealing, tokens,
 };
 use crate::AppState;
 
@@ -167,6 +167,11 @@ routes! {
     GET "/api/v1/sealing" => sealing::status, VIEWER;
     POST "/api/v1/sealing" => sealing::seal_all, ADMIN;
     GET "/api/v1/nodes" => nodes::list, VIEWER;
+    POST "/api/v1/nodes/{name}/drain" => nodes::drain, ADMIN;
+    POST "/api/v1/nodes/{name}/undrain" => nodes::undrain, ADMIN;
+    GET "/api/v1/scheduler" => scheduler::state, VIEWER;
+    POST "/api/v1/scheduler/pause" => scheduler::pause, ADMIN;
+    POST "/api/v1/scheduler/resume" => scheduler::resume, ADMIN;
     GET "/api/v1/backup" => backup::backup, ADMIN, timeout Unbounded;
     GET "/api/v1/audit" => audit::list, ADMIN;
     GET "/api/v1/tokens" => tokens::list, ADMIN;

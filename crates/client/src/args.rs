@@ -6,9 +6,11 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Subcommand};
 use joblog_core::{JobState, Labels, Role, Stream};
 
+mod nodes;
 mod notify;
 mod schedules;
 
+pub use nodes::{NodesArgs, NodesCommand, SchedulerArgs, SchedulerCommand};
 pub use notify::{Header, NotifyArgs, NotifyCommand, RuleFields};
 pub use schedules::{ScheduleArgs, ScheduleCommand, ScheduleFields, TriggerArgs};
 
@@ -156,9 +158,11 @@ pub enum ClientCommand {
     Notify(NotifyArgs),
     /// Create, list and revoke API tokens (needs an admin token).
     Token(TokenArgs),
-    /// List the nodes running jobs on the server's store: state, last
-    /// heartbeat, running jobs, version.
-    Nodes(JsonArgs),
+    /// List the nodes running jobs on the server's store (state, labels,
+    /// last heartbeat, running jobs, version), or drain one.
+    Nodes(NodesArgs),
+    /// Say whether schedules fire, or pause or resume them on every node.
+    Scheduler(SchedulerArgs),
     /// Save a consistent copy of the server's SQLite database to FILE while
     /// it runs (needs an admin token).
     Backup(BackupArgs),
@@ -184,6 +188,7 @@ impl ClientCommand {
             ClientCommand::Notify(a) => &a.connection,
             ClientCommand::Rerun(a) => &a.connection,
             ClientCommand::Nodes(a) => &a.connection,
+            ClientCommand::Scheduler(a) => &a.connection,
             ClientCommand::Backup(a) => &a.connection,
             ClientCommand::Health(a) => &a.connection,
         }
@@ -380,15 +385,6 @@ pub struct JobsArgs {
     #[arg(long, value_name = "N", default_value_t = 50,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
-    /// Print the API's JSON.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub connection: Connection,
-}
-
-#[derive(Args, Debug)]
-pub struct JsonArgs {
     /// Print the API's JSON.
     #[arg(long)]
     pub json: bool,

@@ -12,11 +12,11 @@ use joblog_core::JobState;
 use serde_json::{json, Map, Value};
 
 use super::api::{Api, TransportError, REQUEST_TIMEOUT};
-use super::args::{GroomArgs, IdArgs, JobsArgs, JsonArgs, KeyValue, LogsArgs, RerunArgs, RunArgs};
+use super::args::{GroomArgs, IdArgs, JobsArgs, KeyValue, LogsArgs, RerunArgs, RunArgs};
 use super::render::Pretty;
 use super::wire::{
-    DeliveryView, GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, RuleView,
-    ScheduleView, TestSendView, TokenView,
+    DeliveryView, GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, NodeView,
+    RuleView, ScheduleView, SchedulerView, TestSendView, TokenView,
 };
 use super::UsageError;
 
@@ -51,6 +51,9 @@ pub(super) enum Answer {
     /// The name of a revoked token.
     Revoked(String),
     Nodes(NodeList),
+    /// One node, as a drain or undrain left it.
+    Node(NodeView),
+    Scheduler(SchedulerView),
     Schedules(Vec<ScheduleView>),
     Schedule(ScheduleView),
     /// The id of a deleted schedule.
@@ -410,16 +413,6 @@ pub(super) async fn groom(api: &Api, a: GroomArgs) -> anyhow::Result<Answer> {
         return Ok(Answer::Raw(raw));
     }
     Ok(Answer::Groomed(api.decode(&raw)?))
-}
-
-pub(super) async fn nodes(api: &Api, a: JsonArgs) -> anyhow::Result<Answer> {
-    let raw = api
-        .get_raw(api.url("/api/v1/nodes", &[])?, REQUEST_TIMEOUT)
-        .await?;
-    if a.json {
-        return Ok(Answer::Raw(raw));
-    }
-    Ok(Answer::Nodes(api.decode(&raw)?))
 }
 
 /// Hands a job's log from `after` to `sink`; with `follow`, until the job

@@ -15,6 +15,7 @@ mod args;
 mod backup;
 mod commands;
 mod health;
+mod nodes;
 mod notify;
 pub mod progress;
 mod render;
@@ -92,7 +93,8 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
                 render::print(&answer)?;
                 Ok(if done { 0 } else { 1 })
             }
-            ClientCommand::Nodes(a) => print(commands::nodes(&api, a).await?),
+            ClientCommand::Nodes(a) => print(nodes::nodes(&api, a).await?),
+            ClientCommand::Scheduler(a) => print(nodes::scheduler(&api, a).await?),
             ClientCommand::Backup(a) => print(backup::run(&api, a).await?),
             ClientCommand::Health(a) => {
                 let (answer, healthy) = health::run(&api, a).await?;

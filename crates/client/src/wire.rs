@@ -181,6 +181,16 @@ pub struct NodeView {
     pub labels: BTreeMap<String, String>,
 }
 
+/// Whether schedules fire (`GET /api/v1/scheduler`).
+#[derive(Debug, Deserialize)]
+pub struct SchedulerView {
+    pub paused: bool,
+    #[serde(default)]
+    pub paused_at: Option<String>,
+    #[serde(default)]
+    pub paused_by: Option<String>,
+}
+
 /// A schedule as `GET /api/v1/schedules/{id}` gives it (the fields the
 /// text shows; `--json` passes on the rest).
 #[derive(Debug, Clone, Deserialize)]

@@ -25,6 +25,13 @@ pub struct NodeInfo {
     /// Its labels (`node.labels`), as of its last start: it takes the
     /// jobs whose `node_selector` they satisfy.
     pub labels: Labels,
+    /// Since when it is asked to drain (`POST /nodes/{name}/drain`): it
+    /// takes no job and fires no schedule; `None` when it is not.
+    pub drain_at: Option<Timestamp>,
+    /// Found in the database by a node started paused (a restored copy's
+    /// nodes): taken for lapsed until it heartbeats.
+    #[serde(skip)]
+    pub presumed_lapsed: bool,
 }
 
 /// What a node is doing, judged from its store row.
@@ -37,8 +44,13 @@ pub enum NodeState {
     Stopped,
     /// Silent for longer than the heartbeat timeout: killed, crashed, or
     /// cut off from the database. Its running jobs are (or will be)
-    /// interrupted.
+    /// interrupted. Also a node a restored database holds, until it
+    /// heartbeats on it.
     Lapsed,
+    /// Asked to drain, with jobs still running: it takes no new ones.
+    Draining,
+    /// Asked to drain, and none of its jobs runs.
+    Drained,
 }
 
 impl NodeInfo {
@@ -49,10 +61,14 @@ impl NodeInfo {
             return NodeState::Stopped;
         }
         let silent = now.0.saturating_sub(self.heartbeat_at.0);
-        if silent > i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX) {
+        if self.presumed_lapsed || silent > i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX) {
             NodeState::Lapsed
-        } else {
+        } else if self.drain_at.is_none() {
             NodeState::Up
+        } else if self.running_jobs > 0 {
+            NodeState::Draining
+        } else {
+            NodeState::Drained
         }
     }
 }
@@ -86,6 +102,8 @@ mod tests {
             running_jobs: 0,
             secret_names: Vec::new(),
             labels: Labels::default(),
+            drain_at: None,
+            presumed_lapsed: false,
         };
         let timeout = Duration::from_secs(30);
         assert_eq!(node.state(Timestamp(40_000_000), timeout), NodeState::Up);
@@ -95,12 +113,34 @@ mod tests {
         );
         let stopped = NodeInfo {
             stopped_at: Some(Timestamp(11_000_000)),
-            ..node
+            ..node.clone()
         };
         assert_eq!(
             stopped.state(Timestamp(99_000_000), timeout),
             NodeState::Stopped
         );
+        let at = Timestamp(20_000_000);
+        let draining = NodeInfo {
+            drain_at: Some(Timestamp(15_000_000)),
+            running_jobs: 2,
+            ..node.clone()
+        };
+        assert_eq!(draining.state(at, timeout), NodeState::Draining);
+        let drained = NodeInfo {
+            running_jobs: 0,
+            ..draining.clone()
+        };
+        assert_eq!(drained.state(at, timeout), NodeState::Drained);
+        // Silence wins over a drain: a dead node drains nothing.
+        assert_eq!(
+            drained.state(Timestamp(99_000_000), timeout),
+            NodeState::Lapsed
+        );
+        let copied = NodeInfo {
+            presumed_lapsed: true,
+            ..node
+        };
+        assert_eq!(copied.state(at, timeout), NodeState::Lapsed);
     }
 
     #[test]
@@ -114,6 +154,8 @@ mod tests {
             running_jobs: 0,
             secret_names: Vec::new(),
             labels: Labels::parse(labels).unwrap(),
+            drain_at: None,
+            presumed_lapsed: false,
         };
         let gpu = Labels::parse("gpu=yes").unwrap();
         let nodes = [

@@ -16,6 +16,9 @@ pub struct EngineConfig {
     /// This node's labels: it takes only jobs whose `node_selector` they
     /// satisfy.
     pub labels: Labels,
+    /// Start paused (`serve --paused`): this node drained and the
+    /// scheduler paused, in the store, until an operator says otherwise.
+    pub paused_at_start: bool,
     /// Where `JOBLOG_RESULT` files are created; absolute (`start` refuses
     /// a relative one), as every path handed to a job must be.
     pub data_dir: PathBuf,
@@ -74,6 +77,7 @@ impl EngineConfig {
             max_concurrency: 16,
             node,
             labels: Labels::default(),
+            paused_at_start: false,
             data_dir,
             log_limits: LogLimits::default(),
             kill_grace: Duration::from_secs(5),

@@ -84,6 +84,22 @@ impl Engine {
         Ok(self.inner.pipeline.revoke_token(name).await?)
     }
 
+    /// Asks `node` (this one or another of the store) to drain, or to take
+    /// jobs again: false when no node has that name. A draining node
+    /// takes no job and fires no schedule; its running jobs go on.
+    pub async fn set_drain(&self, node: String, drain: bool) -> Result<bool, EngineError> {
+        self.check_writable()?;
+        Ok(self.inner.pipeline.set_drain(node, drain).await?)
+    }
+
+    /// Pauses the scheduler of every node (`by` whom), or resumes it
+    /// (`None`): while paused no schedule fires and no trigger runs;
+    /// manual runs still do.
+    pub async fn set_paused(&self, by: Option<String>) -> Result<(), EngineError> {
+        self.check_writable()?;
+        Ok(self.inner.pipeline.set_paused(by).await?)
+    }
+
     /// Fails fast while the store refuses writes (a full disk, a lost
     /// database): a write asked of it would wait until it recovers, and a
     /// client that gave up and retried would then find its job twice.

@@ -35,9 +35,15 @@ impl Engine {
                     if c.tokens_revoked || c.reset {
                         self.inner.tokens_revoked.send_modify(|n| *n += 1);
                     }
+                    // A drain or pause lifted: look again at once.
+                    if c.controls || c.reset {
+                        self.inner.dispatcher.wake.notify_one();
+                        self.inner.scheduler.changed.notify_one();
+                    }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     self.inner.dispatcher.wake.notify_one();
+                    self.inner.scheduler.changed.notify_one();
                     self.jobs_ended();
                     self.notifications_due();
                     self.inner.tokens_revoked.send_modify(|n| *n += 1);

@@ -87,7 +87,22 @@ impl Engine {
                 }
                 continue;
             }
-            match self.inner.pipeline.fire_due(now).await {
+            match self
+                .inner
+                .pipeline
+                .fire_due(now, self.inner.config.node.clone())
+                .await
+            {
+                // Paused, or this node drained: due fires stay due until
+                // either is lifted (a commit says so) or a while passes.
+                Ok(fired) if fired.held => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(MAX_SLEEP) => {}
+                        _ = woken => {}
+                        _ = shutdown.wait_for(|s| *s) => return,
+                    }
+                    continue;
+                }
                 Ok(fired) => {
                     for (id, why) in &fired.broken {
                         tracing::error!(schedule = id, error = %why, "a stored schedule cannot be read; it is disabled until it is saved again");

@@ -68,6 +68,7 @@ impl Engine {
                 env!("CARGO_PKG_VERSION").to_string(),
                 config.node_secrets.keys().cloned().collect(),
                 config.labels.clone(),
+                config.paused_at_start,
             )
             .await?;
         std::fs::create_dir_all(config.data_dir.join("results")).map_err(|e| {

@@ -68,9 +68,10 @@ impl Pipeline {
         }
     }
 
-    /// Makes the jobs of the schedules due at `now`, each fire once.
-    pub async fn fire_due(&self, now: Timestamp) -> Result<Fired, PipelineError> {
-        match self.execute(WriteOp::FireDue { now }).await? {
+    /// Makes the jobs of the schedules due at `now`, each fire once;
+    /// none while the scheduler is paused or `node` asked to drain.
+    pub async fn fire_due(&self, now: Timestamp, node: String) -> Result<Fired, PipelineError> {
+        match self.execute(WriteOp::FireDue { now, node }).await? {
             Outcome::Fired(fired) => Ok(fired),
             other => Err(mismatch("fire_due", other)),
         }
@@ -217,13 +218,15 @@ impl Pipeline {
     }
 
     /// Records that `node` started, running joblog `version` and holding
-    /// the secrets named `secret_names`, with `labels`.
+    /// the secrets named `secret_names`, with `labels`; `paused`: started
+    /// paused (see [`WriteOp::RegisterNode`]).
     pub async fn register_node(
         &self,
         node: String,
         version: String,
         secret_names: Vec<String>,
         labels: Labels,
+        paused: bool,
     ) -> Result<(), PipelineError> {
         match self
             .execute(WriteOp::RegisterNode {
@@ -231,11 +234,29 @@ impl Pipeline {
                 version,
                 secret_names,
                 labels,
+                paused,
             })
             .await?
         {
             Outcome::Done => Ok(()),
             other => Err(mismatch("register_node", other)),
+        }
+    }
+
+    /// Asks `node` to drain, or to take jobs again: false when no node
+    /// has that name.
+    pub async fn set_drain(&self, node: String, drain: bool) -> Result<bool, PipelineError> {
+        match self.execute(WriteOp::SetDrain { node, drain }).await? {
+            Outcome::Count(n) => Ok(n > 0),
+            other => Err(mismatch("set_drain", other)),
+        }
+    }
+
+    /// Pauses every node's scheduler, `by` whom, or resumes it (`None`).
+    pub async fn set_paused(&self, by: Option<String>) -> Result<(), PipelineError> {
+        match self.execute(WriteOp::SetPaused { by }).await? {
+            Outcome::Done => Ok(()),
+            other => Err(mismatch("set_paused", other)),
         }
     }
 

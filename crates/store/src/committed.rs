@@ -36,6 +36,11 @@ pub struct Committed {
     /// ignores the key).
     #[serde(default, rename = "t", skip_serializing_if = "std::ops::Not::not")]
     pub tokens_revoked: bool,
+    /// A node was asked to drain or to take jobs again, or the scheduler
+    /// paused or resumed: dispatchers and schedulers look again. Added
+    /// after the others (a peer that predates it ignores the key).
+    #[serde(default, rename = "k", skip_serializing_if = "std::ops::Not::not")]
+    pub controls: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -83,8 +88,10 @@ impl Committed {
                 self.reset |= !jobs.is_empty()
             }
             (WriteOp::Interrupt { .. } | WriteOp::Heartbeat { .. }, _) => {}
+            (WriteOp::SetDrain { .. } | WriteOp::SetPaused { .. }, _) => self.controls = true,
+            (WriteOp::RegisterNode { paused, .. }, _) => self.controls |= *paused,
             // Nobody follows nodes: `joblog nodes` reads them when asked.
-            (WriteOp::RegisterNode { .. } | WriteOp::NodeStopped { .. }, _) => {}
+            (WriteOp::NodeStopped { .. }, _) => {}
             // Nobody follows a claim that found nothing, deletions (only
             // finished jobs are deleted) or new tokens (each request looks
             // its token up).

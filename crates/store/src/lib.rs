@@ -53,6 +53,7 @@ mod audit;
 #[cfg(feature = "bench")]
 pub mod bench_support;
 mod committed;
+mod controls;
 mod db;
 mod error;
 mod interrupt;
@@ -84,6 +85,7 @@ use joblog_core::{
 };
 
 pub use committed::Committed;
+pub use controls::SchedulerState;
 pub use error::StoreError;
 pub use notifications::{RuleSaved, CLAIM_BATCH};
 pub use open::{open, Database, ReadWait, StoreOptions, SyncMode};
@@ -201,6 +203,9 @@ pub trait Store: Send + Sync + 'static {
     /// The queued jobs that ask for labels, counted by their
     /// `node_selector` (for the metric of jobs no node can take).
     async fn queued_by_selector(&self) -> Result<Vec<(Labels, u64)>>;
+
+    /// Whether the scheduler is paused, since when and by whom.
+    async fn scheduler_state(&self) -> Result<SchedulerState>;
 
     /// The nodes that have run on this store (a node silent for a week is
     /// forgotten), by name, with the jobs each has running.

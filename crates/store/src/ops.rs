@@ -36,7 +36,9 @@ pub enum WriteOp {
     /// Makes the jobs of the schedules due at `now` (at most
     /// [`FIRE_BATCH`] schedules), each fire exactly once, and moves each
     /// schedule's next fire past `now`. → [`Outcome::Fired`]
-    FireDue { now: Timestamp },
+    /// Makes none while the scheduler is paused or `node` is asked to
+    /// drain ([`Fired::held`]).
+    FireDue { now: Timestamp, node: String },
     /// Creates a schedule (`id` `None`) or replaces one, with its next
     /// fire (`None` while disabled). → [`Outcome::Schedule`]
     SaveSchedule {
@@ -118,7 +120,19 @@ pub enum WriteOp {
         version: String,
         secret_names: Vec<String>,
         labels: Labels,
+        /// Started paused (`serve --paused`): it is asked to drain, the
+        /// scheduler is paused, and every other node is taken for lapsed
+        /// until it heartbeats (a restored copy's nodes). On a store of
+        /// one node the others are taken for lapsed at every start.
+        paused: bool,
     },
+    /// Asks `node` to drain (`drain`: since now, or since it was asked
+    /// before) or to take jobs again. → [`Outcome::Count`]: 1, or 0 when
+    /// no node has that name
+    SetDrain { node: String, drain: bool },
+    /// Pauses every node's scheduler, `by` whom (kept if it was paused
+    /// already), or resumes it (`None`). → [`Outcome::Done`]
+    SetPaused { by: Option<String> },
     /// Records that `node` stopped gracefully. → [`Outcome::Done`]
     NodeStopped { node: String },
     /// Asks the node running `job` to stop it (carried to other nodes by
@@ -184,6 +198,8 @@ impl WriteOp {
             WriteOp::Heartbeat { .. } => "heartbeat",
             WriteOp::RegisterNode { .. } => "register_node",
             WriteOp::NodeStopped { .. } => "node_stopped",
+            WriteOp::SetDrain { .. } => "set_drain",
+            WriteOp::SetPaused { .. } => "set_paused",
             WriteOp::RequestCancel { .. } => "request_cancel",
             WriteOp::CreateToken(_) => "create_token",
             WriteOp::RevokeToken { .. } => "revoke_token",

@@ -52,13 +52,13 @@ const LIST_TOKENS: Statement = sql!(concat!(
 const LIST_NODES: Statement = Statement::new(
     "SELECT name, version, started_at, heartbeat_at, stopped_at, \
      (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name), \
-     secret_names, labels FROM nodes ORDER BY name",
+     secret_names, labels, drain_at, presumed_lapsed FROM nodes ORDER BY name",
     "SELECT name, version, \
      (extract(epoch FROM started_at) * 1000000)::bigint, \
      (extract(epoch FROM heartbeat_at) * 1000000)::bigint, \
      (extract(epoch FROM stopped_at) * 1000000)::bigint, \
      (SELECT count(*) FROM jobs WHERE state = 'running' AND node = nodes.name), \
-     secret_names, labels FROM nodes ORDER BY name",
+     secret_names, labels, drain_at, presumed_lapsed FROM nodes ORDER BY name",
 );
 const PING: Statement = sql!("SELECT 1");
 

@@ -246,6 +246,8 @@ pub(crate) struct NodeRow {
     pub secret_names: Option<String>,
     /// `Labels::canonical`'s form.
     pub labels: String,
+    pub drain_at: Option<i64>,
+    pub presumed_lapsed: bool,
 }
 
 impl NodeRow {
@@ -273,6 +275,8 @@ impl NodeRow {
         })?;
         Ok(NodeInfo {
             labels,
+            drain_at: self.drain_at.map(Timestamp),
+            presumed_lapsed: self.presumed_lapsed,
             name: self.name,
             version: self.version,
             started_at: Timestamp(self.started_at),
@@ -285,7 +289,8 @@ impl NodeRow {
 }
 
 /// A row of a node listing: name, version, started, heartbeat and
-/// stopped (micros), running jobs, secret names, labels.
+/// stopped (micros), running jobs, secret names, labels, drain asked
+/// (micros), presumed lapsed.
 impl Decode for NodeInfo {
     fn decode(row: &impl Row) -> Result<NodeInfo> {
         NodeRow {
@@ -297,6 +302,8 @@ impl Decode for NodeInfo {
             running_jobs: row.get(5)?,
             secret_names: row.get(6)?,
             labels: row.get(7)?,
+            drain_at: row.get(8)?,
+            presumed_lapsed: row.get(9)?,
         }
         .into_info()
     }

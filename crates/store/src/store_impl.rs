@@ -116,6 +116,10 @@ macro_rules! store_impl {
                     .collect()
             }
 
+            async fn scheduler_state(&self) -> Result<$crate::SchedulerState> {
+                $run!(self, c => $crate::controls::scheduler_state(c))
+            }
+
             async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
                 $run!(self, c => $crate::reads::list_nodes(c))
             }

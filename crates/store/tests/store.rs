@@ -20,6 +20,8 @@ use serde_json::{json, Value};
 
 #[path = "store/audit.rs"]
 mod audit;
+#[path = "store/controls.rs"]
+mod controls;
 #[path = "store/listing.rs"]
 mod listing;
 #[path = "store/navigation.rs"]
@@ -224,11 +226,13 @@ impl TestStore {
     }
 }
 
-/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (placement; triggers; notifications; the
+/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (drain and pause; placement; triggers; notifications; the
 /// nodes' secret names; the per-schedule metrics' index; sealed logs; schedules, and the
 /// columns jobs got for them), the same on both stores: for tests that
 /// take a database back to an older version.
-const UNDO_LATEST: &str = "DROP INDEX IF EXISTS jobs_queued_selector; \
+const UNDO_LATEST: &str = "DROP TABLE scheduler_state; ALTER TABLE nodes DROP COLUMN drain_at; \
+     ALTER TABLE nodes DROP COLUMN presumed_lapsed; \
+     DROP INDEX IF EXISTS jobs_queued_selector; \
      ALTER TABLE jobs DROP COLUMN node_selector; ALTER TABLE nodes DROP COLUMN labels; \
      DROP TABLE deliveries; DROP TABLE notification_rules; \
      ALTER TABLE nodes DROP COLUMN secret_names; \
@@ -240,7 +244,7 @@ const UNDO_LATEST: &str = "DROP INDEX IF EXISTS jobs_queued_selector; \
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
 /// How many migrations [`UNDO_LATEST`] undoes.
-const UNDONE_MIGRATIONS: i64 = 7;
+const UNDONE_MIGRATIONS: i64 = 8;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {
@@ -590,6 +594,7 @@ async fn nodes_are_remembered_with_their_heartbeats_stops_and_running_jobs(db: T
     };
     assert!(nodes_named(&t).await.is_empty());
     let register = |node: &str| WriteOp::RegisterNode {
+        paused: false,
         labels: Default::default(),
         node: node.into(),
         version: "9.9.9".into(),

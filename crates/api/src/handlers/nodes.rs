@@ -1,12 +1,13 @@
 //! `/api/v1/nodes`: the nodes that run jobs on this store, with the state
 //! each is judged to be in (by this node's heartbeat timeout).
 
-use axum::extract::State;
-use axum::Json;
+use axum::extract::{Path, State};
+use axum::{Extension, Json};
 use joblog_core::{waiting_for, Job, JobState, NodeInfo, NodeState, Timestamp};
 use serde::Serialize;
 
-use crate::error::ApiError;
+use crate::auth::Identity;
+use crate::error::{ApiError, ErrorCode};
 use crate::AppState;
 
 #[derive(Serialize)]
@@ -61,6 +62,53 @@ pub(crate) async fn explain_waits(state: &AppState, jobs: &mut [Job]) {
     for job in jobs.iter_mut().filter(|j| asks(j)) {
         job.waiting_for = waiting_for(&job.spec.node_selector, &nodes);
     }
+}
+
+/// `POST /api/v1/nodes/{name}/drain`: the node takes no new job and
+/// fires no schedule; its running jobs go on. Answers the node.
+pub async fn drain(
+    state: State<AppState>,
+    caller: Extension<Identity>,
+    name: Path<String>,
+) -> Result<Json<NodeView>, ApiError> {
+    set_drain(state, caller, name, true).await
+}
+
+/// `POST /api/v1/nodes/{name}/undrain`: the node takes jobs again.
+pub async fn undrain(
+    state: State<AppState>,
+    caller: Extension<Identity>,
+    name: Path<String>,
+) -> Result<Json<NodeView>, ApiError> {
+    set_drain(state, caller, name, false).await
+}
+
+async fn set_drain(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Identity>,
+    Path(name): Path<String>,
+    drain: bool,
+) -> Result<Json<NodeView>, ApiError> {
+    let not_found = || ApiError::new(ErrorCode::NodeNotFound, format!("no node named {name:?}"));
+    // A name no node can have is not looked up (PostgreSQL refuses a NUL).
+    if name.contains('\0') || !state.engine.set_drain(name.clone(), drain).await? {
+        return Err(not_found());
+    }
+    let (audit, done) = if drain {
+        ("node.drained", "asked to drain")
+    } else {
+        ("node.undrained", "taking jobs again")
+    };
+    tracing::info!(audit, node = %name, "node {name:?} {done}, by {}", caller.name());
+    let node = judged(&state)
+        .await?
+        .into_iter()
+        .find(|(n, _)| n.name == name)
+        .ok_or_else(not_found)?;
+    Ok(Json(NodeView {
+        node: node.0,
+        state: node.1,
+    }))
 }
 
 pub async fn list(State(state): State<AppState>) -> Result<Json<NodeList>, ApiError> {

@@ -54,6 +54,8 @@ mod tests {
             running_jobs: 0,
             secret_names: Vec::new(),
             labels: labels("role=db,os=linux"),
+            drain_at: None,
+            presumed_lapsed: false,
         };
         let queued = [
             (labels("role=db"), 3),
@@ -61,6 +63,10 @@ mod tests {
             (labels("role=web"), 4),
         ];
         assert_eq!(unplaceable(&queued, &[(node.clone(), NodeState::Up)]), 6);
+        assert_eq!(
+            unplaceable(&queued, &[(node.clone(), NodeState::Drained)]),
+            9
+        );
         assert_eq!(unplaceable(&queued, &[(node, NodeState::Lapsed)]), 9);
     }
 }

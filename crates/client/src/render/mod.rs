@@ -99,6 +99,8 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
         Answer::Tokens(tokens) => out.write_all(token::tokens_table(tokens).as_bytes())?,
         Answer::Revoked(name) => writeln!(out, "revoked token {}", escape_display(name, false))?,
         Answer::Nodes(list) => out.write_all(node::nodes_table(list).as_bytes())?,
+        Answer::Node(n) => out.write_all(node::node_line(n).as_bytes())?,
+        Answer::Scheduler(s) => out.write_all(node::scheduler_line(s).as_bytes())?,
         Answer::Schedules(list) => out.write_all(schedule::schedules_table(list).as_bytes())?,
         Answer::Schedule(s) => out.write_all(schedule::show_text(s).as_bytes())?,
         Answer::ScheduleDeleted(id) => writeln!(out, "deleted schedule {id}")?,

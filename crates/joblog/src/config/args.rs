@@ -110,10 +110,13 @@ impl clap::Args for ServeArgs {
     fn augment_args(mut cmd: Command) -> Command {
         for d in DECLARED {
             let Some(flag) = d.flag else { continue };
+            let mut arg = Arg::new(d.key).long(flag);
+            // A switch may stand alone: `--paused` is `--paused true`.
+            if d.kind == "boolean" {
+                arg = arg.num_args(0..=1).default_missing_value("true");
+            }
             cmd = cmd.arg(
-                Arg::new(d.key)
-                    .long(flag)
-                    .value_name(value_name(d.kind))
+                arg.value_name(value_name(d.kind))
                     .help(match (d.default)() {
                         default if default.is_empty() => {
                             format!("{} [env: {}]", d.summary(), d.env)

@@ -117,6 +117,8 @@ mod tests {
                     // Said as often as `--token`: `--run-as nobody`.
                     "jobs.run_as" => "run-as".to_string(),
                     "node.name" => "node".to_string(),
+                    // What an operator types in a restore: `serve --paused`.
+                    "scheduler.paused_at_start" => "paused".to_string(),
                     key => key.replace(['.', '_'], "-"),
                 };
                 assert_eq!(flag, expected, "{}", d.key);

@@ -54,6 +54,13 @@ settings! {
     /// At most 16; keys and values of letters, digits, `.`, `_`, `-`.
     node_labels: Labels = Labels::default(),
         key "node.labels", env "JOBLOG_NODE_LABELS", flag Some("node-labels");
+    /// Start paused (`--paused`): this node takes no job (it is drained)
+    /// and no schedule fires on any node, until `joblog nodes undrain`
+    /// and `joblog scheduler resume`. For a restored backup, a disaster
+    /// drill, or reading an old copy's logs; the other nodes found in
+    /// the database show as lapsed until they heartbeat.
+    scheduler_paused_at_start: bool = false,
+        key "scheduler.paused_at_start", env "JOBLOG_SCHEDULER_PAUSED_AT_START", flag Some("paused");
     /// With PostgreSQL: a node silent for this long is taken for dead and
     /// its running jobs become `interrupted`.
     heartbeat_timeout: Duration = engine().heartbeat_timeout,

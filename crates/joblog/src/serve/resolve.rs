@@ -94,6 +94,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
         .unwrap_or_else(|| format!("{}:{}", hostname(), listen.port()));
     let mut engine = EngineConfig::new(node, data_dir.clone());
     engine.labels = s.node_labels.clone();
+    engine.paused_at_start = s.scheduler_paused_at_start;
     engine.max_concurrency = s.max_concurrency;
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;

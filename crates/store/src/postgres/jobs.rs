@@ -47,7 +47,8 @@ const DISABLE: &str = "UPDATE schedules SET enabled = false, next_fire = NULL WH
 /// The oldest queued job `$2` may take at `$1`: of the jobs whose
 /// selector its labels `$4` (`k=v` items) satisfy, not pinned to another
 /// node, its key not among `$3` and not at its limit as committed so far,
-/// and not among `$5` (found locked by another claim).
+/// and not among `$5` (found locked by another claim); nothing while the
+/// node is asked to drain.
 ///
 /// Each selector is a queue of its own in `jobs_queued_selector`: the
 /// recursive part finds the distinct selectors of the queued jobs (one
@@ -73,6 +74,7 @@ pub(super) const CLAIM_CANDIDATE: &str = "WITH RECURSIVE sel(s) AS ( \
                      AND r.concurrency_key = q.concurrency_key) < q.max_concurrent)) \
          ORDER BY id LIMIT 1) c \
      WHERE sel.s IS NOT NULL AND (sel.s = '' OR string_to_array(sel.s, ',') <@ $4::text[]) \
+        AND NOT EXISTS (SELECT 1 FROM nodes WHERE name = $2 AND drain_at IS NOT NULL) \
      ORDER BY c.id LIMIT 1";
 /// Advisory lock key (arbitrary, fixed) of the saves and deletes that
 /// change chains of triggers (`crate::schedules::chain`).

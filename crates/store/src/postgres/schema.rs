@@ -163,6 +163,20 @@ ALTER TABLE nodes ADD COLUMN labels text NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN node_selector text NOT NULL DEFAULT '';
 CREATE INDEX jobs_queued_selector ON jobs (node_selector, id) WHERE state = 'queued';
 "#),
+    Sql(r#"
+-- Drain and pause (`crate::controls`): since when a node is asked to
+-- drain (micros, as the scheduler's times), whether a paused start found
+-- it in the database (a restored copy's node, lapsed until it
+-- heartbeats), and the scheduler's one row: paused since when and by whom.
+ALTER TABLE nodes ADD COLUMN drain_at bigint;
+ALTER TABLE nodes ADD COLUMN presumed_lapsed boolean NOT NULL DEFAULT false;
+CREATE TABLE scheduler_state (
+    id        integer PRIMARY KEY CHECK (id = 1),
+    paused_at bigint,
+    paused_by text
+);
+INSERT INTO scheduler_state (id) VALUES (1);
+"#),
 ];
 
 /// One step of the schema.

@@ -69,12 +69,12 @@ pub(super) const INTERRUPT_IDS: &str =
     "UPDATE jobs SET state = 'interrupted', finished_at = $2 WHERE id = ANY($1)";
 pub(super) const HEARTBEAT: &str =
     "INSERT INTO nodes (name, heartbeat_at, started_at) VALUES ($1, now(), now()) \
-     ON CONFLICT (name) DO UPDATE SET heartbeat_at = now()";
+     ON CONFLICT (name) DO UPDATE SET heartbeat_at = now(), presumed_lapsed = false";
 pub(super) const REGISTER_NODE: &str =
     "INSERT INTO nodes (name, heartbeat_at, started_at, version, secret_names, labels) \
      VALUES ($1, now(), now(), $2, $3, $4) \
      ON CONFLICT (name) DO UPDATE SET heartbeat_at = now(), started_at = now(), \
-     version = $2, stopped_at = NULL, secret_names = $3, labels = $4";
+     version = $2, stopped_at = NULL, secret_names = $3, labels = $4, presumed_lapsed = false";
 pub(super) const NODE_STOPPED: &str =
     "UPDATE nodes SET stopped_at = now(), heartbeat_at = now() WHERE name = $1";
 /// Nodes silent for a week are forgotten (listed until then as lapsed or

@@ -332,11 +332,20 @@ async fn rederive(
             }
             // The batch was committed, so the name is gone either way.
             WriteOp::RevokeToken { .. } => Outcome::Count(1),
+            // Committed: it was asked if the node is known.
+            WriteOp::SetDrain { node, .. } => {
+                let row = conn
+                    .client
+                    .query_one("SELECT count(*) FROM nodes WHERE name = $1", &[node])
+                    .await?;
+                Outcome::Count(row.try_get::<_, i64>(0)? as u64)
+            }
             WriteOp::Append { .. }
             | WriteOp::Audit(_)
             | WriteOp::RequestCancel { .. }
             | WriteOp::TouchToken { .. }
             | WriteOp::RegisterNode { .. }
+            | WriteOp::SetPaused { .. }
             | WriteOp::NodeStopped { .. } => Outcome::Done,
             // Which jobs a committed attempt ended is not known any more;
             // they are ended all the same, with their records.

@@ -315,6 +315,10 @@ pub struct Fired {
     pub broken: Vec<(ScheduleId, String)>,
     /// More schedules were due than one `FireDue` handles: ask again.
     pub more: bool,
+    /// Nothing was fired: the scheduler is paused, or the node asked to
+    /// drain. Due fires stay due (their `missed` policy applies once it
+    /// resumes).
+    pub held: bool,
 }
 
 /// What saving a schedule did.

@@ -52,14 +52,16 @@ impl Decode for FollowerRow {
 /// Queues the runs `ended`'s end triggers (call it only when no attempt
 /// of `ended` follows). A schedule whose row cannot be read triggers
 /// nothing rather than fail the batch, which carries other jobs'
-/// records; a run that overlap `skip` or the chain's depth keeps from
-/// running counts as a skipped fire.
+/// records; a run that overlap `skip`, the chain's depth or a paused
+/// scheduler keeps from running counts as a skipped fire.
 pub(crate) async fn on_end<T: ScheduleWrites>(tx: &mut T, ended: &Job, now: i64) -> Result<()> {
     let Some(run) = ended.spec.schedule else {
         return Ok(());
     };
     let followers: Vec<FollowerRow> = tx.query(&FOLLOWERS, &[run.schedule_id.into()]).await?;
     let trigger = TriggeredBy::of(ended);
+    // Read once, and only when a follower is there to hold.
+    let mut paused = None;
     for f in followers {
         let states = f.states.as_deref().unwrap_or_default();
         if !After::parse_states(states).is_ok_and(|s| s.contains(&ended.state)) {
@@ -71,8 +73,12 @@ pub(crate) async fn on_end<T: ScheduleWrites>(tx: &mut T, ended: &Job, now: i64)
         ) else {
             continue;
         };
+        let held = match paused {
+            Some(p) => p,
+            None => *paused.insert(crate::controls::is_paused(tx).await?),
+        };
         let busy = overlap == Overlap::Skip && !tx.active(&[f.id]).await?.is_empty();
-        let Some(trigger) = trigger.filter(|_| !busy) else {
+        let Some(trigger) = trigger.filter(|_| !busy && !held) else {
             tx.execute(&SKIPPED, &[f.id.into()]).await?;
             continue;
         };

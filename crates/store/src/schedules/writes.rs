@@ -202,8 +202,15 @@ impl Decode for DueRow {
 pub(crate) async fn fire_due<T: ScheduleWrites>(
     tx: &mut T,
     at: Timestamp,
+    node: &str,
     now: i64,
 ) -> Result<Outcome> {
+    if crate::controls::holds_fires(tx, node).await? {
+        return Ok(Outcome::Fired(Fired {
+            held: true,
+            ..Fired::default()
+        }));
+    }
     let params = [at.micros().into(), (FIRE_BATCH + 1).into()];
     let rows: Vec<DueRow> = tx.query(&DUE, &params).await?;
     let mut fired = Fired {

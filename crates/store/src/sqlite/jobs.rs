@@ -44,7 +44,8 @@ pub(super) fn claim(
 ) -> Result<Option<Job>> {
     let sql = format!(
         "UPDATE jobs SET state = 'running', started_at = ?1, node = ?2 \
-         WHERE id = (SELECT id FROM jobs AS q WHERE state = 'queued' \
+         WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE name = ?2 AND drain_at IS NOT NULL) \
+         AND id = (SELECT id FROM jobs AS q WHERE state = 'queued' \
             AND (run_after IS NULL OR run_after <= ?3) \
             AND (node_selector = '' OR NOT EXISTS (SELECT 1 FROM \
                 json_each('[\"' || replace(q.node_selector, ',', '\",\"') || '\"]') AS s \

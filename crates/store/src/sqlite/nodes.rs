@@ -36,7 +36,7 @@ pub(super) fn register(
         "INSERT INTO nodes (name, version, started_at, heartbeat_at, secret_names, labels) \
          VALUES (?1, ?2, ?3, ?3, ?4, ?5) \
          ON CONFLICT (name) DO UPDATE SET version = ?2, started_at = ?3, heartbeat_at = ?3, \
-         stopped_at = NULL, secret_names = ?4, labels = ?5",
+         stopped_at = NULL, secret_names = ?4, labels = ?5, presumed_lapsed = 0",
     )?
     .execute(params![
         node,
@@ -51,7 +51,7 @@ pub(super) fn register(
 }
 
 pub(super) fn heartbeat(tx: &Transaction, node: &str, now: i64) -> Result<Outcome> {
-    tx.prepare_cached("UPDATE nodes SET heartbeat_at = ?2 WHERE name = ?1")?
+    tx.prepare_cached("UPDATE nodes SET heartbeat_at = ?2, presumed_lapsed = 0 WHERE name = ?1")?
         .execute(params![node, now])?;
     // One node, no one else to judge.
     Ok(Outcome::Interrupted(Vec::new()))

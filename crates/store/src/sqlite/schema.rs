@@ -69,7 +69,23 @@ CREATE TABLE results (
     Sql(NOTIFICATIONS_MIGRATION),
     Sql(schedules::TRIGGERS_MIGRATION),
     Sql(PLACEMENT_MIGRATION),
+    Sql(CONTROLS_MIGRATION),
 ];
+
+/// Drain and pause (`crate::controls`): since when a node is asked to
+/// drain (micros), whether a paused start found it in the database (a
+/// restored copy's node, lapsed until it heartbeats), and the scheduler's
+/// one row: paused since when and by whom.
+const CONTROLS_MIGRATION: &str = r#"
+ALTER TABLE nodes ADD COLUMN drain_at INTEGER;
+ALTER TABLE nodes ADD COLUMN presumed_lapsed INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE scheduler_state (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    paused_at INTEGER,
+    paused_by TEXT
+);
+INSERT INTO scheduler_state (id) VALUES (1);
+"#;
 
 /// Where jobs run: a node's labels (`role=db,os=linux`, sorted; empty for
 /// none) and the labels a job asks of its node (its `node_selector` in

@@ -86,9 +86,9 @@ fn apply_one(
         WriteOp::ClaimNext { node, labels, at } => {
             Ok(Outcome::Claimed(jobs::claim(tx, node, labels, *at, now)?))
         }
-        WriteOp::FireDue { now: at } => {
-            conn::run(tx, async |c| schedule_writes::fire_due(c, *at, now).await)
-        }
+        WriteOp::FireDue { now: at, node } => conn::run(tx, async |c| {
+            schedule_writes::fire_due(c, *at, node, now).await
+        }),
         WriteOp::SaveSchedule {
             id,
             schedule,
@@ -149,7 +149,21 @@ fn apply_one(
             version,
             secret_names,
             labels,
-        } => nodes::register(tx, node, version, secret_names, labels, now),
+            paused,
+        } => {
+            nodes::register(tx, node, version, secret_names, labels, now)?;
+            // The store's one node: any other in it came with a copy.
+            conn::run(tx, async |c| {
+                crate::controls::on_start(c, node, *paused, true, now).await
+            })?;
+            Ok(Outcome::Done)
+        }
+        WriteOp::SetDrain { node, drain } => conn::run(tx, async |c| {
+            crate::controls::set_drain(c, node, *drain, now).await
+        }),
+        WriteOp::SetPaused { by } => conn::run(tx, async |c| {
+            crate::controls::set_paused(c, by.as_deref(), now).await
+        }),
         WriteOp::NodeStopped { node } => nodes::stopped(tx, node, now),
         WriteOp::RequestCancel { .. } => Ok(Outcome::Done),
         WriteOp::CreateToken(token) => {

@@ -74,7 +74,10 @@ impl TestStore {
     }
 
     pub(crate) fn fire(&mut self, now: Timestamp) -> Fired {
-        match self.apply_one(WriteOp::FireDue { now }) {
+        match self.apply_one(WriteOp::FireDue {
+            now,
+            node: "n".into(),
+        }) {
             Outcome::Fired(f) => f,
             other => panic!("FireDue gave {other:?}"),
         }
@@ -252,7 +255,10 @@ async fn a_schedule_whose_row_cannot_be_read_is_disabled_not_fatal(db: TestDatab
     // With another job's op in the same batch: it commits.
     let outcomes = t.apply(vec![
         insert_op(Some("other")),
-        WriteOp::FireDue { now: at(1) },
+        WriteOp::FireDue {
+            now: at(1),
+            node: "n".into(),
+        },
     ]);
     let Outcome::Fired(fired) = &outcomes[1] else {
         panic!("{outcomes:?}")
@@ -396,7 +402,13 @@ async fn postgres_nodes_racing_for_fires_make_each_once() {
             std::thread::spawn(move || {
                 let mut made = 0;
                 for m in 0..60 {
-                    match &w.apply(&[WriteOp::FireDue { now: at(m) }]).unwrap()[0] {
+                    match &w
+                        .apply(&[WriteOp::FireDue {
+                            now: at(m),
+                            node: "n".into(),
+                        }])
+                        .unwrap()[0]
+                    {
                         Outcome::Fired(f) => made += f.jobs.len(),
                         other => panic!("{other:?}"),
                     }

@@ -292,9 +292,11 @@ async fn sqlite_schedules_and_their_ids_survive_the_migration_to_triggers() {
     drop(writer);
     drop(store);
     let conn = rusqlite::Connection::open(db.dir().join("joblog.db")).unwrap();
-    // The migration after it (placement) undone first.
+    // The migrations after it (placement, drain and pause) undone first.
     conn.execute_batch(
-        "ALTER TABLE jobs DROP COLUMN node_selector; ALTER TABLE nodes DROP COLUMN labels;
+        "DROP TABLE scheduler_state; ALTER TABLE nodes DROP COLUMN drain_at;
+         ALTER TABLE nodes DROP COLUMN presumed_lapsed;
+         ALTER TABLE jobs DROP COLUMN node_selector; ALTER TABLE nodes DROP COLUMN labels;
          CREATE TABLE old (
             id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,
             cron TEXT NOT NULL, timezone TEXT NOT NULL, spec TEXT NOT NULL,
@@ -315,7 +317,7 @@ async fn sqlite_schedules_and_their_ids_survive_the_migration_to_triggers() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    conn.pragma_update(None, "user_version", version - 2)
+    conn.pragma_update(None, "user_version", version - 3)
         .unwrap();
     drop(conn);
     let mut t = open_store_at(db, &url);

@@ -86,7 +86,9 @@ pub(super) async fn apply_batch(
                 labels,
                 at,
             } => Outcome::Claimed(jobs::claim(&mut w, claimer, labels, *at, now).await?),
-            WriteOp::FireDue { now: at } => schedule_writes::fire_due(&mut w, *at, now).await?,
+            WriteOp::FireDue { now: at, node } => {
+                schedule_writes::fire_due(&mut w, *at, node, now).await?
+            }
             WriteOp::SaveSchedule {
                 id,
                 schedule,
@@ -181,12 +183,22 @@ pub(super) async fn apply_batch(
                 version,
                 secret_names,
                 labels,
+                paused,
             } => {
-                let st = prepared(statements, &tx, REGISTER_NODE).await?;
+                let st = w.prepared(REGISTER_NODE).await?;
                 let names = crate::rows::secret_names_text(secret_names);
-                tx.execute(&st, &[node, version, &names, &labels.canonical()])
+                w.tx.execute(&st, &[node, version, &names, &labels.canonical()])
                     .await?;
+                // Other nodes share the database: only a paused start (a
+                // restore) takes them for copies.
+                crate::controls::on_start(&mut w, node, *paused, *paused, now).await?;
                 Outcome::Done
+            }
+            WriteOp::SetDrain { node, drain } => {
+                crate::controls::set_drain(&mut w, node, *drain, now).await?
+            }
+            WriteOp::SetPaused { by } => {
+                crate::controls::set_paused(&mut w, by.as_deref(), now).await?
             }
             WriteOp::NodeStopped { node } => {
                 let st = prepared(statements, &tx, NODE_STOPPED).await?;
