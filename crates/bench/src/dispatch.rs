@@ -2,7 +2,9 @@
 //! their records and ends persisted, beside the rate at which this
 //! machine forks and execs `true` itself at the same concurrency,
 //! measured by the bench in the same run. Also the jobs' queue wait
-//! (submission → start).
+//! (submission → start). With `--nodes N` on PostgreSQL, N labelled nodes
+//! share the queue and each round runs a second burst in which half the
+//! jobs ask for one node's label: the cost of placement, in the same run.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -14,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::chart::{Bar, Chart};
 use super::output::Report;
-use super::server::on_own_server;
+use super::server::{on_own_server, start_server};
 use super::stats::{bucket_p50_p99, fmt_ms, median, percentile};
 use super::BenchArgs;
 use joblog_client::progress::Progress;
@@ -35,33 +37,70 @@ struct Run {
     jobs: f64,
     /// Submission → start, ms, of each job.
     queue_wait: Vec<f64>,
+    /// With `--nodes` ≥ 2: jobs a second of the same burst with half its
+    /// jobs carrying a `node_selector`.
+    with_selectors: Option<f64>,
 }
 
 pub(super) async fn run(args: BenchArgs) -> anyhow::Result<Report> {
     let date = super::now_rfc3339();
-    let flags = [
-        "--max-concurrency".to_string(),
-        args.batch_jobs.to_string(),
-        // The burst is queued whole.
-        "--max-queued".to_string(),
-        (args.jobs + 1000).to_string(),
-    ];
-    let (runs, read_wait) = on_own_server(&args, "dispatch", &flags, async |server| {
-        let runs = measure(&args, &server.url).await?;
-        let api = Api::new(&server.url, None)?;
-        let metrics = api
-            .get_raw(
-                api.url("/metrics", &[])?,
-                std::time::Duration::from_secs(30),
-            )
-            .await?;
-        let read_wait = bucket_p50_p99(
-            &String::from_utf8_lossy(&metrics),
-            "joblog_store_read_wait_seconds_bucket",
-        );
-        Ok((runs, read_wait))
-    })
-    .await?;
+    if args.nodes > 1
+        && !args
+            .database
+            .as_deref()
+            .is_some_and(|d| d.starts_with("postgres"))
+    {
+        bail!(joblog_client::UsageError(
+            "bench dispatch --nodes 2 or more needs --database postgres://… (nodes share one queue)"
+                .into()
+        ));
+    }
+    let (runs, read_wait) =
+        on_own_server(&args, "dispatch", &node_flags(&args, 0), async |server| {
+            let mut sigint =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+                    .context("cannot listen for Ctrl-C")?;
+            let mut others = Vec::new();
+            for i in 1..args.nodes {
+                let flags = node_flags(&args, i);
+                let other = start_server(
+                    &args,
+                    Some(&server.database),
+                    &flags,
+                    &[],
+                    None,
+                    &mut sigint,
+                )
+                .await;
+                match other {
+                    Ok(other) => others.push(other),
+                    Err(e) => {
+                        for other in others {
+                            other.stop().await;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            let runs = measure(&args, &server.url).await;
+            for other in others {
+                other.stop().await;
+            }
+            let runs = runs?;
+            let api = Api::new(&server.url, None)?;
+            let metrics = api
+                .get_raw(
+                    api.url("/metrics", &[])?,
+                    std::time::Duration::from_secs(30),
+                )
+                .await?;
+            let read_wait = bucket_p50_p99(
+                &String::from_utf8_lossy(&metrics),
+                "joblog_store_read_wait_seconds_bucket",
+            );
+            Ok((runs, read_wait))
+        })
+        .await?;
     Ok(report(
         &args,
         &date,
@@ -71,22 +110,53 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<Report> {
     ))
 }
 
-/// `--runs` rounds, each the reference then joblog, after a warm-up.
+/// The command line of node `i`: its slots, a queue that holds the
+/// burst whole, and with `--nodes` its name and label.
+fn node_flags(args: &BenchArgs, i: u32) -> Vec<String> {
+    let mut flags = vec![
+        "--max-concurrency".to_string(),
+        args.batch_jobs.to_string(),
+        "--max-queued".to_string(),
+        (args.jobs + 1000).to_string(),
+    ];
+    if args.nodes > 1 {
+        flags.extend([
+            "--node".to_string(),
+            format!("bench-{i}"),
+            "--node-labels".to_string(),
+            format!("bench.node={i}"),
+        ]);
+    }
+    flags
+}
+
+/// `--runs` rounds, each the reference then joblog (and, with `--nodes`,
+/// the burst with selectors, the two in turns first), after a warm-up.
 async fn measure(args: &BenchArgs, url: &str) -> anyhow::Result<Vec<Run>> {
     let api = Api::new(url, None)?;
     let n = args.jobs;
     let concurrency = args.batch_jobs as usize;
-    burst(&api, n.min(100)).await?;
+    let placed = (args.nodes > 1).then_some(args.nodes);
+    burst(&api, n.min(100), None).await?;
     let mut runs = Vec::new();
     let progress = Progress::new(u64::from(args.runs), "rounds");
     for round in 1..=args.runs {
         progress.note(format!("bench dispatch: round {round} of {}", args.runs));
         let fork_exec = fork_exec_rate(n, concurrency).await?;
-        let (jobs, queue_wait) = burst(&api, n).await?;
+        let selectors_first = placed.is_some() && round % 2 == 0;
+        let mut with_selectors = None;
+        if selectors_first {
+            with_selectors = Some(burst(&api, n, placed).await?.0);
+        }
+        let (jobs, queue_wait) = burst(&api, n, None).await?;
+        if placed.is_some() && !selectors_first {
+            with_selectors = Some(burst(&api, n, placed).await?.0);
+        }
         runs.push(Run {
             fork_exec,
             jobs,
             queue_wait,
+            with_selectors,
         });
         progress.inc();
     }
@@ -121,13 +191,17 @@ fn timestamp(job: &Value, field: &str) -> anyhow::Result<Timestamp> {
 
 /// `n` jobs of `true` submitted at once (`IN_FLIGHT` requests in flight)
 /// and waited for: jobs a second by the server's clock (first created →
-/// last finished), and each job's queue wait in ms.
-async fn burst(api: &Api, n: u64) -> anyhow::Result<(f64, Vec<f64>)> {
+/// last finished), and each job's queue wait in ms. With `placed` nodes,
+/// every other job asks for one of them by its label, in turn.
+async fn burst(api: &Api, n: u64, placed: Option<u32>) -> anyhow::Result<(f64, Vec<f64>)> {
     let ids: Vec<i64> = stream::iter(0..n)
-        .map(|_| async {
-            let job: Value = api
-                .post_json(api.url("/api/v1/jobs", &[])?, &json!({"command": ["true"]}))
-                .await?;
+        .map(|i| async move {
+            let body = match placed {
+                Some(nodes) if i % 2 == 0 => json!({"command": ["true"],
+                    "node_selector": {"bench.node": ((i / 2) % u64::from(nodes)).to_string()}}),
+                _ => json!({"command": ["true"]}),
+            };
+            let job: Value = api.post_json(api.url("/api/v1/jobs", &[])?, &body).await?;
             job["id"].as_i64().context("a job without an id")
         })
         .buffer_unordered(IN_FLIGHT)
@@ -227,7 +301,12 @@ fn report(
     let _ = writeln!(out, "Command: `{command}`  ");
     let _ = writeln!(
         out,
-        "Store: {store}. {} jobs of `true` submitted at once, {} at a time (`--max-concurrency`), each with its log and end committed; {} rounds, medians. The reference runs `true` {} times, {} at once, from the bench.\n",
+        "Store: {store}{}. {} jobs of `true` submitted at once, {} at a time (`--max-concurrency`), each with its log and end committed; {} rounds, medians. The reference runs `true` {} times, {} at once, from the bench.\n",
+        if args.nodes > 1 {
+            format!(", {} nodes labelled `bench.node=<i>` (the jobs/s of one burst are of all of them)", args.nodes)
+        } else {
+            String::new()
+        },
         args.jobs,
         args.batch_jobs,
         runs.len(),
@@ -249,6 +328,29 @@ fn report(
         GOAL * 100.0,
         if ratio >= BUDGET { "" } else { " **missed**" }
     );
+    // Placement: the same burst with half its jobs asking for a node's
+    // label, each round's pair run back to back.
+    let placed: Vec<f64> = runs.iter().filter_map(|r| r.with_selectors).collect();
+    let placed_median = median(&placed);
+    let placement_ratio = median(
+        &runs
+            .iter()
+            .filter_map(|r| r.with_selectors.map(|s| s / r.jobs))
+            .collect::<Vec<_>>(),
+    );
+    if let (Some(placed), Some(ratio)) = (placed_median, placement_ratio) {
+        let _ = writeln!(
+            out,
+            "| joblog jobs, half with a `node_selector`, {} nodes (per s) | {placed:.0} | |",
+            args.nodes
+        );
+        let _ = writeln!(
+            out,
+            "| with selectors / without, per round | {:.2} | ≥ 0.90{} |",
+            ratio,
+            if ratio >= 0.9 { "" } else { " **missed**" }
+        );
+    }
     let _ = writeln!(
         out,
         "| queue wait (submission → start), p50 / p99 (ms) | {} / {} | |",
@@ -295,6 +397,13 @@ fn report(
         })),
         "budget_ratio": BUDGET,
         "goal_ratio": GOAL,
+        "nodes": args.nodes,
+        "with_selectors": placed_median.map(|jobs| json!({
+            "jobs_per_s": jobs,
+            "per_round": runs.iter().map(|r| r.with_selectors).collect::<Vec<_>>(),
+            "ratio_to_without": placement_ratio,
+            "budget_ratio": 0.9,
+        })),
     });
     let chart = Chart::Bars {
         title: format!(

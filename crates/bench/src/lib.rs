@@ -196,6 +196,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value = "2000",
           default_value_if("quick", "true", "200"), value_parser = parse_count)]
     pub jobs: u64,
+    /// dispatch: nodes on the `--database` (PostgreSQL), each labelled
+    /// `bench.node=<i>`; with 2 or more, each round is also run with half
+    /// its jobs asking for one node's label (`node_selector`), beside the
+    /// same burst without.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub nodes: u32,
     /// schedule: schedules made (suffixes K and M; --quick: 1K).
     #[arg(long, value_name = "N", default_value = "10K",
           default_value_if("quick", "true", "1K"), value_parser = parse_count)]
