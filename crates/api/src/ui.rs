@@ -38,6 +38,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("jobs.js", JS, include_str!("../ui/jobs.js")),
     ("live.js", JS, include_str!("../ui/live.js")),
     ("nodes.js", JS, include_str!("../ui/nodes.js")),
+    ("scheduler.js", JS, include_str!("../ui/scheduler.js")),
     (
         "notifications.js",
         JS,
@@ -417,6 +418,23 @@ mod tests {
         let rules = shell_of("/notifications").await;
         assert!(names(&rules, "notifications.js"), "{rules}");
         assert!(rules.contains("<link rel=\"modulepreload\" href=\"/ui/deliveries.js\">"));
+        // The shell's own parts are on every page: the scheduler's banner
+        // (a status region) and the module that fills it.
+        for page in PAGES {
+            let shell = shell_of(&page.path.replace("{id}", "7")).await;
+            assert!(
+                shell.contains(
+                    "<div id=\"scheduler-banner\" class=\"banner\" role=\"status\"></div>"
+                ),
+                "{}",
+                page.path
+            );
+            assert!(
+                shell.contains("<link rel=\"modulepreload\" href=\"/ui/scheduler.js\">"),
+                "{} preloads scheduler.js",
+                page.path
+            );
+        }
         for odd in ["/jobs/abc", "/schedules/%31", "/jobs/-1"] {
             assert_eq!(shell_of(odd).await, list, "{odd} shows the list");
         }

@@ -3,6 +3,7 @@
 
 import { get, setToken, token, onUnauthorized, ApiError } from "./api.js";
 import { el, text, clear, fail, can, zoneMode, setZoneMode, zoneLabel } from "./dom.js";
+import { showCachedScheduler, followScheduler, stopScheduler, retimeScheduler } from "./scheduler.js";
 
 const main = document.getElementById("app");
 let page = null;
@@ -26,8 +27,10 @@ async function boot() {
     return fail(main, err);
   }
   showWho(me);
+  showCachedScheduler(me);
   onUnauthorized(() => {
     page?.destroy?.();
+    stopScheduler();
     askToken("The server no longer accepts the token.");
   });
   try {
@@ -35,6 +38,14 @@ async function boot() {
   } catch (err) {
     fail(main, err);
   }
+  // Whether schedules fire (the banner): one small read, after the page's
+  // own, when the browser is idle.
+  afterPage(() => followScheduler(me));
+}
+
+function afterPage(fn) {
+  if (window.requestIdleCallback) window.requestIdleCallback(fn, { timeout: 1000 });
+  else setTimeout(fn, 200);
 }
 
 async function route(me, module, params, early) {
@@ -98,8 +109,7 @@ function askToken(problem) {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     setToken(input.value.trim());
-    zoneSetting();
-boot();
+    boot();
   });
   main.append(form);
   input.focus();
@@ -116,6 +126,7 @@ function zoneSetting() {
   select.addEventListener("change", () => {
     setZoneMode(select.value);
     page?.retime?.();
+    retimeScheduler();
   });
 }
 

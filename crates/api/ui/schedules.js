@@ -1,11 +1,13 @@
 // The schedules list: one dense row per schedule (when it fires next, how
 // its last run went, its policies), by id, "More" reading the next page by
 // `after_id`. Kept current by the job feed (a fire makes a job) and by its
-// next fires passing; it never polls.
+// next fires passing; it never polls. Admins may pause the scheduler here
+// (the shell's banner then says so, and resumes it).
 
-import { get } from "./api.js";
-import { el, text, clear, stateBadge, can, fail, link, when, relative, timeCell, tickRelative, headerRow } from "./dom.js";
+import { get, post } from "./api.js";
+import { el, text, clear, stateBadge, can, fail, link, when, relative, timeCell, tickRelative, headerRow, button } from "./dom.js";
 import { live } from "./live.js";
+import { onScheduler, setScheduler } from "./scheduler.js";
 
 const LIMIT = 50;
 // The list is re-read at most this often, however busy the server.
@@ -32,14 +34,57 @@ class SchedulesPage {
       add.id = "new-schedule";
       head.append(add);
     }
+    // Shown while the scheduler runs (the banner has Resume while it is
+    // paused). Its room is kept until the state is known, so the list does
+    // not move when it comes.
+    if (can(me, "admin")) {
+      this.pause = button("Pause scheduler", "reserved", () => this.confirmPause(), "no schedule fires on any node until it is resumed; Run now still works");
+      this.pause.id = "pause-scheduler";
+      head.append(this.pause);
+    }
+    this.note = el("div", "action-status");
+    this.note.id = "schedules-action";
+    this.note.setAttribute("role", "status");
     this.table = el("table", "jobs schedules");
     this.table.id = "schedules";
     this.footer = el("div", "pager");
     this.status = el("div", "log-status");
-    main.append(head, this.table, this.footer, this.status);
+    main.append(head, this.note, this.table, this.footer, this.status);
+  }
+
+  // Asked in the page, not in a dialog.
+  confirmPause() {
+    const q = el("span", "confirm");
+    q.append(text("Pause the scheduler? No schedule fires on any node until it is resumed (Run now still works); then the fires missed meanwhile follow each schedule's missed policy. "));
+    const yes = button("Pause scheduler", "danger", async () => {
+      yes.disabled = true;
+      try {
+        setScheduler(await post("/api/v1/scheduler/pause"));
+        this.say("");
+      } catch (err) {
+        fail(this.note, err);
+      }
+    });
+    yes.id = "confirm-pause";
+    const no = button("Keep firing", null, () => this.say(""));
+    q.append(yes, text(" "), no);
+    this.say(q);
+    yes.focus();
+  }
+
+  say(what) {
+    clear(this.note);
+    this.note.classList.remove("error-text");
+    if (what) this.note.append(what instanceof Node ? what : text(what));
   }
 
   start() {
+    this.unfollow = onScheduler((s) => {
+      if (!this.pause) return;
+      this.pause.classList.remove("reserved");
+      this.pause.hidden = s.paused;
+      if (s.paused && this.note.querySelector(".confirm")) this.say("");
+    });
     this.feed = live({
       every: MIN_REFRESH_MS,
       read: () => this.load(),
@@ -126,6 +171,7 @@ class SchedulesPage {
 
   destroy() {
     this.feed?.close();
+    this.unfollow?.();
   }
 }
 

@@ -162,11 +162,17 @@ async fn a_jobs_log_downloads_as_plain_text_and_as_json_lines() {
     run("download").await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_scheduler_shows_a_banner_on_every_page_until_resumed() {
+    run("scheduler").await;
+}
+
 /// Node labels in the UI. A first server, `gpu-1` (`role=gpu`, one slot),
 /// stops with a job asking for `role=gpu` still queued behind another;
 /// the server under test, `db-1` (`role=db,os=linux`, a secret), opens the
 /// same data directory, so the Nodes page has two nodes (one stopped) and
-/// the job waits for a node that no up node is.
+/// the job waits for a node that no up node is. The scenario then drains
+/// and undrains `db-1` from the page.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_nodes_page_shows_labels_and_a_job_where_it_runs_or_why_it_waits() {
     let _one = BROWSER.lock().await;

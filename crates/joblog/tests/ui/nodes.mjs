@@ -6,7 +6,10 @@
 // and prominently on its page; a job submitted to run on role=db shows
 // "runs on" and runs there, after refusals of bad selectors in the API's
 // words; a schedule's form sets, shows and clears its selector; a queued
-// retry shows when it runs. axe runs on the new and changed pages.
+// retry shows when it runs. An admin drains db-1 from the page (asked
+// first): draining while a job runs, drained once it ends, and a job
+// submitted meanwhile stays queued until Undrain, then runs there; a viewer
+// gets no button. axe runs on the new and changed pages.
 
 import AxeBuilder from "@axe-core/playwright";
 import { scenario, browser, shot, assert, URL, until, api, finished } from "./lib.mjs";
@@ -73,8 +76,8 @@ await scenario("nodes", async (step) => {
   assert.deepEqual(gpu.labels, ["role=gpu"]);
   assert.equal(gpu.node, "gpu-1", "only the answering node is marked");
   assert.equal(gpu.secrets, "");
-  assert.deepEqual([db.actions, gpu.actions], [0, 0], "the actions column is kept, empty");
-  assert.equal(await page.$$eval("#nodes button", (bs) => bs.length), 0, "no button yet");
+  assert.deepEqual([db.actions, gpu.actions], [1, 0], "Drain for the up node, nothing for the stopped one");
+  assert.deepEqual(await page.$$eval("#nodes button", (bs) => bs.map((b) => b.textContent)), ["Drain"]);
   assert.ok(!(await page.textContent("body")).includes("not-shown-42"), "a secret's value is never shown");
   assert.match(await page.textContent("#nodes-status"), /2 nodes, 1 up · lapsed after 30 s without a heartbeat/);
   assert.equal(await page.getAttribute("#nodes tr[data-name='db-1'] td.name a", "href"), "/?node=db-1");
@@ -192,6 +195,68 @@ await scenario("nodes", async (step) => {
   await until("its end on the page", async () => (await page.textContent(".job-head h1")).includes("cancelled"));
   assert.equal(await page.$("#waiting-for"), null);
   step("the waiting job's page follows it to its end");
+
+  // Drain db-1 while a job runs there: asked first, then draining.
+  const long = await api("POST", "/api/v1/jobs", { name: "long", command: ["sleep", "600"] });
+  await until("the long job running", async () => (await api("GET", `/api/v1/jobs/${long.id}`)).state === "running");
+  await page.goto(`${URL}/nodes`);
+  const dbRow = "#nodes tr[data-name='db-1']";
+  await until("db-1 running a job", async () => (await nodes(page))[0]?.running === "1");
+  await page.click(`${dbRow} button.drain`);
+  await until("the question", () => page.$("#confirm-drain"));
+  assert.equal(
+    await page.textContent("#node-action .confirm"),
+    "Drain db-1? It takes no new job and fires no schedule; its running job goes on to its end. Drain node Don't drain",
+  );
+  await page.click("#node-action button:not(#confirm-drain)");
+  assert.equal(await page.$("#confirm-drain"), null, "Don't drain keeps it up");
+  assert.equal((await nodes(page))[0].state, "up");
+  await page.click(`${dbRow} button.drain`);
+  await page.click("#confirm-drain");
+  await until("db-1 draining", async () => (await nodes(page))[0].state === "draining");
+  assert.equal(await page.textContent("#node-action"), "Draining db-1: it takes no new job, and shows drained once none of its jobs runs.");
+  assert.deepEqual(await page.$$eval("#nodes button", (bs) => bs.map((b) => b.textContent)), ["Undrain"]);
+  const drained = (await api("GET", "/api/v1/nodes")).nodes.find((n) => n.name === "db-1");
+  assert.equal(drained.state, "draining");
+  assert.ok(drained.drain_at, JSON.stringify(drained));
+  assert.match(await page.getAttribute(`${dbRow} td:first-child`, "title"), /^asked to drain: .* \(asked to drain at \d{4}-/);
+  await shot(page, "nodes-draining");
+  found.push(...(await axe(page, "nodes, one draining")));
+  step("Drain asks first, then db-1 is draining while its job runs");
+
+  // A job submitted meanwhile waits; the long one ends: drained.
+  const held = await api("POST", "/api/v1/jobs", { name: "held", command: ["echo", "ran after undrain"], node_selector: { role: "db" } });
+  await api("POST", `/api/v1/jobs/${long.id}/cancel`);
+  await until("db-1 drained", async () => (await nodes(page))[0].state === "drained");
+  assert.match(await page.textContent("#nodes-status"), /^2 nodes, 0 up, 1 drained · /);
+  await new Promise((r) => setTimeout(r, 1500));
+  const waits = await api("GET", `/api/v1/jobs/${held.id}`);
+  assert.equal(waits.state, "queued", "a drained node takes no job");
+  assert.equal(waits.waiting_for, "no up node has labels role=db");
+  await shot(page, "nodes-drained");
+  found.push(...(await axe(page, "nodes, one drained")));
+  step("a job submitted to the drained node stays queued; db-1 drained once its job ended");
+
+  // A viewer sees the states and no button.
+  const viewer = (await api("POST", "/api/v1/tokens", { name: "nodes-viewer", role: "viewer" })).token;
+  const as = await b.newPage();
+  await as.addInitScript((t) => sessionStorage.setItem("joblog.token", t), viewer);
+  await as.goto(`${URL}/nodes`);
+  await until("the viewer's nodes", async () => (await nodes(as)).length === 2);
+  assert.equal((await nodes(as))[0].state, "drained");
+  assert.equal(await as.$("#nodes button"), null, "no Drain or Undrain for a viewer");
+  await as.close();
+  step("a viewer sees db-1 drained, and no button");
+
+  // Undrain: it takes jobs again, and the held job runs there.
+  await page.click(`${dbRow} button.undrain`);
+  await until("db-1 up", async () => (await nodes(page))[0].state === "up");
+  assert.equal(await page.textContent("#node-action"), "db-1 takes jobs again.");
+  const ranAfter = await finished(held.id);
+  assert.equal(ranAfter.state, "succeeded");
+  assert.equal(ranAfter.node, "db-1");
+  assert.equal((await api("GET", "/api/v1/nodes")).nodes.find((n) => n.name === "db-1").drain_at, null);
+  step("Undrain: db-1 up again, and the held job ran there");
 
   assert.deepEqual(found, [], `axe found:\n${found.join("\n")}`);
   await b.close();
