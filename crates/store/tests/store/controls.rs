@@ -1,5 +1,6 @@
-//! Drain and pause on both stores: a drained node claims and fires
-//! nothing while other nodes go on; a paused scheduler fires and triggers
+//! Placement, drain and pause on both stores: selectors and concurrency
+//! keys together; a drained node claims and fires nothing while other
+//! nodes go on; a paused scheduler fires and triggers
 //! nothing, and fires what is due once resumed; a paused start drains its
 //! node, pauses the scheduler and takes the nodes it found for lapsed
 //! until they heartbeat.
@@ -14,6 +15,7 @@ use super::schedules::at;
 use super::*;
 
 joblog_store::backend_tests! {
+    selectors_and_concurrency_keys_hold_together,
     a_drained_node_claims_and_fires_nothing_until_undrained,
     a_paused_scheduler_fires_and_triggers_nothing_until_resumed,
     a_paused_start_drains_its_node_pauses_the_scheduler_and_presumes_the_others_lapsed,
@@ -53,6 +55,57 @@ impl TestStore {
         let n = nodes.iter().find(|n| n.name == node).expect("the node");
         n.state(Timestamp::now(), TIMEOUT)
     }
+}
+
+/// A job with a key and a selector waits for both: a node without the
+/// labels never takes it, one with them takes at most the key's limit,
+/// and the jobs behind it (of any selector) are taken meanwhile.
+async fn selectors_and_concurrency_keys_hold_together(db: TestDatabase) {
+    let mut t = open_store(db);
+    let job = |selector: &str, key: Option<&str>| {
+        let mut spec = JobSpec {
+            command: vec!["true".into()],
+            node_selector: joblog_core::Labels::parse(selector).unwrap(),
+            ..JobSpec::default()
+        };
+        spec.concurrency = key.map(|k| joblog_core::Concurrency {
+            key: k.into(),
+            max: 1,
+        });
+        WriteOp::InsertJob { name: None, spec }
+    };
+    let ids: Vec<JobId> = t
+        .apply(vec![
+            job("role=db", Some("backup")),
+            job("role=db", Some("backup")),
+            job("role=web", None),
+            job("", None),
+        ])
+        .into_iter()
+        .map(|o| match o {
+            Outcome::Job(j) => j.id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let claim =
+        |t: &mut TestStore, node: &str, labels: &str| match t.apply_one(WriteOp::ClaimNext {
+            node: node.into(),
+            labels: joblog_core::Labels::parse(labels).unwrap(),
+            at: Timestamp::now(),
+        }) {
+            Outcome::Claimed(job) => job.map(|j| j.id),
+            other => panic!("{other:?}"),
+        };
+    // The web node takes its job and the free one, never the db jobs.
+    assert_eq!(claim(&mut t, "web-1", "role=web"), Some(ids[2]));
+    assert_eq!(claim(&mut t, "web-1", "role=web"), Some(ids[3]));
+    assert_eq!(claim(&mut t, "web-1", "role=web"), None);
+    // A db node takes one of the key; the second waits for it.
+    assert_eq!(claim(&mut t, "db-1", "role=db,os=linux"), Some(ids[0]));
+    assert_eq!(claim(&mut t, "db-1", "role=db,os=linux"), None);
+    t.finish(ids[0], JobState::Succeeded, Some(0));
+    assert_eq!(claim(&mut t, "web-1", "role=web"), None);
+    assert_eq!(claim(&mut t, "db-1", "role=db,os=linux"), Some(ids[1]));
 }
 
 async fn a_drained_node_claims_and_fires_nothing_until_undrained(db: TestDatabase) {
