@@ -145,12 +145,14 @@ impl clap::Args for ServeArgs {
 fn value_name(kind: &str) -> &'static str {
     match kind {
         "address" => "ADDR",
-        "path" => "DIR",
+        "path" => "PATH",
         "integer" => "N",
         "duration" => "DURATION",
         "size" => "SIZE",
         "normal | full" => "normal|full",
         "host names" => "NAMES",
+        "labels" => "LABELS",
+        "boolean" => "BOOL",
         _ => "TEXT",
     }
 }
