@@ -10,6 +10,7 @@ use joblog_testkit::{eventually, PATIENCE};
 use serde_json::{json, Value};
 
 use super::common::*;
+use super::schedules::{at, runs, wait_runs};
 
 joblog_store::backend_tests! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -18,41 +19,11 @@ joblog_store::backend_tests! {
     a_paused_scheduler_fires_nowhere_and_resumes_by_each_missed_policy,
 }
 
-const MIN: i64 = 60_000_000;
-/// 2026-11-24T00:00:00Z: the manual clock's start.
-const T0: i64 = 1_795_478_400_000_000;
-
-fn at(minutes: i64) -> Timestamp {
-    Timestamp(T0 + minutes * MIN)
-}
-
+/// A schedule's id, made through the API.
 async fn create(r: &axum::Router, body: Value) -> i64 {
-    let reply = post(r, "/api/v1/schedules", &body).await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
-    reply.json()["id"].as_i64().unwrap()
-}
-
-async fn runs(r: &axum::Router, id: i64) -> Vec<Value> {
-    let page = get_json(r, &format!("/api/v1/jobs?schedule_id={id}&limit=1000")).await;
-    let mut jobs = page["jobs"].as_array().unwrap().clone();
-    jobs.reverse();
-    jobs
-}
-
-async fn wait_runs(r: &axum::Router, id: i64, n: usize) -> Vec<Value> {
-    eventually(
-        &format!("schedule {id} to have {n} runs"),
-        PATIENCE,
-        || async {
-            let jobs = runs(r, id).await;
-            if jobs.len() >= n {
-                Ok(jobs)
-            } else {
-                Err(Value::from(jobs))
-            }
-        },
-    )
-    .await
+    super::schedules::create(r, body).await["id"]
+        .as_i64()
+        .unwrap()
 }
 
 async fn node_state(r: &axum::Router) -> String {

@@ -33,18 +33,18 @@ const MIN: i64 = 60_000_000;
 /// 2026-11-24T00:00:00Z: the manual clock's start.
 const T0: i64 = 1_795_478_400_000_000;
 
-fn at(minutes: i64) -> Timestamp {
+pub(crate) fn at(minutes: i64) -> Timestamp {
     Timestamp(T0 + minutes * MIN)
 }
 
-async fn create(router: &axum::Router, body: Value) -> Value {
+pub(crate) async fn create(router: &axum::Router, body: Value) -> Value {
     let reply = post(router, "/api/v1/schedules", &body).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
     reply.json()
 }
 
 /// The schedule's runs, oldest first.
-async fn runs(router: &axum::Router, id: i64) -> Vec<Value> {
+pub(crate) async fn runs(router: &axum::Router, id: i64) -> Vec<Value> {
     let page = get_json(router, &format!("/api/v1/jobs?schedule_id={id}&limit=1000")).await;
     let mut jobs = page["jobs"].as_array().unwrap().clone();
     jobs.reverse();
@@ -52,7 +52,7 @@ async fn runs(router: &axum::Router, id: i64) -> Vec<Value> {
 }
 
 /// Polls until the schedule has `n` runs, up to [`PATIENCE`].
-async fn wait_runs(router: &axum::Router, id: i64, n: usize) -> Vec<Value> {
+pub(crate) async fn wait_runs(router: &axum::Router, id: i64, n: usize) -> Vec<Value> {
     eventually(
         &format!("schedule {id} to have {n} runs"),
         PATIENCE,
