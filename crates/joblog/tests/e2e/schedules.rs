@@ -544,14 +544,7 @@ async fn a_node_lost_with_a_triggering_job_triggers_once_on_the_other() {
     let mut b = Server::node(dir.path(), db.url(), "b", &hb).await;
     let (job, report) = a_run_to_be_interrupted(&a).await;
     // The job runs on whichever node claimed it: that one dies.
-    let ran_on = a.job(job).await["node"].as_str().unwrap().to_owned();
-    let (dead, living) = if ran_on == "a" {
-        (&mut a, &b)
-    } else {
-        (&mut b, &a)
-    };
-    dead.signal("KILL");
-    dead.wait_exit();
+    let (ran_on, living) = kill_the_node_running(&mut a, &mut b, job).await;
     let (run, line) = the_one_triggered_run(living, report).await;
     assert_eq!(
         (run.state.as_str(), run.node.as_deref()),
@@ -586,14 +579,7 @@ async fn a_scheduled_run_its_node_took_is_tried_again_once_elsewhere() {
     let first = a.run_now(backup).await;
     a.wait_until(first, "running", |j| j.state == "running")
         .await;
-    let ran_on = a.job(first).await["node"].as_str().unwrap().to_owned();
-    let (dead, living) = if ran_on == "a" {
-        (&mut a, &b)
-    } else {
-        (&mut b, &a)
-    };
-    dead.signal("KILL");
-    dead.wait_exit();
+    let (ran_on, living) = kill_the_node_running(&mut a, &mut b, first).await;
     let runs = living
         .wait_runs(backup, "the lost run tried again", |r| {
             r.len() >= 2 && unfinished(r) == 0
@@ -615,4 +601,18 @@ async fn a_scheduled_run_its_node_took_is_tried_again_once_elsewhere() {
         "on the living node"
     );
     assert_eq!(living.job(second.id).await["attempt"], 2);
+}
+
+/// Kills (-9) whichever of the nodes `a` and `b` runs `job`: its name,
+/// and the node left living.
+async fn kill_the_node_running<'s>(
+    a: &'s mut Server,
+    b: &'s mut Server,
+    job: i64,
+) -> (String, &'s Server) {
+    let ran_on = a.job(job).await["node"].as_str().unwrap().to_owned();
+    let (dead, living) = if ran_on == "a" { (a, &*b) } else { (b, &*a) };
+    dead.signal("KILL");
+    dead.wait_exit();
+    (ran_on, living)
 }
