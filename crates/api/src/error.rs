@@ -53,8 +53,14 @@ error_codes! {
     InvalidPath = "invalid_path", BAD_REQUEST, "The path could not be read.";
     InvalidId = "invalid_id", BAD_REQUEST, "An id in the path (a job's, a schedule's or a rule's) is not a positive integer; the message names which.";
     InvalidHeader = "invalid_header", BAD_REQUEST, "A header is wrong (e.g. `Last-Event-ID` that is not a seq).";
-    Unauthorized = "unauthorized", UNAUTHORIZED, "The API token is missing, unknown, revoked or expired.";
-    Forbidden = "forbidden", FORBIDDEN, "The token's role is too low for this route; the message names the role needed.";
+    Unauthorized = "unauthorized", UNAUTHORIZED, "Neither an API token nor a session: the token is missing, unknown, revoked or expired, or the session ended (sign in again).";
+    Forbidden = "forbidden", FORBIDDEN, "The caller's role is too low for this route; the message names the role needed.";
+    SignInFailed = "sign_in_failed", UNAUTHORIZED, "The name or the password is wrong (which one is not said).";
+    UserDisabled = "user_disabled", FORBIDDEN, "The password is right but an admin disabled this user.";
+    TooManySignIns = "too_many_sign_ins", TOO_MANY_REQUESTS, "Too many failed sign-ins of this name or from this address; retry after `Retry-After` seconds.";
+    CsrfTokenMissing = "csrf_token_missing", FORBIDDEN, "A change made with a session cookie lacks the session's `X-CSRF-Token` header.";
+    CsrfTokenInvalid = "csrf_token_invalid", FORBIDDEN, "The `X-CSRF-Token` header is not the session's.";
+    NoSession = "no_session", CONFLICT, "Signing out needs a session; the caller used an API token.";
     CrossSiteRequest = "cross_site_request", FORBIDDEN, "A state change, or a read of the API, sent by a browser from another site (`Origin`, `Sec-Fetch-Site`).";
     HostNotAllowed = "host_not_allowed", MISDIRECTED_REQUEST, "The `Host` header names a server this one is not (add it to `allowed_hosts`).";
     NotFound = "not_found", NOT_FOUND, "No such endpoint.";
@@ -74,6 +80,9 @@ error_codes! {
     TokenNotFound = "token_not_found", NOT_FOUND, "No API token with that name.";
     NodeNotFound = "node_not_found", NOT_FOUND, "No node of this store has that name (`GET /api/v1/nodes` lists them).";
     TokenExists = "token_exists", CONFLICT, "An API token with that name exists.";
+    UserNotFound = "user_not_found", NOT_FOUND, "No user with that name.";
+    UserExists = "user_exists", CONFLICT, "A user with that name exists.";
+    SessionNotFound = "session_not_found", NOT_FOUND, "No session with that id (or not one of the caller's).";
     JobFinished = "job_finished", CONFLICT, "The job has already finished (e.g. cancelling it).";
     JobElsewhere = "job_elsewhere", CONFLICT, "The job runs on another node that this store cannot reach.";
     BackupUnsupported = "backup_unsupported", CONFLICT, "The server's store is PostgreSQL, which joblog does not copy: back it up with `pg_dump`.";

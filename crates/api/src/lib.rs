@@ -75,6 +75,7 @@ use axum::Router;
 use joblog_engine::Engine;
 use prometheus_client::registry::Registry;
 
+pub use auth::session::SessionOptions;
 pub use auth::{rules, Actor, Identity};
 pub use error::{ApiError, ErrorCode};
 
@@ -115,6 +116,8 @@ pub struct ApiOptions {
     /// Job names `/metrics` gives figures of; the rest are summed under
     /// `(other)`.
     pub max_job_names: usize,
+    /// How people's sessions last, and their cookie.
+    pub sessions: SessionOptions,
 }
 
 /// Job names `/metrics` exports by default.
@@ -127,6 +130,7 @@ impl Default for ApiOptions {
             allowed_hosts: Vec::new(),
             limits: limits::Limits::default(),
             max_job_names: DEFAULT_MAX_JOB_NAMES,
+            sessions: SessionOptions::default(),
         }
     }
 }
@@ -138,7 +142,10 @@ impl AppState {
             engine,
             store_metrics: Arc::new(store_metrics),
             registry: Arc::new(registry),
-            auth: Arc::new(auth::Auth::new(options.token.as_deref())),
+            auth: Arc::new(auth::Auth::new(
+                options.token.as_deref(),
+                options.sessions.clone(),
+            )),
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
             limits: Arc::new(options.limits.clone()),
             viewers: Arc::default(),

@@ -149,7 +149,7 @@ fn close(mut response: Response) -> Response {
 }
 
 /// Whose a live viewer is, for `http.max_viewers_per_identity`: a stored
-/// token by its name, the bootstrap token, or a caller without a token by
+/// token by its name, a signed-in user by theirs, the bootstrap token, or a caller without a token by
 /// its address (loopback callers without a token are one).
 pub(crate) fn viewer_key(
     identity: Option<&crate::auth::Identity>,
@@ -158,6 +158,8 @@ pub(crate) fn viewer_key(
     use crate::auth::Actor;
     match identity.map(|i| &i.actor) {
         Some(Actor::Token(name)) => format!("token {name:?}"),
+        // A person's tabs and browsers share their allowance.
+        Some(Actor::User(name)) => format!("user {name:?}"),
         Some(Actor::Bootstrap) => "the configured token".into(),
         Some(Actor::Anonymous) | None => match peer {
             Some(peer) => format!("address {}", peer.ip()),

@@ -15,7 +15,7 @@ use joblog_core::Role;
 use crate::auth::rules::Access;
 use crate::handlers::{
     audit, backup, feed, groom, jobs, log, logging, nodes, notifications, scheduler, schedules,
-    sealing, tokens,
+    sealing, session, tokens, users,
 };
 use crate::AppState;
 
@@ -136,6 +136,15 @@ routes! {
     GET "/openapi.json" => crate::handlers::openapi, Public;
     GET "/api/v1/openapi.json" => crate::handlers::openapi, Public;
     GET "/api/v1/whoami" => crate::ui::whoami, VIEWER;
+    POST "/api/v1/session" => session::sign_in, Public;
+    DELETE "/api/v1/session" => session::sign_out, VIEWER;
+    GET "/api/v1/sessions" => session::list, VIEWER;
+    DELETE "/api/v1/sessions/{id}" => session::revoke, VIEWER;
+    GET "/api/v1/users" => users::list, ADMIN;
+    POST "/api/v1/users" => users::create, ADMIN;
+    GET "/api/v1/users/{name}" => users::show, ADMIN;
+    PATCH "/api/v1/users/{name}" => users::update, ADMIN;
+    DELETE "/api/v1/users/{name}" => users::delete, ADMIN;
     GET "/metrics" => crate::metrics::metrics, VIEWER;
     GET "/api/v1/jobs" => jobs::listing::list, VIEWER;
     POST "/api/v1/jobs" => jobs::submit, OPERATOR, body Submission;

@@ -9,10 +9,12 @@ use joblog_core::{JobState, Labels, Role, Stream};
 mod nodes;
 mod notify;
 mod schedules;
+mod users;
 
 pub use nodes::{NodesArgs, NodesCommand, SchedulerArgs, SchedulerCommand};
 pub use notify::{Header, NotifyArgs, NotifyCommand, RuleFields};
 pub use schedules::{ScheduleArgs, ScheduleCommand, ScheduleFields, TriggerArgs};
+pub use users::{UserArgs, UserCommand};
 
 /// The options before the command name. `--token` and `--token-file` are
 /// global (every command takes them, `serve` as its bootstrap token);
@@ -158,6 +160,9 @@ pub enum ClientCommand {
     Notify(NotifyArgs),
     /// Create, list and revoke API tokens (needs an admin token).
     Token(TokenArgs),
+    /// Add, list, change and remove the people who sign in to the web UI
+    /// (needs an admin token).
+    User(UserArgs),
     /// List the nodes running jobs on the server's store (state, labels,
     /// last heartbeat, running jobs, version), or drain one.
     Nodes(NodesArgs),
@@ -184,6 +189,7 @@ impl ClientCommand {
             ClientCommand::Groom(a) => &a.connection,
             ClientCommand::Seal(a) => &a.connection,
             ClientCommand::Token(a) => &a.connection,
+            ClientCommand::User(a) => &a.connection,
             ClientCommand::Schedule(a) => &a.connection,
             ClientCommand::Notify(a) => &a.connection,
             ClientCommand::Rerun(a) => &a.connection,
@@ -277,7 +283,7 @@ pub(crate) fn parse_labels(s: &str) -> Result<Labels, String> {
     Labels::parse(s)
 }
 
-fn parse_role(s: &str) -> Result<Role, String> {
+pub(crate) fn parse_role(s: &str) -> Result<Role, String> {
     Role::parse(s).ok_or_else(|| format!("unknown role {s:?} (viewer, operator or admin)"))
 }
 

@@ -16,7 +16,7 @@ use super::args::{GroomArgs, IdArgs, JobsArgs, KeyValue, LogsArgs, RerunArgs, Ru
 use super::render::Pretty;
 use super::wire::{
     DeliveryView, GroomReport, HealthView, JobView, JobsPage, LogRecord, NodeList, NodeView,
-    RuleView, ScheduleView, SchedulerView, TestSendView, TokenView,
+    RuleView, ScheduleView, SchedulerView, TestSendView, TokenView, UserView,
 };
 use super::UsageError;
 
@@ -50,6 +50,11 @@ pub(super) enum Answer {
     Tokens(Vec<TokenView>),
     /// The name of a revoked token.
     Revoked(String),
+    Users(Vec<UserView>),
+    /// A user as added or changed.
+    User(UserView),
+    /// The name of a removed user.
+    UserRemoved(String),
     Nodes(NodeList),
     /// One node, as a drain or undrain left it.
     Node(NodeView),

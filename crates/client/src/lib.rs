@@ -22,6 +22,7 @@ mod render;
 mod schedules;
 pub mod seal;
 mod tokens;
+mod users;
 mod wire;
 
 use std::fmt;
@@ -85,6 +86,7 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
             ClientCommand::Groom(a) => print(commands::groom(&api, a).await?),
             ClientCommand::Seal(a) => print(seal::run(&api, a).await?),
             ClientCommand::Token(a) => print(tokens::run(&api, a.command).await?),
+            ClientCommand::User(a) => print(users::run(&api, a).await?),
             ClientCommand::Schedule(a) => print(schedules::run(&api, a.command).await?),
             ClientCommand::Notify(a) => {
                 // `notify test` exits 1 when its notification was not

@@ -158,6 +158,24 @@ pub(super) struct TokenList {
     pub tokens: Vec<TokenView>,
 }
 
+/// A user, as `/api/v1/users` shows one.
+#[derive(Debug, Deserialize)]
+pub struct UserView {
+    pub name: String,
+    pub role: String,
+    #[serde(default)]
+    pub disabled: bool,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub last_sign_in_at: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct UserList {
+    pub users: Vec<UserView>,
+}
+
 /// `GET /api/v1/nodes`.
 #[derive(Debug, Deserialize)]
 pub struct NodeList {

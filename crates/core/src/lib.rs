@@ -21,7 +21,8 @@
 //!   labels and a job's `node_selector` (every label must match).
 //! - `token`: `Role` (viewer < operator < admin) and what is kept of a
 //!   token (its hash, never its text); `audit`: the trail's entries and
-//!   pages of them (`MAX_AUDIT_FIELD`).
+//!   pages of them (`MAX_AUDIT_FIELD`); `user`: people who sign in and
+//!   their sessions (kept by hash, as tokens).
 //! - `notify`: notification rules (which job ends, where to), their
 //!   checks, and what a notification says in each format (`message`).
 //! - `schedule`: a schedule as sent and checked; `timing` (cron, 5 fields
@@ -63,6 +64,7 @@ pub mod segment;
 mod size;
 mod time;
 mod token;
+mod user;
 
 pub use audit::{AuditEntry, AuditQuery, NewAudit, MAX_AUDIT_FIELD, MAX_AUDIT_LIMIT};
 pub use buckets::exponential_buckets;
@@ -85,3 +87,7 @@ pub use result_blob::{BlobError, ResultBlob};
 pub use size::{parse_byte_size, render_byte_size};
 pub use time::{parse_time_bound, Timestamp};
 pub use token::{validate_token_name, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};
+pub use user::{
+    validate_password, validate_user_name, NewSession, NewUser, SessionAuth, SessionInfo,
+    UserAuth, UserChange, UserInfo, MAX_PASSWORD_BYTES, MAX_USER_NAME, MIN_PASSWORD_CHARS,
+};

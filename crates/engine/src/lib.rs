@@ -85,9 +85,10 @@ struct Inner {
     /// The notification sender (`notify`).
     notifier: notify::Notifier,
     metrics: metrics::Metrics,
-    /// Counts commits that revoked API tokens (on any node), or may have
-    /// (missed commits): streams held open on a token check it again.
-    tokens_revoked: watch::Sender<u64>,
+    /// Counts commits that revoked API tokens or ended sessions (on any
+    /// node), or may have (missed commits): streams held open on one
+    /// check it again.
+    revocations: watch::Sender<u64>,
 }
 
 /// Handle to the engine. Cheap to clone.
@@ -97,11 +98,11 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Changes each time a commit on any node revoked an API token (or
-    /// commits may have been missed): a stream held open on a token
-    /// checks it again then.
-    pub fn tokens_revoked(&self) -> watch::Receiver<u64> {
-        self.inner.tokens_revoked.subscribe()
+    /// Changes each time a commit on any node revoked an API token or
+    /// ended a session (or commits may have been missed): a stream held
+    /// open on one checks it again then.
+    pub fn revocations(&self) -> watch::Receiver<u64> {
+        self.inner.revocations.subscribe()
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -32,8 +32,8 @@ impl Engine {
                     for id in &c.cancel {
                         self.stop_if_running(*id);
                     }
-                    if c.tokens_revoked || c.reset {
-                        self.inner.tokens_revoked.send_modify(|n| *n += 1);
+                    if c.tokens_revoked || c.sessions_ended || c.reset {
+                        self.inner.revocations.send_modify(|n| *n += 1);
                     }
                     // A drain or pause lifted: look again at once.
                     if c.controls || c.reset {
@@ -46,7 +46,7 @@ impl Engine {
                     self.inner.scheduler.changed.notify_one();
                     self.jobs_ended();
                     self.notifications_due();
-                    self.inner.tokens_revoked.send_modify(|n| *n += 1);
+                    self.inner.revocations.send_modify(|n| *n += 1);
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }

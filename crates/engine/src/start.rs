@@ -110,7 +110,7 @@ impl Engine {
                 clock,
                 sealer,
                 notifier,
-                tokens_revoked: watch::channel(0).0,
+                revocations: watch::channel(0).0,
             }),
         };
         // Other nodes' commits (a shared store announces them) go into the

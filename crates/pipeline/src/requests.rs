@@ -13,7 +13,7 @@ use joblog_core::{
     Job, JobId, JobSpec, JobState, Labels, LogSummary, NewAudit, NewToken, ResultBlob, Timestamp,
 };
 use joblog_store::sealed::SealSlice;
-use joblog_store::{Fired, Outcome, ScheduleDeleted, ScheduleSaved, WriteOp};
+use joblog_store::{AccountOp, Fired, Outcome, ScheduleDeleted, ScheduleSaved, WriteOp};
 
 use crate::{Pipeline, PipelineError};
 
@@ -292,6 +292,13 @@ impl Pipeline {
             self.execute(WriteOp::RevokeToken { name }).await?,
         )?;
         Ok(n > 0)
+    }
+
+    /// Changes users or sessions; the rows it changed (0: no such user or
+    /// session, or the name is taken).
+    pub async fn account(&self, op: AccountOp) -> Result<u64, PipelineError> {
+        let name = op.name();
+        count(name, self.execute(WriteOp::Account(op)).await?)
     }
 
     /// Appends entries to the audit trail, committed with whatever else is

@@ -41,6 +41,12 @@ pub struct Committed {
     /// after the others (a peer that predates it ignores the key).
     #[serde(default, rename = "k", skip_serializing_if = "std::ops::Not::not")]
     pub controls: bool,
+    /// A session ended (signed out, revoked, its user disabled, deleted
+    /// or given a new password): whoever holds a stream open on a session
+    /// checks it again. Added after the others (a peer that predates it
+    /// ignores the key).
+    #[serde(default, rename = "e", skip_serializing_if = "std::ops::Not::not")]
+    pub sessions_ended: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -80,6 +86,12 @@ impl Committed {
             (WriteOp::CancelQueued { .. }, _) => {}
             (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
             (WriteOp::RevokeToken { .. }, Outcome::Count(n)) => self.tokens_revoked |= *n > 0,
+            (WriteOp::Account(op), Outcome::Count(n)) => {
+                self.sessions_ended |= op.ended_sessions(*n)
+            }
+            // Users, sign-ins and a session's use: each request looks its
+            // session up.
+            (WriteOp::Account(_), _) => {}
             // A job list shows a job start; the job's own followers learn
             // it from its records.
             (WriteOp::ClaimNext { .. }, Outcome::Claimed(Some(job))) => self.started.push(job.id),

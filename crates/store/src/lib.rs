@@ -49,6 +49,7 @@
 //! - [`Committed`] crosses nodes in NOTIFY payloads: a field is only ever
 //!   added, and optional.
 
+mod accounts;
 mod audit;
 #[cfg(feature = "bench")]
 pub mod bench_support;
@@ -84,6 +85,7 @@ use joblog_core::{
     LogSearch, NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
 };
 
+pub use accounts::AccountOp;
 pub use committed::Committed;
 pub use controls::SchedulerState;
 pub use error::StoreError;
@@ -189,6 +191,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every API token, by name, without their hashes.
     async fn list_tokens(&self) -> Result<Vec<TokenInfo>>;
+
+    /// The user of that name, with their password's hash.
+    async fn user(&self, name: String) -> Result<Option<joblog_core::UserAuth>>;
+
+    /// Every user, by name, without their hashes.
+    async fn list_users(&self) -> Result<Vec<joblog_core::UserInfo>>;
+
+    /// The session whose cookie's SHA-256 is `hash`, with its user's role
+    /// and state now; ended or not (the caller judges, by its timeouts).
+    async fn session_by_hash(&self, hash: [u8; 32]) -> Result<Option<joblog_core::SessionAuth>>;
+
+    /// The sessions of `user`, or everyone's, oldest first.
+    async fn list_sessions(&self, user: Option<String>) -> Result<Vec<joblog_core::SessionInfo>>;
 
     /// Finished jobs kept in the store, by name and final state, with
     /// when the last of each finished (for per-name metrics). One pass over

@@ -12,7 +12,7 @@ use joblog_core::{
     Timestamp,
 };
 
-use crate::{sealed, Fired, Result, RuleSaved, ScheduleDeleted, ScheduleSaved};
+use crate::{sealed, AccountOp, Fired, Result, RuleSaved, ScheduleDeleted, ScheduleSaved};
 
 /// One change to the store. The writer applies a batch of them in one
 /// transaction, in order.
@@ -145,6 +145,9 @@ pub enum WriteOp {
     RevokeToken { name: String },
     /// Notes when a token was last used. → [`Outcome::Done`]
     TouchToken { name: String, at: Timestamp },
+    /// Creates, changes or deletes a user, or opens, uses or ends a
+    /// session; each [`AccountOp`] says its outcome.
+    Account(AccountOp),
     /// Appends entries to the audit trail, numbered in commit order (on
     /// PostgreSQL across nodes too), each text field cut to
     /// [`joblog_core::MAX_AUDIT_FIELD`] bytes. Job retention never
@@ -204,6 +207,7 @@ impl WriteOp {
             WriteOp::CreateToken(_) => "create_token",
             WriteOp::RevokeToken { .. } => "revoke_token",
             WriteOp::TouchToken { .. } => "touch_token",
+            WriteOp::Account(op) => op.name(),
             WriteOp::Audit(_) => "audit",
             WriteOp::DeleteAudit { .. } => "delete_audit",
             WriteOp::FireDue { .. } => "fire_due",

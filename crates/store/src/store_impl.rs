@@ -96,6 +96,22 @@ macro_rules! store_impl {
                 $run!(self, c => $crate::reads::list_tokens(c))
             }
 
+            async fn user(&self, name: String) -> Result<Option<joblog_core::UserAuth>> {
+                $run!(self, c => $crate::accounts::user(c, &name))
+            }
+
+            async fn list_users(&self) -> Result<Vec<joblog_core::UserInfo>> {
+                $run!(self, c => $crate::accounts::users(c))
+            }
+
+            async fn session_by_hash(&self, hash: [u8; 32]) -> Result<Option<joblog_core::SessionAuth>> {
+                $run!(self, c => $crate::accounts::session_by_hash(c, hash))
+            }
+
+            async fn list_sessions(&self, user: Option<String>) -> Result<Vec<joblog_core::SessionInfo>> {
+                $run!(self, c => $crate::accounts::sessions(c, user.as_deref()))
+            }
+
             async fn finished_by_name(&self) -> Result<Vec<$crate::FinishedByName>> {
                 $run!(self, c => $crate::db::Conn::query(c, &$crate::FINISHED_BY_NAME, &[]))
             }

@@ -1,16 +1,24 @@
-//! Who is calling, and whether they may: the bearer token of a request
-//! becomes an [`Identity`] (a stored token, the configuration's bootstrap
-//! token, or nobody on a server that needs no token), which the route's
-//! rule in [`rules`] then admits or refuses.
+//! Who is calling, and whether they may: the bearer token of a request,
+//! or else its session cookie, becomes an [`Identity`] (a stored token,
+//! the configuration's bootstrap token, a signed-in user, or nobody on a
+//! server that needs no token), which the route's rule in [`rules`] then
+//! admits or refuses. `password` hashes and checks passwords, `session`
+//! reads and writes the cookie and its CSRF token, `throttle` limits
+//! failed sign-ins.
 //!
-//! Invariants: tokens are looked up by their SHA-256 only, so an unknown
-//! token and a wrong one take the same path; the bootstrap token is
-//! compared in constant time; a route with no rule is refused to everyone.
+//! Invariants: tokens and sessions are looked up by their SHA-256 only, so
+//! an unknown one and a wrong one take the same path; the bootstrap token
+//! is compared in constant time; a state change authenticated by a cookie
+//! carries its session's CSRF token; a route with no rule is refused to
+//! everyone.
 
 pub(crate) mod lease;
+pub(crate) mod password;
 mod refusals;
 pub mod rules;
 pub mod secret;
+pub(crate) mod session;
+pub(crate) mod throttle;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -38,23 +46,35 @@ const TOUCH_EVERY: Duration = Duration::from_secs(60);
 pub struct Identity {
     pub actor: Actor,
     pub role: Role,
-    /// The stored token it was found by: a stream held open on it ends
-    /// when it expires or is revoked (`lease`). `None` for the bootstrap
-    /// token and anonymous callers.
-    pub(crate) token: Option<Held>,
+    /// The stored token or session it was found by: a stream held open
+    /// on it ends when it expires or is revoked (`lease`). `None` for the
+    /// bootstrap token and anonymous callers.
+    pub(crate) held: Option<Held>,
 }
 
-/// A stored token as a request held it.
+/// A stored credential as a request held it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Held {
-    pub hash: [u8; 32],
-    pub expires_at: Option<Timestamp>,
+pub(crate) enum Held {
+    Token {
+        hash: [u8; 32],
+        expires_at: Option<Timestamp>,
+    },
+    Session {
+        hash: [u8; 32],
+        /// Its public id (sign-out ends it by this).
+        id: String,
+        /// What its state changes must carry (`session::CSRF_HEADER`).
+        csrf: String,
+        expires_at: Timestamp,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Actor {
     /// A token created with `joblog token create`, by its name.
     Token(String),
+    /// A person signed in (a session), by their user name.
+    User(String),
     /// The `token` of the server's configuration.
     Bootstrap,
     /// Nobody: the server needs no token (loopback, none configured).
@@ -64,9 +84,29 @@ pub enum Actor {
 impl Identity {
     /// The actor's name as logs and the audit record it: the token's name,
     /// `bootstrap` or `anonymous`.
+    /// How the caller was known, as `whoami` says it: `token`,
+    /// `session`, `bootstrap` or `anonymous`.
+    pub fn via(&self) -> &'static str {
+        match self.actor {
+            Actor::Token(_) => "token",
+            Actor::User(_) => "session",
+            Actor::Bootstrap => "bootstrap",
+            Actor::Anonymous => "anonymous",
+        }
+    }
+
+    /// The session the caller signed in with, if they did: its id and
+    /// CSRF token.
+    pub(crate) fn session(&self) -> Option<(&str, &str)> {
+        match &self.held {
+            Some(Held::Session { id, csrf, .. }) => Some((id, csrf)),
+            _ => None,
+        }
+    }
+
     pub fn name(&self) -> &str {
         match &self.actor {
-            Actor::Token(name) => name,
+            Actor::Token(name) | Actor::User(name) => name,
             Actor::Bootstrap => "bootstrap",
             Actor::Anonymous => "anonymous",
         }
@@ -77,6 +117,7 @@ impl fmt::Display for Actor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Actor::Token(name) => write!(f, "token {name:?}"),
+            Actor::User(name) => write!(f, "user {name:?}"),
             Actor::Bootstrap => f.write_str("the configured token"),
             Actor::Anonymous => f.write_str("a caller without a token"),
         }
@@ -94,15 +135,24 @@ pub(crate) struct Auth {
     refusals: refusals::Refusals<Option<std::net::IpAddr>>,
     /// Which refused roles reach the audit trail (a few per actor).
     forbidden: refusals::Refusals<String>,
+    /// Which throttled sign-ins reach the audit trail (a few per address).
+    pub(crate) throttled: refusals::Refusals<Option<std::net::IpAddr>>,
+    pub(crate) sessions: session::SessionOptions,
+    pub(crate) passwords: password::Passwords,
+    pub(crate) sign_ins: throttle::SignInLimits,
 }
 
 impl Auth {
-    pub fn new(bootstrap: Option<&str>) -> Auth {
+    pub fn new(bootstrap: Option<&str>, sessions: session::SessionOptions) -> Auth {
         Auth {
             bootstrap: bootstrap.filter(|t| !t.is_empty()).map(secret::hash),
             touched: Mutex::new(HashMap::new()),
             refusals: refusals::Refusals::default(),
             forbidden: refusals::Refusals::default(),
+            throttled: refusals::Refusals::default(),
+            sessions,
+            passwords: password::Passwords::default(),
+            sign_ins: throttle::SignInLimits::default(),
         }
     }
 
@@ -193,6 +243,9 @@ pub(crate) async fn authorize(
         }
     };
     span.record("actor", identity.name());
+    if let Err(e) = csrf_checked(&identity, &req) {
+        return e.into_response();
+    }
     // A connection among the server's last few serves admins only (and
     // /healthz, public, above): whoever filled the others cannot lock the
     // operator out.
@@ -235,6 +288,29 @@ pub(crate) async fn authorize(
     next.run(req).await
 }
 
+/// A state change by a session must carry its CSRF token: the cookie
+/// goes with any request the browser sends, the token only with this
+/// server's pages' (on top of `guard`'s `Origin` checks).
+fn csrf_checked(identity: &Identity, req: &Request) -> Result<(), ApiError> {
+    let Some((_, csrf)) = identity.session() else {
+        return Ok(());
+    };
+    if req.method().is_safe() {
+        return Ok(());
+    }
+    match session::csrf_matches(req.headers(), csrf) {
+        Some(true) => Ok(()),
+        Some(false) => Err(ApiError::new(
+            ErrorCode::CsrfTokenInvalid,
+            "the X-CSRF-Token header is not this session's; reload the page",
+        )),
+        None => Err(ApiError::new(
+            ErrorCode::CsrfTokenMissing,
+            "a change made with a session cookie needs the session's X-CSRF-Token header (from the sign-in answer or GET /api/v1/whoami)",
+        )),
+    }
+}
+
 /// The token of `Authorization: Bearer …`; `Ok(None)` without the header.
 fn bearer(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
     let Some(value) = headers.get(header::AUTHORIZATION) else {
@@ -258,16 +334,27 @@ fn bearer(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
 async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity, ApiError> {
     let auth = &state.auth;
     let Some(token) = bearer(headers)? else {
+        let ended = match session::cookie(headers) {
+            Some(secret) => match signed_in(state, secret).await? {
+                Some(identity) => return Ok(identity),
+                None => true,
+            },
+            None => false,
+        };
         if auth.required() {
             return Err(ApiError::new(
                 ErrorCode::Unauthorized,
-                "this server needs an API token (Authorization: Bearer <token>)",
+                if ended {
+                    "your session ended (signed out, timed out or revoked); sign in again"
+                } else {
+                    "this server needs you to sign in, or an API token (Authorization: Bearer <token>)"
+                },
             ));
         }
         return Ok(Identity {
             actor: Actor::Anonymous,
             role: Role::Admin,
-            token: None,
+            held: None,
         });
     };
     let hash = secret::hash(token);
@@ -276,7 +363,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
             return Ok(Identity {
                 actor: Actor::Bootstrap,
                 role: Role::Admin,
-                token: None,
+                held: None,
             });
         }
     }
@@ -305,7 +392,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
             Ok(Identity {
                 actor: Actor::Token(t.name),
                 role: t.role,
-                token: Some(Held {
+                held: Some(Held::Token {
                     hash,
                     expires_at: t.expires_at,
                 }),
@@ -318,13 +405,49 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
     }
 }
 
+/// The user signed in with the session whose cookie holds `secret`;
+/// `None` when it ended (or never was). Its use is noted once a minute.
+async fn signed_in(state: &AppState, secret: &str) -> Result<Option<Identity>, ApiError> {
+    let hash = secret::hash(secret);
+    let now = Timestamp::now();
+    let Some(s) = state.engine.store().session_by_hash(hash).await? else {
+        return Ok(None);
+    };
+    if !s.is_live(now, state.auth.sessions.idle_timeout) {
+        return Ok(None);
+    }
+    if state
+        .auth
+        .should_touch(&format!("session {}", s.info.id), Instant::now())
+    {
+        let pipeline = state.engine.pipeline().clone();
+        let id = s.info.id.clone();
+        tokio::spawn(async move {
+            let op = joblog_store::AccountOp::TouchSession { id, at: now };
+            if let Err(e) = pipeline.account(op).await {
+                tracing::warn!(error = %e, "noting a session's use");
+            }
+        });
+    }
+    Ok(Some(Identity {
+        actor: Actor::User(s.info.user),
+        role: s.role,
+        held: Some(Held::Session {
+            hash,
+            id: s.info.id,
+            csrf: session::csrf_token(secret),
+            expires_at: s.info.expires_at,
+        }),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_token_use_is_written_once_a_minute() {
-        let auth = Auth::new(None);
+        let auth = Auth::new(None, Default::default());
         let t0 = Instant::now();
         assert!(auth.should_touch("ci", t0));
         assert!(!auth.should_touch("ci", t0 + Duration::from_secs(59)));
@@ -350,8 +473,8 @@ mod tests {
 
     #[test]
     fn without_a_configured_token_none_is_required() {
-        assert!(!Auth::new(None).required());
-        assert!(!Auth::new(Some("")).required());
-        assert!(Auth::new(Some("s3cret")).required());
+        assert!(!Auth::new(None, Default::default()).required());
+        assert!(!Auth::new(Some(""), Default::default()).required());
+        assert!(Auth::new(Some("s3cret"), Default::default()).required());
     }
 }

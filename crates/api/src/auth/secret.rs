@@ -1,4 +1,4 @@
-//! The text of API tokens: made from the operating system's randomness,
+//! The text of API tokens and session secrets: made from the operating system's randomness,
 //! kept only as a SHA-256 hash, compared in constant time.
 
 use sha2::{Digest, Sha256};
@@ -16,7 +16,12 @@ const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn
 /// token carries 256 random bits, so a fast hash is enough; nothing can be
 /// guessed faster than the token itself.
 pub fn hash(token: &str) -> [u8; 32] {
-    let digest = Sha256::digest(token.as_bytes());
+    hash_bytes(token.as_bytes())
+}
+
+/// The SHA-256 of `bytes`.
+pub fn hash_bytes(bytes: &[u8]) -> [u8; 32] {
+    let digest = Sha256::digest(bytes);
     let mut out = [0u8; 32];
     out.copy_from_slice(&digest);
     out
@@ -31,8 +36,13 @@ pub fn same_hash(a: &[u8; 32], b: &[u8; 32]) -> bool {
 /// (bytes past the largest multiple of 62 are rejected, not folded, so no
 /// character is likelier than another).
 pub fn generate() -> Result<String, getrandom::Error> {
-    let mut token = String::with_capacity(TOKEN_PREFIX.len() + TOKEN_CHARS);
-    token.push_str(TOKEN_PREFIX);
+    generate_with(TOKEN_PREFIX)
+}
+
+/// A new secret as [`generate`] makes, after `prefix` (a session's `js_`).
+pub fn generate_with(prefix: &str) -> Result<String, getrandom::Error> {
+    let mut token = String::with_capacity(prefix.len() + TOKEN_CHARS);
+    token.push_str(prefix);
     let mut chars = 0;
     let mut buf = [0u8; 64];
     while chars < TOKEN_CHARS {

@@ -14,7 +14,9 @@ pub mod notifications;
 pub mod scheduler;
 pub mod schedules;
 pub mod sealing;
+pub mod session;
 pub mod tokens;
+pub mod users;
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};

@@ -1,9 +1,26 @@
-//! API tokens as text: the `token list` table. A created token is printed
-//! alone on stdout so that it can be redirected into a file.
+//! Who may call: the `token list` and `user list` tables. A created token
+//! is printed alone on stdout so that it can be redirected into a file.
 
 use super::escape_display;
 use super::job::{short_time, table};
-use crate::wire::TokenView;
+use crate::wire::{TokenView, UserView};
+
+pub(super) fn users_table(users: &[UserView]) -> String {
+    let header = ["NAME", "ROLE", "STATE", "CREATED", "LAST SIGN-IN"];
+    let rows: Vec<[String; 5]> = users
+        .iter()
+        .map(|u| {
+            [
+                escape_display(&u.name, false).into_owned(),
+                escape_display(&u.role, false).into_owned(),
+                if u.disabled { "disabled" } else { "enabled" }.to_string(),
+                short_time(u.created_at.as_deref()),
+                short_time(u.last_sign_in_at.as_deref()),
+            ]
+        })
+        .collect();
+    table(&header, &rows, &[false; 5])
+}
 
 pub(super) fn tokens_table(tokens: &[TokenView]) -> String {
     let header = ["NAME", "ROLE", "CREATED", "EXPIRES", "LAST USED"];
@@ -27,6 +44,23 @@ pub(super) fn tokens_table(tokens: &[TokenView]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn users_are_listed_with_their_state_and_last_sign_in() {
+        let u = |name: &str, disabled: bool| UserView {
+            name: name.into(),
+            role: "operator".into(),
+            disabled,
+            created_at: Some("2026-11-22T10:15:01Z".into()),
+            last_sign_in_at: None,
+        };
+        assert_eq!(
+            users_table(&[u("ada", false), u("bob\u{1b}", true)]),
+            "NAME     ROLE      STATE     CREATED                  LAST SIGN-IN\n\
+             ada      operator  enabled   2026-11-22 10:15:01 UTC  -\n\
+             bob\\x1b  operator  disabled  2026-11-22 10:15:01 UTC  -\n"
+        );
+    }
 
     #[test]
     fn tokens_are_listed_aligned_with_never_for_no_expiry() {

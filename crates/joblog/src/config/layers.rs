@@ -154,7 +154,9 @@ fn flatten(
                 for (k, v) in t {
                     match v {
                         toml::Value::String(v) => items.push(format!("{k}={v}")),
-                        _ => bail!("node.labels.{k}: a label's value is a quoted string"),
+                        _ => bail!(
+                            "node.labels.{k}: must be a quoted string ({k} = \"…\"), a label's value is text"
+                        ),
                     }
                 }
                 items.join(",")
@@ -259,7 +261,7 @@ mod tests {
             .is_some());
         let e = format!("{:#}", file("[node]\nlabels = { role = 1 }\n").unwrap_err());
         assert!(
-            e.contains("node.labels.role: a label's value is a quoted string"),
+            e.contains("node.labels.role: must be a quoted string"),
             "{e}"
         );
     }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use joblog_api::limits::Limits;
+use joblog_api::SessionOptions;
 use joblog_core::Labels;
 use joblog_engine::EngineConfig;
 use joblog_oplog::config::{DEFAULT_QUEUE, DEFAULT_SLOW};
@@ -192,6 +193,16 @@ settings! {
     http_max_viewers_per_identity: usize = Limits::default().max_viewers_per_identity,
         key "http.max_viewers_per_identity", env "JOBLOG_HTTP_MAX_VIEWERS_PER_IDENTITY", flag Some("http-max-viewers-per-identity"),
             range Range::at_least(1);
+    /// A signed-in person's session ends when unused this long (each
+    /// request uses it; an open live view does not time out).
+    auth_session_idle_timeout: Duration = SessionOptions::default().idle_timeout,
+        key "auth.session_idle_timeout", env "JOBLOG_AUTH_SESSION_IDLE_TIMEOUT", flag Some("auth-session-idle-timeout"),
+            range Range::at_least(Duration::from_secs(60));
+    /// A signed-in person's session ends this long after they signed in,
+    /// however busy: then they sign in again.
+    auth_session_lifetime: Duration = SessionOptions::default().lifetime,
+        key "auth.session_lifetime", env "JOBLOG_AUTH_SESSION_LIFETIME", flag Some("auth-session-lifetime"),
+            range Range::between(Duration::from_secs(60), Duration::from_secs(366 * 24 * 3600));
     /// Where people open joblog (`https://joblog.example.com`): the link
     /// to the job in each notification. Unset: notifications carry no link.
     http_public_url: Option<String> = None,

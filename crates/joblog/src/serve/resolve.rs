@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use joblog_api::limits::Limits;
-use joblog_api::ApiOptions;
+use joblog_api::{ApiOptions, SessionOptions};
 use joblog_engine::EngineConfig;
 use joblog_oplog::LoggingConfig;
 use joblog_pipeline::LogLimits;
@@ -160,6 +160,15 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
             allowed_hosts: s.allowed_hosts.0,
             limits,
             max_job_names: s.metrics_max_job_names,
+            sessions: SessionOptions {
+                idle_timeout: s.auth_session_idle_timeout,
+                lifetime: s.auth_session_lifetime,
+                // Served over HTTPS here, or behind a proxy that is.
+                secure: tls.is_some()
+                    || s.http_public_url
+                        .as_deref()
+                        .is_some_and(|u| u.trim_start().starts_with("https:")),
+            },
         },
         http,
         tls,

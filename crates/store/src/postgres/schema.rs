@@ -177,6 +177,7 @@ CREATE TABLE scheduler_state (
 );
 INSERT INTO scheduler_state (id) VALUES (1);
 "#),
+    Sql(crate::accounts::MIGRATION),
 ];
 
 /// One step of the schema.

@@ -332,6 +332,20 @@ async fn rederive(
             }
             // The batch was committed, so the name is gone either way.
             WriteOp::RevokeToken { .. } => Outcome::Count(1),
+            WriteOp::Account(op) => match op {
+                // Ours if the row holds our creation time.
+                crate::AccountOp::CreateUser(u) => {
+                    let row = conn
+                        .client
+                        .query_one(
+                            "SELECT count(*) FROM users WHERE name = $1 AND created_at = $2",
+                            &[&u.name, &u.created_at.micros()],
+                        )
+                        .await?;
+                    Outcome::Count(row.try_get::<_, i64>(0)? as u64)
+                }
+                op => crate::accounts::committed_outcome(op),
+            },
             // Committed: it was asked if the node is known.
             WriteOp::SetDrain { node, .. } => {
                 let row = conn

@@ -70,6 +70,7 @@ CREATE TABLE results (
     Sql(schedules::TRIGGERS_MIGRATION),
     Sql(PLACEMENT_MIGRATION),
     Sql(CONTROLS_MIGRATION),
+    Sql(crate::accounts::MIGRATION),
 ];
 
 /// Drain and pause (`crate::controls`): since when a node is asked to

@@ -175,6 +175,7 @@ fn apply_one(
         WriteOp::TouchToken { name, at } => {
             conn::run(tx, async |c| writes::touch_token(c, name, *at).await)
         }
+        WriteOp::Account(op) => conn::run(tx, async |c| crate::accounts::apply(c, op).await),
         WriteOp::Audit(entries) => audit::append(tx, entries),
         WriteOp::DeleteAudit { before, max } => {
             conn::run(tx, async |c| writes::delete_audit(c, *before, *max).await)

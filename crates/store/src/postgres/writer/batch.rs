@@ -212,6 +212,7 @@ pub(super) async fn apply_batch(
             }
             WriteOp::RevokeToken { name } => writes::revoke_token(&mut w, name).await?,
             WriteOp::TouchToken { name, at } => writes::touch_token(&mut w, name, *at).await?,
+            WriteOp::Account(op) => crate::accounts::apply(&mut w, op).await?,
             WriteOp::Audit(entries) => {
                 audited.extend(entries);
                 Outcome::Done
