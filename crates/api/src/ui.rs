@@ -64,8 +64,10 @@ const ASSETS: &[(&str, &str, &str)] = &[
         JS,
         include_str!("../ui/result-worker.js"),
     ),
+    ("sessions.js", JS, include_str!("../ui/sessions.js")),
     ("sources.js", JS, include_str!("../ui/sources.js")),
     ("submit.js", JS, include_str!("../ui/submit.js")),
+    ("users.js", JS, include_str!("../ui/users.js")),
     ("viewer.js", JS, include_str!("../ui/viewer.js")),
     (
         "style.css",
@@ -106,6 +108,7 @@ const PAGES: &[Page] = &[
     page("/schedules/{id}", "schedule.js", "schedulePage"),
     page("/notifications", "notifications.js", "notificationsPage"),
     page("/nodes", "nodes.js", "nodesPage"),
+    page("/users", "users.js", "usersPage"),
 ];
 
 /// A page without a prefetch.
@@ -261,14 +264,22 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 pub struct WhoAmI {
     name: String,
     role: joblog_core::Role,
+    /// `session`, `token`, `bootstrap` or `anonymous`.
+    via: &'static str,
+    /// A session's CSRF token, which its changes carry (a new tab learns
+    /// it here, by the cookie).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    csrf_token: Option<String>,
 }
 
 /// `GET /api/v1/whoami`: the caller's name and role, so the UI offers only
-/// what the role allows.
+/// what the role allows, and how they were known.
 pub async fn whoami(Extension(who): Extension<Identity>) -> axum::Json<WhoAmI> {
     axum::Json(WhoAmI {
         name: who.name().to_string(),
         role: who.role,
+        via: who.via(),
+        csrf_token: who.session().map(|(_, csrf)| csrf.to_string()),
     })
 }
 
@@ -415,6 +426,13 @@ mod tests {
         let nodes = shell_of("/nodes").await;
         assert!(names(&nodes, "nodes.js"), "{nodes}");
         assert!(nodes.contains("<link rel=\"modulepreload\" href=\"/ui/live.js\">"));
+        // The users (admins) and everyone's own sessions: one page.
+        let users = shell_of("/users").await;
+        assert!(names(&users, "users.js"), "{users}");
+        for needed in ["users.js", "sessions.js"] {
+            let preload = format!("<link rel=\"modulepreload\" href=\"/ui/{needed}\">");
+            assert!(users.contains(&preload), "the users page preloads {needed}");
+        }
         let rules = shell_of("/notifications").await;
         assert!(names(&rules, "notifications.js"), "{rules}");
         assert!(rules.contains("<link rel=\"modulepreload\" href=\"/ui/deliveries.js\">"));

@@ -30,6 +30,8 @@ mod responses;
 mod results;
 #[path = "api/schedules.rs"]
 mod schedules;
+#[path = "api/sessions.rs"]
+mod sessions;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

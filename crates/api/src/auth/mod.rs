@@ -347,7 +347,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
                 if ended {
                     "your session ended (signed out, timed out or revoked); sign in again"
                 } else {
-                    "this server needs you to sign in, or an API token (Authorization: Bearer <token>)"
+                    "this server needs an API token (Authorization: Bearer <token>), or a person signed in"
                 },
             ));
         }
