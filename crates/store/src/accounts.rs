@@ -304,3 +304,22 @@ impl Decode for SessionAuth {
         })
     }
 }
+
+/// The statements a request runs on users and sessions, with parameters,
+/// for the plan tests: each an index search. (The admin's listings of
+/// every user and every session walk their tables in order, as asked.)
+#[cfg(test)]
+pub(crate) fn every_statement() -> Vec<(&'static str, Statement, Vec<crate::db::Param>)> {
+    let hash = || vec![0u8; 32].into();
+    vec![
+        ("USER", USER, vec!["ada".into()]),
+        ("SESSION_BY_HASH", SESSION_BY_HASH, vec![hash()]),
+        ("SESSIONS_OF", SESSIONS_OF, vec!["ada".into()]),
+        ("DELETE_EXPIRED", DELETE_EXPIRED, vec![5i64.into()]),
+        ("END_SESSION", END_SESSION, vec!["ab".into()]),
+        ("END_OWN_SESSION", END_OWN_SESSION, vec!["ab".into(), "ada".into()]),
+        ("END_USERS_SESSIONS", END_USERS_SESSIONS, vec!["ada".into()]),
+        ("TOUCH_SESSION", TOUCH_SESSION, vec!["ab".into(), 5i64.into()]),
+        ("SIGNED_IN", SIGNED_IN, vec!["ada".into(), 5i64.into()]),
+    ]
+}

@@ -108,8 +108,12 @@ fn request_queries_search_indexes_and_never_scan() {
     queries.extend(crate::db::listing_statements(
         crate::listing::Dialect::Sqlite,
     ));
-    // The notifications' reads: the API's and the sender's.
-    for (_, st, params) in crate::notifications::every_statement() {
+    // The notifications' reads: the API's and the sender's; and each
+    // request's session, with what signing in and out writes.
+    for (_, st, params) in crate::notifications::every_statement()
+        .into_iter()
+        .chain(crate::accounts::every_statement())
+    {
         queries.push(bound(st, params));
     }
     for (q, params) in &queries {

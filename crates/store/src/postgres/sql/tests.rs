@@ -77,6 +77,7 @@ fn request_queries_use_indexes_and_never_sort() {
     queries.extend(
         crate::notifications::every_statement()
             .into_iter()
+            .chain(crate::accounts::every_statement())
             .map(|(_, st, params)| (st.postgres.to_string(), params)),
     );
     let rt = tokio::runtime::Builder::new_current_thread()
