@@ -245,6 +245,28 @@ async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
     scenario("token", &server, Some(TOKEN)).await;
 }
 
+/// Signing in with a name and password: the scenario makes its user with
+/// the bootstrap token, signs in, opens a second tab, makes a job by cookie
+/// (with the session's CSRF token, refused without it) and signs out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_signs_in_with_a_password_and_a_second_tab_shares_the_session_until_signed_out() {
+    let _one = BROWSER.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--token", TOKEN]).await;
+    scenario("signin", &server, Some(TOKEN)).await;
+}
+
+/// The Users page: an admin made with the bootstrap token signs in, then
+/// adds, changes, disables, resets and deletes a user and ends sessions
+/// through the page.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_admin_adds_changes_disables_resets_and_deletes_a_user_on_the_users_page() {
+    let _one = BROWSER.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--token", TOKEN]).await;
+    scenario("users", &server, Some(TOKEN)).await;
+}
+
 /// The server does not write the audit trail yet, so the scenario's
 /// entries are written into the data directory's database through the
 /// store before the server opens it: 60 plain ones (more than a page)

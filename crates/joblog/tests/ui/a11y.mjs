@@ -1,6 +1,6 @@
 // Accessibility: axe-core on every page of the UI (the job list, a job's
 // page, submit, the schedules, a schedule's page, the schedule form, the
-// audit trail, the notification rules, the nodes), in the light and the dark colour scheme, finds no serious
+// audit trail, the notification rules, the nodes, the users), in the light and the dark colour scheme, finds no serious
 // or critical violation — contrast (stream chips, primary buttons),
 // labels, and besides every page has an h1 and no table header is empty.
 // At a phone's width (390 px) the pages do not shift once drawn: the
@@ -50,6 +50,10 @@ await scenario("a11y", async (step) => {
     ["audit", "/audit", "#audit tbody tr"],
     ["notifications", "/notifications", "#rules-status:not(:empty)"],
     ["nodes", "/nodes", "#nodes tbody tr[data-name]"],
+    // No token here: the anonymous admin sees the users (none yet) and is
+    // told it has no session of its own. users.mjs runs axe on the page
+    // with users and sessions.
+    ["users", "/users", "#users-status:not(:empty)"],
   ];
 
   const b = await browser();

@@ -1,4 +1,5 @@
-// With a token configured, the UI without it shows a prompt, not data; a
+// With a token configured, the UI without it shows the sign-in form, not
+// data, and the token prompt one click away ("Use an API token instead"); a
 // token typed there is kept in session storage, sent as a bearer header,
 // and never put in a URL; the log's downloads are fetched with it.
 
@@ -16,6 +17,10 @@ await scenario("token", async (step) => {
   const urls = [];
   page.on("request", (r) => urls.push(r.url()));
   await page.goto(`${URL}/jobs/${id}`);
+  // The server asks who is there: a name and password first, and a token
+  // one click away.
+  await until("the sign-in form", () => page.$("#sign-in-form"));
+  await page.click("text=Use an API token instead");
   await until("the token prompt", () => page.$("#token-form"));
   const body = await page.textContent("body");
   assert.ok(!body.includes("classified output") && !body.includes("secret-work"), "no data without the token");
@@ -30,6 +35,9 @@ await scenario("token", async (step) => {
   await until("the log", async () => (await rows(page)).some((r) => r.text === "classified output"));
   step("with the token: the job's log");
   assert.equal(await page.evaluate(() => sessionStorage.getItem("joblog.token")), TOKEN);
+  assert.match(await page.textContent("#who .who-name"), / · admin$/, "the bootstrap token is an admin's");
+  assert.ok(await page.$("#forget-token"), "a token is forgotten, not signed out");
+  assert.equal(await page.$("#sign-out"), null);
   // The downloads cannot be plain links with a token: fetched with it.
   const { records } = await api("GET", `/api/v1/jobs/${id}/log`);
   await downloads(page, id, records);
