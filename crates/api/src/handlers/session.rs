@@ -58,7 +58,7 @@ pub async fn sign_in(
         if let Some(before) = auth.throttled.admit(address, Instant::now()) {
             tracing::info!(
                 audit = "session.failed",
-                actor = req.name.as_str(),
+                user = req.name.as_str(),
                 reason = "too many failed sign-ins",
                 refused_before = before,
                 "sign-in of {:?} refused: too many failures",
@@ -94,12 +94,12 @@ pub async fn sign_in(
             } else {
                 "no such user"
             };
-            tracing::info!(audit = "session.failed", actor = req.name.as_str(), reason, "sign-in of {:?} failed: {reason}", req.name);
+            tracing::info!(audit = "session.failed", user = req.name.as_str(), reason, "sign-in of {:?} failed: {reason}", req.name);
             return Err(failed());
         }
     };
     if user.disabled {
-        tracing::info!(audit = "session.failed", actor = user.name.as_str(), reason = "disabled", "sign-in of {:?} refused: disabled", user.name);
+        tracing::info!(audit = "session.failed", user = user.name.as_str(), reason = "disabled", "sign-in of {:?} refused: disabled", user.name);
         return Err(ApiError::new(
             ErrorCode::UserDisabled,
             "this user is disabled; ask an admin",
