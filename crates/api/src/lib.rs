@@ -14,9 +14,12 @@
 //!   operation unit of the server's own logs), `headers` (the security
 //!   headers), `compress`, `guard` (foreign `Host`s, cross-site requests),
 //!   `limits` (URL, bodies, time, live viewers; `limits::body` reads a
-//!   body within its budgets), then `auth` per route (a bearer token
-//!   becomes an [`Identity`], `auth::rules` finds its route's rule in
-//!   `routes`, `auth::lease` ends a stream when its token does).
+//!   body within its budgets), then `auth` per route (a bearer token, or
+//!   a session cookie with its CSRF token on a change, becomes an
+//!   [`Identity`], `auth::rules` finds its route's rule in `routes`,
+//!   `auth::lease` ends a stream when its token or session does;
+//!   `handlers::session` signs people in and out, `handlers::users`
+//!   manages them).
 //! - `extract` turns bad requests into errors naming the field; `error`
 //!   holds [`ErrorCode`], the one list of stable codes, and maps crate
 //!   errors to them; `openapi.json` is the OpenAPI document;

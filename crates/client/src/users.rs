@@ -10,8 +10,8 @@ use serde_json::{json, Map, Value};
 use crate::api::{Api, REQUEST_TIMEOUT};
 use crate::args::{UserArgs, UserCommand};
 use crate::commands::Answer;
-use crate::UsageError;
 use crate::wire::{UserList, UserView};
+use crate::UsageError;
 
 pub(super) async fn run(api: &Api, a: UserArgs) -> anyhow::Result<Answer> {
     let raw = match a.command {

@@ -35,9 +35,7 @@ pub fn validate_user_name(name: &str) -> Result<(), String> {
 /// at most [`MAX_PASSWORD_BYTES`] bytes). The error never quotes it.
 pub fn validate_password(password: &str) -> Result<(), String> {
     if password.chars().count() < MIN_PASSWORD_CHARS {
-        return Err(format!(
-            "must be at least {MIN_PASSWORD_CHARS} characters"
-        ));
+        return Err(format!("must be at least {MIN_PASSWORD_CHARS} characters"));
     }
     if password.len() > MAX_PASSWORD_BYTES {
         return Err(format!("must be at most {MAX_PASSWORD_BYTES} bytes"));
@@ -159,7 +157,10 @@ mod tests {
     fn passwords_are_counted_in_characters_and_never_quoted() {
         assert!(validate_password("correct horse").is_ok());
         let e = validate_password("short-pass").unwrap_err();
-        assert!(e.contains("at least 12") && !e.contains("short-pass"), "{e}");
+        assert!(
+            e.contains("at least 12") && !e.contains("short-pass"),
+            "{e}"
+        );
         // Twelve characters of two bytes each.
         assert!(validate_password(&"é".repeat(12)).is_ok());
         assert!(validate_password(&"x".repeat(MAX_PASSWORD_BYTES + 1)).is_err());

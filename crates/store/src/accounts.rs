@@ -6,8 +6,7 @@
 //! password ends their sessions in the same transaction.
 
 use joblog_core::{
-    NewSession, NewUser, Role, SessionAuth, SessionInfo, Timestamp, UserAuth, UserChange,
-    UserInfo,
+    NewSession, NewUser, Role, SessionAuth, SessionInfo, Timestamp, UserAuth, UserChange, UserInfo,
 };
 
 use crate::db::{query_opt, sql, Conn, Decode, Row, Statement};
@@ -205,8 +204,11 @@ pub(crate) async fn apply<C: Conn>(c: &mut C, op: &AccountOp) -> Result<Outcome>
         }
         AccountOp::EndSession { id, user } => Outcome::Count(match user {
             Some(user) => {
-                c.execute(&END_OWN_SESSION, &[id.as_str().into(), user.as_str().into()])
-                    .await?
+                c.execute(
+                    &END_OWN_SESSION,
+                    &[id.as_str().into(), user.as_str().into()],
+                )
+                .await?
             }
             None => c.execute(&END_SESSION, &[id.as_str().into()]).await?,
         }),
@@ -249,8 +251,7 @@ pub(crate) async fn sessions<C: Conn>(c: &mut C, user: Option<&str>) -> Result<V
 }
 
 fn role(user: &str, text: &str) -> Result<Role> {
-    Role::parse(text)
-        .ok_or_else(|| StoreError::Corrupt(format!("user {user:?} has role {text:?}")))
+    Role::parse(text).ok_or_else(|| StoreError::Corrupt(format!("user {user:?} has role {text:?}")))
 }
 
 /// A row of [`user_columns!`].
@@ -317,9 +318,17 @@ pub(crate) fn every_statement() -> Vec<(&'static str, Statement, Vec<crate::db::
         ("SESSIONS_OF", SESSIONS_OF, vec!["ada".into()]),
         ("DELETE_EXPIRED", DELETE_EXPIRED, vec![5i64.into()]),
         ("END_SESSION", END_SESSION, vec!["ab".into()]),
-        ("END_OWN_SESSION", END_OWN_SESSION, vec!["ab".into(), "ada".into()]),
+        (
+            "END_OWN_SESSION",
+            END_OWN_SESSION,
+            vec!["ab".into(), "ada".into()],
+        ),
         ("END_USERS_SESSIONS", END_USERS_SESSIONS, vec!["ada".into()]),
-        ("TOUCH_SESSION", TOUCH_SESSION, vec!["ab".into(), 5i64.into()]),
+        (
+            "TOUCH_SESSION",
+            TOUCH_SESSION,
+            vec!["ab".into(), 5i64.into()],
+        ),
         ("SIGNED_IN", SIGNED_IN, vec!["ada".into(), 5i64.into()]),
     ]
 }

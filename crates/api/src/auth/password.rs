@@ -39,9 +39,8 @@ impl Default for Passwords {
 
 /// A hash of a password nobody has, for names that have none: checking
 /// against it costs what checking a real one does.
-static NOBODY: LazyLock<String> = LazyLock::new(|| {
-    hash_now("not a password anyone has").unwrap_or_default()
-});
+static NOBODY: LazyLock<String> =
+    LazyLock::new(|| hash_now("not a password anyone has").unwrap_or_default());
 
 fn hash_now(password: &str) -> Result<String, String> {
     let mut salt = [0u8; 16];
@@ -105,8 +104,14 @@ mod tests {
         let h = p.hash("correct horse battery".into()).await.unwrap();
         assert!(h.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{h}");
         assert!(!h.contains("correct horse"), "{h}");
-        assert!(p.verify(Some(h.clone()), "correct horse battery".into()).await);
-        assert!(!p.verify(Some(h.clone()), "correct horse battery ".into()).await);
+        assert!(
+            p.verify(Some(h.clone()), "correct horse battery".into())
+                .await
+        );
+        assert!(
+            !p.verify(Some(h.clone()), "correct horse battery ".into())
+                .await
+        );
         let again = p.hash("correct horse battery".into()).await.unwrap();
         assert_ne!(h, again, "each hash has its own salt");
         assert!(!p.verify(None, "not a password anyone has".into()).await);

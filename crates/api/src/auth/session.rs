@@ -86,7 +86,8 @@ pub fn clear_cookie(secure: bool) -> HeaderValue {
 
 fn cookie_header(value: &str, max_age: u64, secure: bool) -> HeaderValue {
     let secure = if secure { "; Secure" } else { "" };
-    let text = format!("{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}");
+    let text =
+        format!("{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}");
     HeaderValue::from_str(&text).expect("a session secret is ASCII letters, digits and '_'")
 }
 
@@ -107,7 +108,10 @@ mod tests {
     fn the_cookie_is_found_among_others_and_set_strictly() {
         let mut h = HeaderMap::new();
         assert_eq!(cookie(&h), None);
-        h.insert(header::COOKIE, "a=1; joblog_session=js_abc ; b=2".parse().unwrap());
+        h.insert(
+            header::COOKIE,
+            "a=1; joblog_session=js_abc ; b=2".parse().unwrap(),
+        );
         assert_eq!(cookie(&h), Some("js_abc"));
         h.insert(header::COOKIE, "joblog_session=".parse().unwrap());
         assert_eq!(cookie(&h), None);

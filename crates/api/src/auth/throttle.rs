@@ -70,7 +70,11 @@ impl<K: Hash + Eq + Clone> Failures<K> {
             return None;
         }
         let oldest = *times.front()?;
-        Some((oldest + WINDOW).saturating_duration_since(now).max(Duration::from_secs(1)))
+        Some(
+            (oldest + WINDOW)
+                .saturating_duration_since(now)
+                .max(Duration::from_secs(1)),
+        )
     }
 
     fn add(&self, key: K, now: Instant) {
@@ -94,7 +98,10 @@ impl<K: Hash + Eq + Clone> Failures<K> {
     }
 
     fn clear(&self, key: &K) {
-        self.at.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        self.at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
     }
 }
 
@@ -124,7 +131,10 @@ mod tests {
         assert_eq!(wait, WINDOW - Duration::from_secs(10));
         // Another name from the same address is not held yet.
         assert!(l.check("bob", a, t0 + Duration::from_secs(10)).is_ok());
-        assert!(l.check("ada", a, t0 + WINDOW).is_ok(), "the first failure left the window");
+        assert!(
+            l.check("ada", a, t0 + WINDOW).is_ok(),
+            "the first failure left the window"
+        );
         l.succeeded("ada");
         assert!(l.check("ada", a, t0 + Duration::from_secs(11)).is_ok());
     }
@@ -138,7 +148,9 @@ mod tests {
             l.failed(&format!("name{i}"), a, t0);
         }
         assert!(l.check("fresh", a, t0).is_err());
-        assert!(l.check("fresh", Some("192.0.2.8".parse().unwrap()), t0).is_ok());
+        assert!(l
+            .check("fresh", Some("192.0.2.8".parse().unwrap()), t0)
+            .is_ok());
         // A right password clears its name, not its address.
         l.succeeded("fresh");
         assert!(l.check("fresh", a, t0).is_err());

@@ -68,7 +68,9 @@ pub async fn sign_in(
         let secs = wait.as_secs().max(1);
         let mut response = ApiError::new(
             ErrorCode::TooManySignIns,
-            format!("too many failed sign-ins of this name or from this address; try again in {secs} s"),
+            format!(
+                "too many failed sign-ins of this name or from this address; try again in {secs} s"
+            ),
         )
         .into_response();
         response
@@ -94,20 +96,32 @@ pub async fn sign_in(
             } else {
                 "no such user"
             };
-            tracing::info!(audit = "session.failed", user = req.name.as_str(), reason, "sign-in of {:?} failed: {reason}", req.name);
+            tracing::info!(
+                audit = "session.failed",
+                user = req.name.as_str(),
+                reason,
+                "sign-in of {:?} failed: {reason}",
+                req.name
+            );
             return Err(failed());
         }
     };
     if user.disabled {
-        tracing::info!(audit = "session.failed", user = user.name.as_str(), reason = "disabled", "sign-in of {:?} refused: disabled", user.name);
+        tracing::info!(
+            audit = "session.failed",
+            user = user.name.as_str(),
+            reason = "disabled",
+            "sign-in of {:?} refused: disabled",
+            user.name
+        );
         return Err(ApiError::new(
             ErrorCode::UserDisabled,
             "this user is disabled; ask an admin",
         ));
     }
     auth.sign_ins.succeeded(&user.name);
-    let secret =
-        session::generate().map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
+    let secret = session::generate()
+        .map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
     let id =
         session::new_id().map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
     let now = Timestamp::now();
@@ -134,7 +148,13 @@ pub async fn sign_in(
         .pipeline()
         .account(AccountOp::OpenSession(new))
         .await?;
-    tracing::info!(audit = "session.opened", actor = user.name.as_str(), session = id.as_str(), "{:?} signed in", user.name);
+    tracing::info!(
+        audit = "session.opened",
+        actor = user.name.as_str(),
+        session = id.as_str(),
+        "{:?} signed in",
+        user.name
+    );
     let body = SignedIn {
         name: user.name,
         role: user.role,
@@ -165,7 +185,10 @@ pub async fn sign_out(
     let Some((id, _)) = caller.session() else {
         return Err(ApiError::new(
             ErrorCode::NoSession,
-            format!("{} has no session to end; sign-out is for people signed in", caller.actor),
+            format!(
+                "{} has no session to end; sign-out is for people signed in",
+                caller.actor
+            ),
         ));
     };
     let op = AccountOp::EndSession {
@@ -173,7 +196,12 @@ pub async fn sign_out(
         user: None,
     };
     state.engine.pipeline().account(op).await?;
-    tracing::info!(audit = "session.closed", session = id, "{:?} signed out", caller.name());
+    tracing::info!(
+        audit = "session.closed",
+        session = id,
+        "{:?} signed out",
+        caller.name()
+    );
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,
@@ -230,7 +258,12 @@ pub async fn list(
         match &caller.actor {
             crate::Actor::User(name) => Some(name.clone()),
             // A token has no sessions of its own.
-            _ => return Ok(Json(SessionList { sessions: Vec::new() }).into_response()),
+            _ => {
+                return Ok(Json(SessionList {
+                    sessions: Vec::new(),
+                })
+                .into_response())
+            }
         }
     };
     let current = caller.session().map(|(id, _)| id.to_string());
@@ -271,7 +304,12 @@ pub async fn revoke(
     if !plain || state.engine.pipeline().account(op).await? == 0 {
         return Err(not_found(&id));
     }
-    tracing::info!(audit = "session.revoked", session = id.as_str(), "session {id} ended by {}", caller.name());
+    tracing::info!(
+        audit = "session.revoked",
+        session = id.as_str(),
+        "session {id} ended by {}",
+        caller.name()
+    );
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -32,7 +32,10 @@ joblog_store::backend_tests! {
 pub enum Caller {
     Token(String),
     /// The session cookie's value and its CSRF token.
-    Session { cookie: String, csrf: String },
+    Session {
+        cookie: String,
+        csrf: String,
+    },
     /// The cookie alone, as a page of another site would send it.
     CookieOnly(String),
     Nobody,
@@ -63,7 +66,13 @@ pub fn request_as(method: &str, uri: &str, caller: &Caller, body: Option<&Value>
     }
 }
 
-pub async fn call(t: &TestApp, method: &str, uri: &str, caller: &Caller, body: Option<&Value>) -> Reply {
+pub async fn call(
+    t: &TestApp,
+    method: &str,
+    uri: &str,
+    caller: &Caller,
+    body: Option<&Value>,
+) -> Reply {
     send(&t.router, request_as(method, uri, caller, body)).await
 }
 
@@ -73,24 +82,46 @@ fn admin() -> Caller {
 
 pub async fn add_user(t: &TestApp, name: &str, role: &str) {
     let body = json!({"name": name, "password": PASSWORD, "role": role});
-    let reply = call(t, "POST", "/api/v1/users", &Caller::Token(BOOTSTRAP.into()), Some(&body)).await;
+    let reply = call(
+        t,
+        "POST",
+        "/api/v1/users",
+        &Caller::Token(BOOTSTRAP.into()),
+        Some(&body),
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
 }
 
 /// Signs in; the answer and the session as a [`Caller`].
-async fn sign_in_answer(t: &TestApp, name: &str, password: &str) -> (axum::response::Response, Value) {
+async fn sign_in_answer(
+    t: &TestApp,
+    name: &str,
+    password: &str,
+) -> (axum::response::Response, Value) {
     use tower::ServiceExt;
     let body = json!({"name": name, "password": password});
     let response = t
         .router
         .clone()
-        .oneshot(request_as("POST", "/api/v1/session", &Caller::Nobody, Some(&body)))
+        .oneshot(request_as(
+            "POST",
+            "/api/v1/session",
+            &Caller::Nobody,
+            Some(&body),
+        ))
         .await
         .unwrap();
     let (parts, body) = response.into_parts();
-    let bytes = http_body_util::BodyExt::collect(body).await.unwrap().to_bytes();
+    let bytes = http_body_util::BodyExt::collect(body)
+        .await
+        .unwrap()
+        .to_bytes();
     let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (axum::response::Response::from_parts(parts, Body::empty()), json)
+    (
+        axum::response::Response::from_parts(parts, Body::empty()),
+        json,
+    )
 }
 
 /// Signs `name` in with [`PASSWORD`].
@@ -139,25 +170,45 @@ async fn a_signed_in_browser_is_known_by_its_cookie_in_every_tab(db: TestDatabas
     }
     assert!(!cookie.contains("Secure"), "served over HTTP: {cookie}");
     assert!(cookie.starts_with("joblog_session=js_"), "{cookie}");
-    assert_eq!((json["name"].as_str(), json["role"].as_str()), (Some("ada"), Some("operator")));
+    assert_eq!(
+        (json["name"].as_str(), json["role"].as_str()),
+        (Some("ada"), Some("operator"))
+    );
     let me = sign_in(&t, "ada").await;
-    let Caller::Session { csrf, .. } = &me else { unreachable!() };
+    let Caller::Session { csrf, .. } = &me else {
+        unreachable!()
+    };
     // Any tab: the cookie alone says who, and whoami gives the CSRF token.
     let who = call(&t, "GET", "/api/v1/whoami", &me, None).await.json();
     assert_eq!(
         who,
         json!({"name": "ada", "role": "operator", "via": "session", "csrf_token": csrf})
     );
-    let token = call(&t, "GET", "/api/v1/whoami", &admin(), None).await.json();
-    assert_eq!(token, json!({"name": "bootstrap", "role": "admin", "via": "bootstrap"}));
+    let token = call(&t, "GET", "/api/v1/whoami", &admin(), None)
+        .await
+        .json();
+    assert_eq!(
+        token,
+        json!({"name": "bootstrap", "role": "admin", "via": "bootstrap"})
+    );
     // Two sign-ins are two sessions, each with its own CSRF token.
-    let Caller::Session { csrf: first, .. } = sign_in(&t, "ada").await else { unreachable!() };
+    let Caller::Session { csrf: first, .. } = sign_in(&t, "ada").await else {
+        unreachable!()
+    };
     assert_ne!(&first, csrf);
     let mine = call(&t, "GET", "/api/v1/sessions", &me, None).await.json();
     let sessions = mine["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 3, "{mine}");
-    assert_eq!(sessions.iter().filter(|s| s["current"] == json!(true)).count(), 1);
-    let user = call(&t, "GET", "/api/v1/users/ada", &admin(), None).await.json();
+    assert_eq!(
+        sessions
+            .iter()
+            .filter(|s| s["current"] == json!(true))
+            .count(),
+        1
+    );
+    let user = call(&t, "GET", "/api/v1/users/ada", &admin(), None)
+        .await
+        .json();
     assert!(user["last_sign_in_at"].is_string(), "{user}");
     t.shutdown().await;
 }
@@ -166,11 +217,22 @@ async fn a_change_by_cookie_needs_the_sessions_csrf_token(db: TestDatabase) {
     let t = start(db, SessionOptions::default()).await;
     add_user(&t, "ada", "operator").await;
     let me = sign_in(&t, "ada").await;
-    let Caller::Session { cookie, .. } = &me else { unreachable!() };
+    let Caller::Session { cookie, .. } = &me else {
+        unreachable!()
+    };
     let job = json!({"command": ["true"]});
-    let bare = call(&t, "POST", "/api/v1/jobs", &Caller::CookieOnly(cookie.clone()), Some(&job)).await;
+    let bare = call(
+        &t,
+        "POST",
+        "/api/v1/jobs",
+        &Caller::CookieOnly(cookie.clone()),
+        Some(&job),
+    )
+    .await;
     assert_error(&bare, StatusCode::FORBIDDEN, "csrf_token_missing");
-    let Caller::Session { csrf: other, .. } = sign_in(&t, "ada").await else { unreachable!() };
+    let Caller::Session { csrf: other, .. } = sign_in(&t, "ada").await else {
+        unreachable!()
+    };
     let wrong = Caller::Session {
         cookie: cookie.clone(),
         csrf: other,
@@ -178,9 +240,20 @@ async fn a_change_by_cookie_needs_the_sessions_csrf_token(db: TestDatabase) {
     let reply = call(&t, "POST", "/api/v1/jobs", &wrong, Some(&job)).await;
     assert_error(&reply, StatusCode::FORBIDDEN, "csrf_token_invalid");
     let jobs = call(&t, "GET", "/api/v1/jobs", &admin(), None).await.json();
-    assert_eq!(jobs["jobs"], json!([]), "nothing was queued by a refused change");
+    assert_eq!(
+        jobs["jobs"],
+        json!([]),
+        "nothing was queued by a refused change"
+    );
     // Reads need no CSRF token; a change with it is made, as the user.
-    let reply = call(&t, "GET", "/api/v1/jobs", &Caller::CookieOnly(cookie.clone()), None).await;
+    let reply = call(
+        &t,
+        "GET",
+        "/api/v1/jobs",
+        &Caller::CookieOnly(cookie.clone()),
+        None,
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::OK);
     let reply = call(&t, "POST", "/api/v1/jobs", &me, Some(&job)).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
@@ -199,7 +272,10 @@ async fn a_failed_sign_in_never_tells_whether_the_name_exists_and_failures_are_l
     let (wrong, wrong_body) = sign_in_answer(&t, "ada", "not the password").await;
     let (nobody, nobody_body) = sign_in_answer(&t, "nobody", "not the password").await;
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
-    assert_eq!((nobody.status(), &nobody_body), (wrong.status(), &wrong_body));
+    assert_eq!(
+        (nobody.status(), &nobody_body),
+        (wrong.status(), &wrong_body)
+    );
     assert_eq!(wrong_body["error"]["code"], json!("sign_in_failed"));
     assert!(!wrong_body.to_string().contains("not the password"));
     assert!(wrong.headers().get(header::SET_COOKIE).is_none());
@@ -210,7 +286,11 @@ async fn a_failed_sign_in_never_tells_whether_the_name_exists_and_failures_are_l
     let (held, body) = sign_in_answer(&t, "ada", PASSWORD).await;
     assert_eq!(held.status(), StatusCode::TOO_MANY_REQUESTS, "{body}");
     assert_eq!(body["error"]["code"], json!("too_many_sign_ins"));
-    let wait: u64 = held.headers()[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    let wait: u64 = held.headers()[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=900).contains(&wait), "{wait}");
     // Another name is not held by ada's failures.
     sign_in(&t, "bob").await;
@@ -230,28 +310,51 @@ async fn signing_out_or_a_revocation_ends_a_session_and_only_admins_end_others(d
     add_user(&t, "ada", "viewer").await;
     add_user(&t, "root", "admin").await;
     let tab = sign_in(&t, "ada").await;
-    let Caller::Session { cookie, .. } = &tab else { unreachable!() };
+    let Caller::Session { cookie, .. } = &tab else {
+        unreachable!()
+    };
     let other = sign_in(&t, "ada").await;
     // Signing out answers a cleared cookie and ends the session.
     let reply = call(&t, "DELETE", "/api/v1/session", &tab, None).await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text());
-    let reply = call(&t, "GET", "/api/v1/jobs", &Caller::CookieOnly(cookie.clone()), None).await;
+    let reply = call(
+        &t,
+        "GET",
+        "/api/v1/jobs",
+        &Caller::CookieOnly(cookie.clone()),
+        None,
+    )
+    .await;
     let message = assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
     assert!(message.contains("session ended"), "{message}");
     // The other session goes on; a token cannot sign out.
-    assert_eq!(call(&t, "GET", "/api/v1/jobs", &other, None).await.status, StatusCode::OK);
+    assert_eq!(
+        call(&t, "GET", "/api/v1/jobs", &other, None).await.status,
+        StatusCode::OK
+    );
     let reply = call(&t, "DELETE", "/api/v1/session", &admin(), None).await;
     assert_error(&reply, StatusCode::CONFLICT, "no_session");
     // Ada sees only her sessions and cannot end another's.
     let root = sign_in(&t, "root").await;
-    let listed = call(&t, "GET", "/api/v1/sessions", &root, None).await.json();
+    let listed = call(&t, "GET", "/api/v1/sessions", &root, None)
+        .await
+        .json();
     let root_id = listed["sessions"][0]["id"].as_str().unwrap().to_string();
-    let reply = call(&t, "DELETE", &format!("/api/v1/sessions/{root_id}"), &other, None).await;
+    let reply = call(
+        &t,
+        "DELETE",
+        &format!("/api/v1/sessions/{root_id}"),
+        &other,
+        None,
+    )
+    .await;
     assert_error(&reply, StatusCode::NOT_FOUND, "session_not_found");
     let reply = call(&t, "GET", "/api/v1/sessions?all=true", &other, None).await;
     assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
     // An admin lists everyone's and ends ada's.
-    let all = call(&t, "GET", "/api/v1/sessions?all=true", &admin(), None).await.json();
+    let all = call(&t, "GET", "/api/v1/sessions?all=true", &admin(), None)
+        .await
+        .json();
     let users: Vec<&str> = all["sessions"]
         .as_array()
         .unwrap()
@@ -259,13 +362,29 @@ async fn signing_out_or_a_revocation_ends_a_session_and_only_admins_end_others(d
         .map(|s| s["user"].as_str().unwrap())
         .collect();
     assert_eq!(users, ["ada", "root"], "{all}");
-    let adas = call(&t, "GET", "/api/v1/sessions?user=ada", &root, None).await.json();
+    let adas = call(&t, "GET", "/api/v1/sessions?user=ada", &root, None)
+        .await
+        .json();
     let ada_id = adas["sessions"][0]["id"].as_str().unwrap().to_string();
-    let reply = call(&t, "DELETE", &format!("/api/v1/sessions/{ada_id}"), &root, None).await;
+    let reply = call(
+        &t,
+        "DELETE",
+        &format!("/api/v1/sessions/{ada_id}"),
+        &root,
+        None,
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text());
     let reply = call(&t, "GET", "/api/v1/jobs", &other, None).await;
     assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
-    let reply = call(&t, "DELETE", &format!("/api/v1/sessions/{ada_id}"), &root, None).await;
+    let reply = call(
+        &t,
+        "DELETE",
+        &format!("/api/v1/sessions/{ada_id}"),
+        &root,
+        None,
+    )
+    .await;
     assert_error(&reply, StatusCode::NOT_FOUND, "session_not_found");
     t.shutdown().await;
 }
@@ -283,7 +402,11 @@ async fn disabling_deleting_or_a_new_password_ends_sessions_and_a_new_role_appli
     let reply = call(&t, "PATCH", "/api/v1/users/ada", &admin(), Some(&promote)).await;
     assert_eq!(reply.json()["role"], json!("operator"));
     let reply = call(&t, "POST", "/api/v1/jobs", &me, Some(&job)).await;
-    assert_eq!(reply.status, StatusCode::CREATED, "the same session, its new role");
+    assert_eq!(
+        reply.status,
+        StatusCode::CREATED,
+        "the same session, its new role"
+    );
     // A new role keeps the session; a new password ends it.
     let new = json!({"password": "a brand new password"});
     let reply = call(&t, "PATCH", "/api/v1/users/ada", &admin(), Some(&new)).await;
@@ -321,7 +444,9 @@ async fn disabling_deleting_or_a_new_password_ends_sessions_and_a_new_role_appli
         StatusCode::UNAUTHORIZED,
         "unauthorized",
     );
-    let all = call(&t, "GET", "/api/v1/sessions?all=true", &admin(), None).await.json();
+    let all = call(&t, "GET", "/api/v1/sessions?all=true", &admin(), None)
+        .await
+        .json();
     assert_eq!(all["sessions"], json!([]), "no session outlives its user");
     t.shutdown().await;
 }
@@ -334,7 +459,10 @@ async fn sessions_end_when_idle_or_at_their_lifetime(db: TestDatabase) {
     let t = start(db, idle).await;
     add_user(&t, "ada", "viewer").await;
     let me = sign_in(&t, "ada").await;
-    assert_eq!(call(&t, "GET", "/api/v1/jobs", &me, None).await.status, StatusCode::OK);
+    assert_eq!(
+        call(&t, "GET", "/api/v1/jobs", &me, None).await.status,
+        StatusCode::OK
+    );
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert_error(
         &call(&t, "GET", "/api/v1/jobs", &me, None).await,
@@ -349,13 +477,22 @@ async fn users_are_checked_listed_without_passwords_and_admins_cannot_lock_thems
 ) {
     let t = start(db, SessionOptions::default()).await;
     let bad = [
-        (json!({"name": "a b", "password": PASSWORD, "role": "viewer"}), "name:"),
-        (json!({"name": "ada", "password": "too-short", "role": "viewer"}), "at least 12 characters"),
+        (
+            json!({"name": "a b", "password": PASSWORD, "role": "viewer"}),
+            "name:",
+        ),
+        (
+            json!({"name": "ada", "password": "too-short", "role": "viewer"}),
+            "at least 12 characters",
+        ),
     ];
     for (body, says) in bad {
         let reply = call(&t, "POST", "/api/v1/users", &admin(), Some(&body)).await;
         let message = assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_request");
-        assert!(message.contains(says) && !message.contains("too-short"), "{message}");
+        assert!(
+            message.contains(says) && !message.contains("too-short"),
+            "{message}"
+        );
     }
     let unknown = json!({"name": "ada", "password": PASSWORD, "role": "root"});
     let reply = call(&t, "POST", "/api/v1/users", &admin(), Some(&unknown)).await;
@@ -387,7 +524,11 @@ async fn users_are_checked_listed_without_passwords_and_admins_cannot_lock_thems
     }
     let reply = call(&t, "DELETE", "/api/v1/users/ada", &root, None).await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT);
-    for (method, uri) in [("GET", "/api/v1/users/ada"), ("DELETE", "/api/v1/users/ada"), ("GET", "/api/v1/users/no%00body")] {
+    for (method, uri) in [
+        ("GET", "/api/v1/users/ada"),
+        ("DELETE", "/api/v1/users/ada"),
+        ("GET", "/api/v1/users/no%00body"),
+    ] {
         let reply = call(&t, method, uri, &root, None).await;
         assert_error(&reply, StatusCode::NOT_FOUND, "user_not_found");
     }
@@ -410,6 +551,9 @@ async fn an_open_stream_ends_when_its_session_does(db: TestDatabase) {
     assert_eq!(reply.status, StatusCode::NO_CONTENT);
     let body = http_body_util::BodyExt::collect(feed.into_body());
     let ended = tokio::time::timeout(PATIENCE, body).await;
-    assert!(ended.is_ok(), "the feed of a signed-out session stayed open");
+    assert!(
+        ended.is_ok(),
+        "the feed of a signed-out session stayed open"
+    );
     t.shutdown().await;
 }

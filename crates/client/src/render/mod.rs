@@ -100,9 +100,7 @@ fn write_answer(out: &mut impl Write, answer: &Answer) -> anyhow::Result<()> {
         Answer::Revoked(name) => writeln!(out, "revoked token {}", escape_display(name, false))?,
         Answer::Users(users) => out.write_all(token::users_table(users).as_bytes())?,
         Answer::User(u) => out.write_all(token::users_table(std::slice::from_ref(u)).as_bytes())?,
-        Answer::UserRemoved(name) => {
-            writeln!(out, "removed user {}", escape_display(name, false))?
-        }
+        Answer::UserRemoved(name) => writeln!(out, "removed user {}", escape_display(name, false))?,
         Answer::Nodes(list) => out.write_all(node::nodes_table(list).as_bytes())?,
         Answer::Node(n) => out.write_all(node::node_line(n).as_bytes())?,
         Answer::Scheduler(s) => out.write_all(node::scheduler_line(s).as_bytes())?,

@@ -202,7 +202,7 @@ settings! {
     /// however busy: then they sign in again.
     auth_session_lifetime: Duration = SessionOptions::default().lifetime,
         key "auth.session_lifetime", env "JOBLOG_AUTH_SESSION_LIFETIME", flag Some("auth-session-lifetime"),
-            range Range::between(Duration::from_secs(60), Duration::from_secs(366 * 24 * 3600));
+            range Range::between(Duration::from_secs(60), Duration::from_secs(31_557_600));
     /// Where people open joblog (`https://joblog.example.com`): the link
     /// to the job in each notification. Unset: notifications carry no link.
     http_public_url: Option<String> = None,

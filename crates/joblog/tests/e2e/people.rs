@@ -85,13 +85,17 @@ async fn with_session(server: &Server, s: &Session, method: &str, path: &str) ->
 /// The audit trail's actions and actors, oldest first, once `action`
 /// is among them.
 async fn audit_once(server: &Server, action: &str) -> Vec<Value> {
-    eventually(&format!("{action} in the audit trail"), PATIENCE, || async {
-        let page: Value = server
-            .get_json(&format!("/api/v1/audit?action={action}"))
-            .await;
-        let entries = page["entries"].as_array().cloned().unwrap_or_default();
-        (!entries.is_empty()).then_some(entries)
-    })
+    eventually(
+        &format!("{action} in the audit trail"),
+        PATIENCE,
+        || async {
+            let page: Value = server
+                .get_json(&format!("/api/v1/audit?action={action}"))
+                .await;
+            let entries = page["entries"].as_array().cloned().unwrap_or_default();
+            (!entries.is_empty()).then_some(entries)
+        },
+    )
     .await
 }
 
@@ -102,46 +106,85 @@ async fn users_are_managed_with_the_cli_and_sign_ins_are_audited_and_survive_a_r
         .await
         .with_token(BOOTSTRAP);
     // The password comes from stdin, never from the command line.
-    let (code, out, err) = cli_fed(&server, &format!("{PASSWORD}\n"), &["user", "add", "ada", "--role", "operator"]);
+    let (code, out, err) = cli_fed(
+        &server,
+        &format!("{PASSWORD}\n"),
+        &["user", "add", "ada", "--role", "operator"],
+    );
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("ada") && out.contains("operator") && out.contains("enabled"), "{out}");
+    assert!(
+        out.contains("ada") && out.contains("operator") && out.contains("enabled"),
+        "{out}"
+    );
     assert!(!out.contains(PASSWORD) && !err.contains(PASSWORD));
     let (code, _, err) = cli_fed(&server, "", &["user", "add", "bob", "--role", "viewer"]);
     assert_eq!(code, 1);
     assert!(err.contains("no password on stdin"), "{err}");
-    let (code, _, err) = cli_fed(&server, "short\n", &["user", "add", "bob", "--role", "viewer"]);
+    let (code, _, err) = cli_fed(
+        &server,
+        "short\n",
+        &["user", "add", "bob", "--role", "viewer"],
+    );
     assert_eq!(code, 1);
-    assert!(err.contains("at least 12 characters") && !err.contains("short\n"), "{err}");
+    assert!(
+        err.contains("at least 12 characters") && !err.contains("short\n"),
+        "{err}"
+    );
     let (code, _, err) = cli_fed(&server, "", &["user", "set", "ada"]);
     assert_eq!(code, 2, "nothing to change is a usage error: {err}");
 
     // Signing in: a failure and a success, both in the trail.
-    let (status, body) = sign_in(&server, "ada", "not her password").await.err().unwrap();
-    assert_eq!((status, body["error"]["code"].as_str()), (401, Some("sign_in_failed")));
+    let (status, body) = sign_in(&server, "ada", "not her password")
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("sign_in_failed"))
+    );
     let failed = audit_once(&server, "session.failed").await;
     assert_eq!(failed[0]["detail"]["user"], "ada");
     assert_eq!(failed[0]["detail"]["reason"], "wrong password");
     let ada = sign_in(&server, "ada", PASSWORD).await.ok().unwrap();
     let opened = audit_once(&server, "session.opened").await;
     assert_eq!(opened[0]["actor"], "ada");
-    assert_eq!(with_session(&server, &ada, "GET", "/api/v1/jobs").await, 200);
+    assert_eq!(
+        with_session(&server, &ada, "GET", "/api/v1/jobs").await,
+        200
+    );
 
     // A restart keeps the session: it lives in the database.
     drop(server);
     let server = Server::start(dir.path(), &["--token", BOOTSTRAP])
         .await
         .with_token(BOOTSTRAP);
-    assert_eq!(with_session(&server, &ada, "GET", "/api/v1/jobs").await, 200);
+    assert_eq!(
+        with_session(&server, &ada, "GET", "/api/v1/jobs").await,
+        200
+    );
     let (code, out, err) = cli_fed(&server, "", &["user", "list"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("LAST SIGN-IN") && out.contains("ada"), "{out}");
 
     // A new password (from stdin) signs her out; signing out is audited.
-    let (code, _, err) = cli_fed(&server, "another long password\n", &["user", "set", "ada", "--password"]);
+    let (code, _, err) = cli_fed(
+        &server,
+        "another long password\n",
+        &["user", "set", "ada", "--password"],
+    );
     assert_eq!(code, 0, "{err}");
-    assert_eq!(with_session(&server, &ada, "GET", "/api/v1/jobs").await, 401);
-    let ada = sign_in(&server, "ada", "another long password").await.ok().unwrap();
-    assert_eq!(with_session(&server, &ada, "DELETE", "/api/v1/session").await, 204);
+    assert_eq!(
+        with_session(&server, &ada, "GET", "/api/v1/jobs").await,
+        401
+    );
+    let ada = sign_in(&server, "ada", "another long password")
+        .await
+        .ok()
+        .unwrap();
+    assert_eq!(
+        with_session(&server, &ada, "DELETE", "/api/v1/session").await,
+        204
+    );
     let closed = audit_once(&server, "session.closed").await;
     assert_eq!(closed[0]["actor"], "ada");
     let changed = audit_once(&server, "user.changed").await;
@@ -154,7 +197,11 @@ async fn users_are_managed_with_the_cli_and_sign_ins_are_audited_and_survive_a_r
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         for secret in [PASSWORD, "another long password", "not her password"] {
-            assert!(!text.contains(secret), "{} holds a password", path.display());
+            assert!(
+                !text.contains(secret),
+                "{} holds a password",
+                path.display()
+            );
         }
     }
 }
@@ -172,10 +219,17 @@ async fn a_session_opened_on_one_node_works_on_another_until_signed_out_there() 
     let b = Server::node(dir.path(), db.url(), "people-b", &token)
         .await
         .with_token(BOOTSTRAP);
-    let (code, _, err) = cli_fed(&a, &format!("{PASSWORD}\n"), &["user", "add", "ada", "--role", "viewer"]);
+    let (code, _, err) = cli_fed(
+        &a,
+        &format!("{PASSWORD}\n"),
+        &["user", "add", "ada", "--role", "viewer"],
+    );
     assert_eq!(code, 0, "{err}");
     let ada = sign_in(&a, "ada", PASSWORD).await.ok().unwrap();
     assert_eq!(with_session(&b, &ada, "GET", "/api/v1/jobs").await, 200);
-    assert_eq!(with_session(&b, &ada, "DELETE", "/api/v1/session").await, 204);
+    assert_eq!(
+        with_session(&b, &ada, "DELETE", "/api/v1/session").await,
+        204
+    );
     assert_eq!(with_session(&a, &ada, "GET", "/api/v1/jobs").await, 401);
 }
