@@ -2,7 +2,7 @@
 //! the binary calls, so that shipped code hosts nothing only tests use.
 //! This module holds the arguments every scenario shares and runs the
 //! scenario (or all of them); `psu`, `ingest`, `dispatch`, `flood`,
-//! `tail`, `oplog`, `result`, `schedule` and `notify` are one scenario each, each
+//! `tail`, `oplog`, `result`, `schedule`, `notify` and `signin` are one scenario each, each
 //! returning an `output::Report` (Markdown, raw figures as JSON, SVG
 //! charts from `chart`); `server` runs a real `joblog serve` (the running
 //! executable) for a measurement; `stats` the figures; `baseline` the
@@ -27,6 +27,7 @@ mod psu;
 mod result;
 mod schedule;
 pub mod scratch;
+mod signin;
 pub mod server;
 mod stats;
 mod tail;
@@ -77,6 +78,9 @@ pub enum Scenario {
     /// (job end → delivered; none twice), the receiver down 30 s then up,
     /// and a rule's cost to the jobs it tells of.
     Notify,
+    /// People signing in: one sign-in's latency (its Argon2id hash), many
+    /// at once, and a signed-in read beside a token's.
+    Signin,
     /// The job `tail` follows (it runs it itself): numbered lines stamped
     /// with the time they are written, at --rate for --duration.
     #[value(hide = true)]
@@ -325,7 +329,7 @@ fn redact_args(args: &[String]) -> Vec<String> {
 
 /// What `bench all` runs, in this order: the log first, then the engine,
 /// then the scenarios of the features built on them.
-const ALL: [Scenario; 9] = [
+const ALL: [Scenario; 10] = [
     Scenario::Psu,
     Scenario::Ingest,
     Scenario::Dispatch,
@@ -335,6 +339,7 @@ const ALL: [Scenario; 9] = [
     Scenario::Result,
     Scenario::Schedule,
     Scenario::Notify,
+    Scenario::Signin,
 ];
 
 impl Scenario {
@@ -350,6 +355,7 @@ impl Scenario {
             Scenario::Flood => "flood",
             Scenario::Schedule => "schedule",
             Scenario::Notify => "notify",
+            Scenario::Signin => "signin",
             Scenario::TailWriter => "tail-writer",
         }
     }
@@ -488,6 +494,7 @@ async fn run_one(args: BenchArgs, global: Global) -> anyhow::Result<Report> {
         Scenario::Result => result::run(args).await,
         Scenario::Schedule => schedule::run(args).await,
         Scenario::Notify => notify::run(args).await,
+        Scenario::Signin => signin::run(args).await,
         Scenario::Dispatch => dispatch::run(args).await,
         Scenario::Flood => flood::run(args, global).await,
         Scenario::All | Scenario::TailWriter => {
