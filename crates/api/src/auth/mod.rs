@@ -38,6 +38,9 @@ use rules::Access;
 /// A token's `last_used_at` is written at most this often, so that
 /// authenticating is not a write per request.
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
+/// Tokens and sessions whose last write is remembered before the old ones
+/// are forgotten.
+const MAX_TOUCHED: usize = 10_000;
 
 /// Who made a request, for handlers and middleware (audit, the web UI):
 /// available as an `axum::Extension<Identity>` on every route that needs a
@@ -166,6 +169,11 @@ impl Auth {
     /// Whether the use of `name` should be written now.
     fn should_touch(&self, name: &str, now: Instant) -> bool {
         let mut touched = self.touched.lock().unwrap_or_else(|p| p.into_inner());
+        // Sessions come and go: what was written over a minute ago is
+        // written again anyway, so it may be forgotten.
+        if touched.len() >= MAX_TOUCHED {
+            touched.retain(|_, at| now.duration_since(*at) < TOUCH_EVERY);
+        }
         match touched.get(name) {
             Some(at) if now.duration_since(*at) < TOUCH_EVERY => false,
             _ => {

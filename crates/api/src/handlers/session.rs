@@ -54,30 +54,10 @@ pub async fn sign_in(
 ) -> Result<Response, ApiError> {
     let auth = &state.auth;
     let address: Option<IpAddr> = peer.map(|Extension(ConnectInfo(p))| p.ip());
-    if let Err(wait) = auth.sign_ins.check(&req.name, address, Instant::now()) {
-        if let Some(before) = auth.throttled.admit(address, Instant::now()) {
-            tracing::info!(
-                audit = "session.failed",
-                user = req.name.as_str(),
-                reason = "too many failed sign-ins",
-                refused_before = before,
-                "sign-in of {:?} refused: too many failures",
-                req.name
-            );
-        }
-        let secs = wait.as_secs().max(1);
-        let mut response = ApiError::new(
-            ErrorCode::TooManySignIns,
-            format!(
-                "too many failed sign-ins of this name or from this address; try again in {secs} s"
-            ),
-        )
-        .into_response();
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        return Ok(response);
-    }
+    let attempt = match auth.sign_ins.attempt(&req.name, address, Instant::now()) {
+        Ok(attempt) => attempt,
+        Err(wait) => return Ok(throttled(&state, &req.name, address, wait)),
+    };
     // A name no user can have is not looked up, and fails as a wrong
     // password does (after the same work).
     let user = match validate_user_name(&req.name) {
@@ -90,7 +70,6 @@ pub async fn sign_in(
     let user = match user {
         Some(user) if right => user.info,
         found => {
-            auth.sign_ins.failed(&req.name, address, Instant::now());
             let reason = if found.is_some() {
                 "wrong password"
             } else {
@@ -119,7 +98,7 @@ pub async fn sign_in(
             "this user is disabled; ask an admin",
         ));
     }
-    auth.sign_ins.succeeded(&user.name);
+    auth.sign_ins.succeeded(attempt);
     let secret = session::generate()
         .map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
     let id =
@@ -167,6 +146,35 @@ pub async fn sign_in(
         session::set_cookie(&secret, lifetime, auth.sessions.secure),
     );
     Ok(response)
+}
+
+/// The answer to a sign-in over its limits: `429` with `Retry-After`, and
+/// an audit entry (a few per address, the rest counted into the next).
+fn throttled(
+    state: &AppState,
+    name: &str,
+    address: Option<IpAddr>,
+    wait: std::time::Duration,
+) -> Response {
+    if let Some(before) = state.auth.throttled.admit(address, Instant::now()) {
+        tracing::info!(
+            audit = "session.failed",
+            user = name,
+            reason = "too many failed sign-ins",
+            refused_before = before,
+            "sign-in of {name:?} refused: too many failures"
+        );
+    }
+    let secs = wait.as_secs().max(1);
+    let mut response = ApiError::new(
+        ErrorCode::TooManySignIns,
+        format!("too many failed sign-ins of this name or from this address; try again in {secs} s"),
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    response
 }
 
 /// `s` cut to at most `max` bytes, at a character's boundary.
