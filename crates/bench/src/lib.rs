@@ -27,8 +27,8 @@ mod psu;
 mod result;
 mod schedule;
 pub mod scratch;
-mod signin;
 pub mod server;
+mod signin;
 mod stats;
 mod tail;
 

@@ -54,7 +54,11 @@ async fn sign_in(http: &reqwest::Client, url: &str, name: &str) -> anyhow::Resul
         .send()
         .await?;
     if !reply.status().is_success() {
-        bail!("signing {name} in: {} {}", reply.status(), reply.text().await?);
+        bail!(
+            "signing {name} in: {} {}",
+            reply.status(),
+            reply.text().await?
+        );
     }
     let cookie = reply
         .headers()

@@ -138,7 +138,10 @@ impl<K: Hash + Eq + Clone> Failures<K> {
     }
 
     fn clear(&self, key: &K) {
-        self.at.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        self.at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
     }
 }
 

@@ -168,7 +168,9 @@ fn throttled(
     let secs = wait.as_secs().max(1);
     let mut response = ApiError::new(
         ErrorCode::TooManySignIns,
-        format!("too many failed sign-ins of this name or from this address; try again in {secs} s"),
+        format!(
+            "too many failed sign-ins of this name or from this address; try again in {secs} s"
+        ),
     )
     .into_response();
     response
