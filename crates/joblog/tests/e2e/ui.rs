@@ -107,6 +107,15 @@ async fn run(name: &str) {
     scenario(name, &server, None).await;
 }
 
+/// [`run`] on a server that needs a token: the scenario has it (as
+/// `JOBLOG_TOKEN`), the page does not until it is given or someone signs in.
+async fn run_with_token(name: &str) {
+    let _one = BROWSER.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--token", TOKEN]).await;
+    scenario(name, &server, Some(TOKEN)).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_output_renders_as_inert_text() {
     run("hostile").await;
@@ -239,10 +248,7 @@ async fn the_nodes_page_shows_labels_and_a_job_where_it_runs_or_why_it_waits() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
-    let _one = BROWSER.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &["--token", TOKEN]).await;
-    scenario("token", &server, Some(TOKEN)).await;
+    run_with_token("token").await;
 }
 
 /// Signing in with a name and password: the scenario makes its user with
@@ -250,10 +256,7 @@ async fn with_a_token_the_ui_asks_for_it_before_showing_anything() {
 /// (with the session's CSRF token, refused without it) and signs out.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_signs_in_with_a_password_and_a_second_tab_shares_the_session_until_signed_out() {
-    let _one = BROWSER.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &["--token", TOKEN]).await;
-    scenario("signin", &server, Some(TOKEN)).await;
+    run_with_token("signin").await;
 }
 
 /// The Users page: an admin made with the bootstrap token signs in, then
@@ -261,10 +264,7 @@ async fn a_user_signs_in_with_a_password_and_a_second_tab_shares_the_session_unt
 /// through the page.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_admin_adds_changes_disables_resets_and_deletes_a_user_on_the_users_page() {
-    let _one = BROWSER.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &["--token", TOKEN]).await;
-    scenario("users", &server, Some(TOKEN)).await;
+    run_with_token("users").await;
 }
 
 /// The server does not write the audit trail yet, so the scenario's

@@ -2,6 +2,7 @@
 // environment the Rust test sets), its API, and a headless Debian chromium.
 
 import { chromium } from "playwright-core";
+import AxeBuilder from "@axe-core/playwright";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 
@@ -128,4 +129,23 @@ export async function scenario(name, body) {
     console.error(`[${name}] FAILED: ${e.stack ?? e}`);
     process.exit(1);
   }
+}
+
+// axe's serious and critical findings on the page as it is, in both
+// colour schemes, and those of the rules in `also` whatever their impact;
+// each as `name (scheme): rule [impact] help: where`.
+export async function axe(page, name, also = []) {
+  const found = [];
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    const res = await new AxeBuilder({ page }).analyze();
+    for (const v of res.violations) {
+      if (v.impact === "serious" || v.impact === "critical" || also.includes(v.id)) {
+        const where = v.nodes.slice(0, 3).map((n) => n.target.join(" "));
+        found.push(`${name} (${scheme}): ${v.id} [${v.impact}] ${v.help}: ${where.join(", ")}`);
+      }
+    }
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  return found;
 }

@@ -11,8 +11,10 @@
 // submitted meanwhile stays queued until Undrain, then runs there; a viewer
 // gets no button. axe runs on the new and changed pages.
 
-import AxeBuilder from "@axe-core/playwright";
-import { scenario, browser, shot, assert, URL, until, api, finished } from "./lib.mjs";
+import { scenario, browser, shot, assert, URL, until, api, finished, axe } from "./lib.mjs";
+
+// Beside the serious and critical findings, axe holds these pages to:
+const AXE_ALSO = ["label", "empty-table-header"];
 
 const WAITING = Number(process.env.JOBLOG_WAITING_JOB);
 assert.ok(WAITING > 0, "JOBLOG_WAITING_JOB names the job that waits for a role=gpu node");
@@ -36,21 +38,6 @@ async function nodes(page) {
   );
 }
 
-// axe's serious and critical findings on the page as it is, both schemes.
-async function axe(page, name) {
-  const found = [];
-  for (const scheme of ["light", "dark"]) {
-    await page.emulateMedia({ colorScheme: scheme });
-    const res = await new AxeBuilder({ page }).analyze();
-    for (const v of res.violations) {
-      if (v.impact === "serious" || v.impact === "critical" || ["label", "empty-table-header"].includes(v.id)) {
-        found.push(`${name} (${scheme}): ${v.id} [${v.impact}] ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
-      }
-    }
-  }
-  await page.emulateMedia({ colorScheme: "light" });
-  return found;
-}
 
 await scenario("nodes", async (step) => {
   const b = await browser();
@@ -82,7 +69,7 @@ await scenario("nodes", async (step) => {
   assert.match(await page.textContent("#nodes-status"), /2 nodes, 1 up · lapsed after 30 s without a heartbeat/);
   assert.equal(await page.getAttribute("#nodes tr[data-name='db-1'] td.name a", "href"), "/?node=db-1");
   await shot(page, "nodes");
-  found.push(...(await axe(page, "nodes")));
+  found.push(...(await axe(page, "nodes", AXE_ALSO)));
   step("the Nodes page: state, labels, heartbeat, secrets' names, the answering node marked");
 
   // The waiting job: small in the list, prominent on its page.
@@ -97,7 +84,7 @@ await scenario("nodes", async (step) => {
   assert.equal(await page.textContent("#runs-on"), "runs on role=gpu");
   assert.equal(await page.$("#runs-after"), null, "no backoff");
   await shot(page, "job-waiting");
-  found.push(...(await axe(page, "a waiting job")));
+  found.push(...(await axe(page, "a waiting job", AXE_ALSO)));
   step("a job no up node can take says why: in the list, and on its page with its selector");
 
   // Submit with a selector: bad ones refused in the API's (or its text
@@ -146,7 +133,7 @@ await scenario("nodes", async (step) => {
   assert.deepEqual((await api("GET", `/api/v1/schedules/${sid}`)).node_selector, { role: "db" });
   await until("its definition", () => page.$("#definition #runs-on"));
   assert.equal(await page.textContent("#runs-on"), "role=db");
-  found.push(...(await axe(page, "a schedule with a selector")));
+  found.push(...(await axe(page, "a schedule with a selector", AXE_ALSO)));
   await page.click("#edit");
   await until("the edit form", () => page.$("#schedule-form"));
   assert.equal(await page.inputValue(f("node_selector")), "role=db", "the form shows its selector");
@@ -221,7 +208,7 @@ await scenario("nodes", async (step) => {
   assert.ok(drained.drain_at, JSON.stringify(drained));
   assert.match(await page.getAttribute(`${dbRow} td:first-child`, "title"), /^asked to drain: .* \(asked to drain at \d{4}-/);
   await shot(page, "nodes-draining");
-  found.push(...(await axe(page, "nodes, one draining")));
+  found.push(...(await axe(page, "nodes, one draining", AXE_ALSO)));
   step("Drain asks first, then db-1 is draining while its job runs");
 
   // A job submitted meanwhile waits; the long one ends: drained.
@@ -234,7 +221,7 @@ await scenario("nodes", async (step) => {
   assert.equal(waits.state, "queued", "a drained node takes no job");
   assert.equal(waits.waiting_for, "no up node has labels role=db");
   await shot(page, "nodes-drained");
-  found.push(...(await axe(page, "nodes, one drained")));
+  found.push(...(await axe(page, "nodes, one drained", AXE_ALSO)));
   step("a job submitted to the drained node stays queued; db-1 drained once its job ended");
 
   // A viewer sees the states and no button.

@@ -9,8 +9,7 @@
 // nothing serious; a viewer gets a clear refusal and the job's page still.
 // The Rust test then checks what the receiver got.
 
-import AxeBuilder from "@axe-core/playwright";
-import { scenario, browser, shot, assert, URL, until, api, submit, finished } from "./lib.mjs";
+import { scenario, browser, shot, assert, URL, until, api, submit, finished, axe } from "./lib.mjs";
 
 const HOOK = process.env.JOBLOG_RECEIVER;
 assert.ok(HOOK && HOOK.endsWith("/hook"), "JOBLOG_RECEIVER names the test's receiver");
@@ -43,20 +42,11 @@ async function listed(page) {
 
 const rule = async (page, name) => (await listed(page)).find((r) => r.title.includes(` ${name} `));
 
-async function axe(page, name, problems) {
-  for (const scheme of ["light", "dark"]) {
-    await page.emulateMedia({ colorScheme: scheme });
-    const res = await new AxeBuilder({ page }).analyze();
-    for (const v of res.violations) {
-      if (v.impact === "serious" || v.impact === "critical" || ["page-has-heading-one", "label", "empty-table-header"].includes(v.id)) {
-        const where = v.nodes.slice(0, 3).map((n) => n.target.join(" "));
-        problems.push(`${name} (${scheme}): ${v.id} [${v.impact}] ${v.help}: ${where.join(", ")}`);
-      }
-    }
-    const h1s = await page.$$eval("h1", (h) => h.length);
-    if (h1s !== 1) problems.push(`${name} (${scheme}): ${h1s} h1 elements, not one`);
-  }
-  await page.emulateMedia({ colorScheme: "light" });
+// axe (these rules besides the serious and critical), and one h1 a page.
+async function checked(page, name, problems) {
+  problems.push(...(await axe(page, name, ["page-has-heading-one", "label", "empty-table-header"])));
+  const h1s = await page.$$eval("h1", (h) => h.length);
+  if (h1s !== 1) problems.push(`${name}: ${h1s} h1 elements, not one`);
 }
 
 await scenario("notifications", async (step) => {
@@ -217,8 +207,8 @@ await scenario("notifications", async (step) => {
   step("a second test tells of the failed job");
 
   const problems = [];
-  await axe(page, "notifications", problems);
-  await axe(jobPage, "job with notifications", problems);
+  await checked(page, "notifications", problems);
+  await checked(jobPage, "job with notifications", problems);
   assert.deepEqual(problems, [], `axe found:\n${problems.join("\n")}`);
   step("axe: nothing serious on the page or the job's, light and dark");
 
@@ -264,7 +254,7 @@ await scenario("notifications", async (step) => {
   assert.ok(await as.isHidden('nav a[href="/notifications"]'), "no link");
   const refused = await fetch(`${URL}/api/v1/notifications`, { headers: { Authorization: `Bearer ${viewer}` } });
   assert.equal(refused.status, 403, "the API refuses it too");
-  await axe(as, "notifications refused", problems);
+  await checked(as, "notifications refused", problems);
   assert.deepEqual(problems, [], `axe found:\n${problems.join("\n")}`);
   await as.goto(`${URL}/jobs/${id}`);
   await until("the viewer's job notifications", async () => (await as.$$("#job-notifications li")).length === 2);

@@ -6,8 +6,7 @@
 // 15 s, so a pause made elsewhere (the API) shows without a reload. axe
 // runs on a page with the banner in both schemes.
 
-import AxeBuilder from "@axe-core/playwright";
-import { scenario, browser, shot, assert, URL, until, api, submit, finished } from "./lib.mjs";
+import { scenario, browser, shot, assert, URL, until, api, submit, finished, axe } from "./lib.mjs";
 
 const banner = (page) => page.textContent("#scheduler-banner");
 const TIME = "\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d (UTC|[+-]\\d\\d:\\d\\d)";
@@ -57,17 +56,7 @@ await scenario("scheduler", async (step) => {
   await until("the list", () => page.$("#jobs tbody tr[data-id]"));
   await until("the banner on the job list", async () => PAUSED.test(await banner(page)));
   await shot(page, "scheduler-paused");
-  const found = [];
-  for (const scheme of ["light", "dark"]) {
-    await page.emulateMedia({ colorScheme: scheme });
-    const res = await new AxeBuilder({ page }).analyze();
-    for (const v of res.violations) {
-      if (v.impact === "serious" || v.impact === "critical" || ["label", "region"].includes(v.id)) {
-        found.push(`${scheme}: ${v.id} [${v.impact}] ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
-      }
-    }
-  }
-  await page.emulateMedia({ colorScheme: "light" });
+  const found = await axe(page, "the job list, paused", ["label", "region"]);
   assert.deepEqual(found, [], `axe found:\n${found.join("\n")}`);
   step("the banner on a job's page (read after the job) and the job list; axe in both schemes");
 

@@ -12,8 +12,10 @@
 // session's token. Too many failed sign-ins of a name: the form says how
 // long to wait.
 
-import AxeBuilder from "@axe-core/playwright";
-import { scenario, browser, shot, assert, URL, TOKEN, until, api, submit, finished } from "./lib.mjs";
+import { scenario, browser, shot, assert, URL, TOKEN, until, api, submit, finished, axe } from "./lib.mjs";
+
+// Beside the serious and critical findings, axe holds these pages to:
+const AXE_ALSO = ["label", "page-has-heading-one"];
 
 const PASSWORD = "correct horse battery";
 
@@ -28,21 +30,6 @@ async function signIn(page, name, password) {
   ]);
 }
 
-// axe's serious and critical findings, and label ones, in both schemes.
-async function axe(page, name) {
-  const found = [];
-  for (const scheme of ["light", "dark"]) {
-    await page.emulateMedia({ colorScheme: scheme });
-    const res = await new AxeBuilder({ page }).analyze();
-    for (const v of res.violations) {
-      if (v.impact === "serious" || v.impact === "critical" || ["label", "page-has-heading-one"].includes(v.id)) {
-        found.push(`${name} (${scheme}): ${v.id} [${v.impact}] ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
-      }
-    }
-  }
-  await page.emulateMedia({ colorScheme: "light" });
-  return found;
-}
 
 const sessionCookie = async (context) => (await context.cookies()).find((c) => c.name === "joblog_session");
 
@@ -84,7 +71,7 @@ await scenario("signin", async (step) => {
   assert.equal(await page.textContent("#who"), "");
   assert.equal(await sessionCookie(context), undefined);
   await shot(page, "sign-in");
-  found.push(...(await axe(page, "the sign-in form")));
+  found.push(...(await axe(page, "the sign-in form", AXE_ALSO)));
   step("without a session: the sign-in form, labelled for password managers, and no data");
 
   // Refused: a wrong password and an unknown name, in the same words.

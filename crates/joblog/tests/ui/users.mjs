@@ -10,8 +10,10 @@
 // her own, which shows the sign-in form. A viewer's /users is only their
 // own sessions. axe runs on the page, with and without the password form.
 
-import AxeBuilder from "@axe-core/playwright";
-import { scenario, browser, shot, assert, URL, TOKEN, until, api } from "./lib.mjs";
+import { scenario, browser, shot, assert, URL, TOKEN, until, api, axe } from "./lib.mjs";
+
+// Beside the serious and critical findings, axe holds these pages to:
+const AXE_ALSO = ["label", "page-has-heading-one"];
 
 const ADMIN_PASSWORD = "grace hopper's compiler";
 const FIRST = "a long enough password";
@@ -71,21 +73,6 @@ async function sessions(page) {
   );
 }
 
-// axe's serious and critical findings, and label ones, in both schemes.
-async function axe(page, name) {
-  const found = [];
-  for (const scheme of ["light", "dark"]) {
-    await page.emulateMedia({ colorScheme: scheme });
-    const res = await new AxeBuilder({ page }).analyze();
-    for (const v of res.violations) {
-      if (v.impact === "serious" || v.impact === "critical" || ["label", "empty-table-header", "page-has-heading-one"].includes(v.id)) {
-        found.push(`${name} (${scheme}): ${v.id} [${v.impact}] ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
-      }
-    }
-  }
-  await page.emulateMedia({ colorScheme: "light" });
-  return found;
-}
 
 await scenario("users", async (step) => {
   assert.ok(TOKEN, "this scenario needs JOBLOG_TOKEN (the bootstrap token)");
@@ -117,7 +104,7 @@ await scenario("users", async (step) => {
   assert.match(mine[0].text, /this session/);
   assert.equal(await page.textContent("#sessions-title"), "Your sessions");
   await shot(page, "users");
-  found.push(...(await axe(page, "users")));
+  found.push(...(await axe(page, "users", AXE_ALSO)));
   step("signed in as an admin at /users: her row (no Disable or Delete of herself) and her session, marked");
 
   // Add a user: refusals in the API's words, then made.
@@ -190,7 +177,7 @@ await scenario("users", async (step) => {
   const newPassword = "#reset-password-form input[type=password]";
   assert.equal(await page.evaluate(() => document.activeElement?.type), "password", "its field has the focus");
   assert.equal(await page.getAttribute(newPassword, "autocomplete"), "new-password");
-  found.push(...(await axe(page, "users, resetting a password")));
+  found.push(...(await axe(page, "users, resetting a password", AXE_ALSO)));
   await page.fill(newPassword, "short");
   await page.click("#reset-password-form button[type=submit]");
   await until("the refusal", async () => /12 characters/.test(await page.textContent("#reset-password-status")));
@@ -271,7 +258,7 @@ await scenario("users", async (step) => {
   assert.equal(await page.$("#user-form"), null);
   assert.ok(await page.isHidden("nav a[href='/users']"));
   assert.equal((await sessions(page))[0].current, true);
-  found.push(...(await axe(page, "a viewer's sessions")));
+  found.push(...(await axe(page, "a viewer's sessions", AXE_ALSO)));
   step("a viewer's /users is their own sessions, nothing else");
 
   assert.deepEqual(found, [], `axe found:\n${found.join("\n")}`);
