@@ -329,6 +329,33 @@ mod tests {
         assert_eq!((cfg.database.as_str(), cfg.sqlite_file), (url, None));
     }
 
+    /// The session cookie is `Secure` when people reach the server over
+    /// HTTPS: it serves TLS itself, or its public URL is `https`.
+    #[test]
+    fn the_session_cookie_is_secure_over_https_only() {
+        use crate::config::layers::{Layers, Origin};
+        let secure = |pairs: &[(&'static str, &str)]| {
+            let mut layers = Layers::default();
+            for (key, value) in pairs {
+                layers.give(key, value.to_string(), Origin::Flag("test"));
+            }
+            resolve(Settings::resolve(&layers).unwrap())
+                .unwrap()
+                .api
+                .sessions
+                .secure
+        };
+        assert!(!secure(&[]));
+        assert!(!secure(&[("http.public_url", "http://joblog.lan")]));
+        assert!(secure(&[("http.public_url", "https://joblog.example.com")]));
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        std::fs::write(&cert, "").unwrap();
+        std::fs::write(&key, "").unwrap();
+        let (cert, key) = (cert.display().to_string(), key.display().to_string());
+        assert!(secure(&[("tls_cert", cert.as_str()), ("tls_key", key.as_str())]));
+    }
+
     #[test]
     fn the_public_url_is_an_http_url_kept_without_its_trailing_slash() {
         assert_eq!(
