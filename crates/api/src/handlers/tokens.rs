@@ -61,6 +61,17 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let created_at = Timestamp::now();
     let expires_at = req.expiry(created_at)?;
+    // The audit trail names its actors by name alone: a token and a user
+    // never share one.
+    if state.engine.store().user(req.name.clone()).await?.is_some() {
+        return Err(ApiError::new(
+            ErrorCode::TokenExists,
+            format!(
+                "a user is named {:?}; tokens and users share names in the audit trail, so pick another",
+                req.name
+            ),
+        ));
+    }
     let token = secret::generate()
         .map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
     let new = NewToken {

@@ -51,6 +51,18 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     validate_user_name(&req.name).map_err(|e| invalid("name", e))?;
     validate_password(&req.password).map_err(|e| invalid("password", e))?;
+    // The audit trail names its actors by name alone: a user and a token
+    // never share one.
+    let tokens = state.engine.store().list_tokens().await?;
+    if tokens.iter().any(|t| t.name == req.name) {
+        return Err(ApiError::new(
+            ErrorCode::UserExists,
+            format!(
+                "an API token is named {:?}; users and tokens share names in the audit trail, so pick another",
+                req.name
+            ),
+        ));
+    }
     let password_hash = hash(&state, req.password).await?;
     let created_at = Timestamp::now();
     let new = NewUser {

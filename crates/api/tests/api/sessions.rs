@@ -502,6 +502,19 @@ async fn users_are_checked_listed_without_passwords_and_admins_cannot_lock_thems
     let again = json!({"name": "ada", "password": PASSWORD, "role": "admin"});
     let reply = call(&t, "POST", "/api/v1/users", &admin(), Some(&again)).await;
     assert_error(&reply, StatusCode::CONFLICT, "user_exists");
+    // Users and tokens never share a name: the audit trail tells them
+    // apart by it.
+    let token = json!({"name": "ada", "role": "viewer"});
+    let reply = call(&t, "POST", "/api/v1/tokens", &admin(), Some(&token)).await;
+    let message = assert_error(&reply, StatusCode::CONFLICT, "token_exists");
+    assert!(message.contains("a user is named"), "{message}");
+    let token = json!({"name": "ci", "role": "viewer"});
+    let reply = call(&t, "POST", "/api/v1/tokens", &admin(), Some(&token)).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    let user = json!({"name": "ci", "password": PASSWORD, "role": "viewer"});
+    let reply = call(&t, "POST", "/api/v1/users", &admin(), Some(&user)).await;
+    let message = assert_error(&reply, StatusCode::CONFLICT, "user_exists");
+    assert!(message.contains("an API token is named"), "{message}");
     let list = call(&t, "GET", "/api/v1/users", &admin(), None).await;
     assert!(!list.text().contains("argon2") && !list.text().contains(PASSWORD));
     let users = list.json();

@@ -353,7 +353,10 @@ mod tests {
         std::fs::write(&cert, "").unwrap();
         std::fs::write(&key, "").unwrap();
         let (cert, key) = (cert.display().to_string(), key.display().to_string());
-        assert!(secure(&[("tls_cert", cert.as_str()), ("tls_key", key.as_str())]));
+        assert!(secure(&[
+            ("tls_cert", cert.as_str()),
+            ("tls_key", key.as_str())
+        ]));
     }
 
     #[test]
