@@ -16,7 +16,8 @@
 //! texts, values, rows and a connection as the shared code sees it): the
 //! log's reads in `log_reads` (with `sealed`, `navigation` and `outline`),
 //! other reads in `reads`, job listings in `listing`, the audit trail's in
-//! `audit`, schedules in `schedules`, the writer's common ops in `writes`,
+//! `audit`, schedules in `schedules`, users and their sessions in
+//! `accounts`, the writer's common ops in `writes`,
 //! an interrupted job's last record in `interrupt`; `store_impl` lists the
 //! reads both stores answer alike. `sqlite` and `postgres` hold only what
 //! really differs (schemas, connections, the append path, claims, nodes,
@@ -44,8 +45,9 @@
 //!   against each.
 //! - Errors say whether they are transient ([`StoreError::is_transient`]);
 //!   a refused configuration (a TLS certificate, a URL) is not.
-//! - API tokens are stored and found by their SHA-256; no method takes or
-//!   returns a token's text.
+//! - API tokens and sessions are stored and found by their SHA-256; no
+//!   method takes or returns a token's or a session cookie's text, and a
+//!   password only as its Argon2id hash.
 //! - [`Committed`] crosses nodes in NOTIFY payloads: a field is only ever
 //!   added, and optional.
 
