@@ -1110,23 +1110,28 @@ async fn metrics_healthz_and_openapi(db: TestDatabase) {
     assert_eq!(job["log"]["records"], 3);
 
     // Without Accept, and to text-format scrapers, the Prometheus text
-    // format: a counter's TYPE names its _total sample.
-    let metrics = get(&t.router, "/metrics").await;
-    assert_eq!(metrics.status, StatusCode::OK);
-    assert_eq!(
-        metrics.content_type.as_deref(),
-        Some("text/plain; version=0.0.4; charset=utf-8")
-    );
-    let text = metrics.text();
+    // format: a counter's TYPE names its _total sample. The writer counts
+    // a batch's records just after its commit, which a reader on another
+    // connection may see first: the count is waited for.
+    let text = eventually("the job's 3 records counted", PATIENCE, || async {
+        let metrics = get(&t.router, "/metrics").await;
+        assert_eq!(metrics.status, StatusCode::OK);
+        assert_eq!(
+            metrics.content_type.as_deref(),
+            Some("text/plain; version=0.0.4; charset=utf-8")
+        );
+        let text = metrics.text();
+        let written: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("joblog_log_records_written_total "))
+            .unwrap_or_else(|| panic!("no joblog_log_records_written sample in\n{text}"))
+            .trim()
+            .parse()
+            .unwrap();
+        (written >= 3.0).then_some(text)
+    })
+    .await;
     assert!(text.contains("joblog_store_batch_records"), "{text}");
-    let written: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("joblog_log_records_written_total "))
-        .unwrap_or_else(|| panic!("no joblog_log_records_written sample in\n{text}"))
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(written >= 3.0, "{written} records written");
     assert!(
         text.lines()
             .any(|l| l == "# TYPE joblog_log_records_written_total counter"),
