@@ -253,6 +253,48 @@ export function fail(where, err) {
   where.classList.add("error-text");
 }
 
+// The end of an "Add …" form: its button (`label`) and status line (id
+// `statusId`), and its submit. The status and the fields marked invalid
+// are cleared and the button disabled while `send()` runs; the text it
+// returns is the status then. A refusal is shown in the status, and
+// `fieldOf(err)` names the field to mark (`markInvalid`), if any.
+export function addForm(form, label, statusId, send, fieldOf) {
+  const actions = el("div", "form-actions full");
+  const go = el("button", "button primary");
+  go.type = "submit";
+  go.textContent = label;
+  const out = el("span", "form-status");
+  out.id = statusId;
+  out.setAttribute("role", "status");
+  actions.append(go, out);
+  form.append(actions);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    out.textContent = "";
+    out.classList.remove("error-text");
+    for (const m of form.querySelectorAll(".invalid")) m.classList.remove("invalid");
+    for (const m of form.querySelectorAll("[aria-invalid]")) m.removeAttribute("aria-invalid");
+    go.disabled = true;
+    try {
+      out.textContent = await send();
+    } catch (err) {
+      fail(out, err);
+      const field = fieldOf(err);
+      if (field instanceof HTMLElement) markInvalid(field);
+    } finally {
+      go.disabled = false;
+    }
+  });
+}
+
+// Outlines a field a refusal named, says so to assistive technology, and
+// puts the cursor there.
+function markInvalid(input) {
+  input.classList.add("invalid");
+  input.setAttribute("aria-invalid", "true");
+  input.focus();
+}
+
 // A button that does `onClick`.
 export function button(label, cls, onClick, title) {
   const b = el("button", cls ? `button ${cls}` : "button");

@@ -6,7 +6,7 @@
 // names, patterns, addresses and receivers' errors go in as text.
 
 import { get, post, patch, del, ApiError } from "./api.js";
-import { el, text, clear, fail, can, button, link, formFields, endStates, END_STATES } from "./dom.js";
+import { el, text, clear, fail, can, button, link, formFields, endStates, END_STATES, addForm } from "./dom.js";
 import { deliveryTable, Recheck, redact } from "./deliveries.js";
 
 // What a new rule tells of unless changed: the ways a job goes wrong.
@@ -327,36 +327,19 @@ function ruleForm(onAdded) {
   kind.addEventListener("change", showKind);
   showKind();
 
-  const actions = el("div", "form-actions full");
-  const go = el("button", "button primary");
-  go.type = "submit";
-  go.textContent = "Add rule";
-  const out = el("span", "form-status");
-  out.id = "rule-form-status";
-  out.setAttribute("role", "status");
-  actions.append(go, out);
-  form.append(actions);
-
-  form.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    out.textContent = "";
-    out.classList.remove("error-text");
-    for (const m of form.querySelectorAll(".invalid")) m.classList.remove("invalid");
-    for (const m of form.querySelectorAll("[aria-invalid]")) m.removeAttribute("aria-invalid");
-    go.disabled = true;
-    try {
+  addForm(
+    form,
+    "Add rule",
+    "rule-form-status",
+    async () => {
       const rule = await post("/api/v1/notifications", read(form));
       form.reset();
       showKind();
-      out.textContent = `Added the rule "${rule.name}".`;
       await onAdded(rule);
-    } catch (err) {
-      fail(out, err);
-      mark(form, err);
-    } finally {
-      go.disabled = false;
-    }
-  });
+      return `Added the rule "${rule.name}".`;
+    },
+    (err) => fieldOf(form, err),
+  );
   return form;
 }
 
@@ -375,25 +358,20 @@ function read(form) {
   return rule;
 }
 
-// Marks the field an error names (`when.states: …`, `webhook.url: …`; a
-// taken name is the name's).
-function mark(form, err) {
+// The field an error names (`when.states: …`, `webhook.url: …`; a taken
+// name is the name's). The states' checkboxes are marked here, as their
+// box: there is no one field to return.
+function fieldOf(form, err) {
   let name = /^([a-z_.]+)[:[]/.exec(err.message ?? "")?.[1];
   if (err.code === "rule_exists") name = "name";
   if (name === "webhook" || name?.startsWith("webhook.")) name = name === "webhook.format" ? name : "webhook.url";
   if (name?.startsWith("email")) name = "email.to";
   if (name?.startsWith("when.states")) {
-    // The checkboxes say it, and their box shows it.
     const boxes = form.querySelector("#rule-states");
     boxes.classList.add("invalid");
     for (const b of boxes.querySelectorAll("input")) b.setAttribute("aria-invalid", "true");
     boxes.querySelector("input").focus();
-    return;
+    return null;
   }
-  const input = name && form.elements[name];
-  if (input instanceof HTMLElement) {
-    input.classList.add("invalid");
-    input.setAttribute("aria-invalid", "true");
-    input.focus();
-  }
+  return name ? form.elements[name] : null;
 }

@@ -7,7 +7,7 @@
 // session's name in the top bar leads here. Names go in as text.
 
 import { get, post, patch, del, ApiError } from "./api.js";
-import { el, text, clear, fail, can, button, formFields, headerRow, timeCell, tickRelative } from "./dom.js";
+import { el, text, clear, fail, can, button, formFields, headerRow, timeCell, tickRelative, addForm } from "./dom.js";
 import { SessionsView } from "./sessions.js";
 
 const ROLES = ["viewer", "operator", "admin"];
@@ -350,47 +350,24 @@ function userForm(onAdded) {
     role.append(o);
   }
   field("Role", role, "viewer reads; operator also runs jobs; admin also manages");
-  const actions = el("div", "form-actions full");
-  const go = el("button", "button primary");
-  go.type = "submit";
-  go.textContent = "Add user";
-  const out = el("span", "form-status");
-  out.id = "user-form-status";
-  out.setAttribute("role", "status");
-  actions.append(go, out);
-  form.append(actions);
-
-  form.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    out.textContent = "";
-    out.classList.remove("error-text");
-    for (const m of form.querySelectorAll(".invalid")) m.classList.remove("invalid");
-    for (const m of form.querySelectorAll("[aria-invalid]")) m.removeAttribute("aria-invalid");
-    go.disabled = true;
-    try {
+  addForm(
+    form,
+    "Add user",
+    "user-form-status",
+    async () => {
       const user = await post("/api/v1/users", { name: name.value.trim(), password: pw.value, role: role.value });
       form.reset();
-      out.textContent = `Added ${user.name}.`;
       await onAdded(user);
-    } catch (err) {
-      fail(out, err);
-      mark(form, err);
-    } finally {
-      go.disabled = false;
-    }
-  });
+      return `Added ${user.name}.`;
+    },
+    (err) => form.elements.namedItem(fieldOf(err)),
+  );
   return form;
 }
 
-// Marks the field an error names (`password must be at least 12
-// characters`, `name: …`; a taken name is the name's).
-function mark(form, err) {
-  let field = /^(name|password|role)\b/.exec(err.message ?? "")?.[1];
-  if (err instanceof ApiError && err.code === "user_exists") field = "name";
-  const input = field && form.elements.namedItem(field);
-  if (input instanceof HTMLElement) {
-    input.classList.add("invalid");
-    input.setAttribute("aria-invalid", "true");
-    input.focus();
-  }
+// The field an error names (`password must be at least 12 characters`,
+// `name: …`; a taken name is the name's).
+function fieldOf(err) {
+  if (err instanceof ApiError && err.code === "user_exists") return "name";
+  return /^(name|password|role)\b/.exec(err.message ?? "")?.[1] ?? "";
 }

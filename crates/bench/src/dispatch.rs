@@ -282,10 +282,7 @@ fn report(
     runs: &[Run],
     read_wait: Option<(f64, f64, u64)>,
 ) -> Report {
-    let store = match &args.database {
-        Some(url) if url.starts_with("postgres") => "PostgreSQL",
-        _ => "SQLite",
-    };
+    let store = args.store_name();
     let col = |f: fn(&Run) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
     let fork_exec = median(&col(|r| r.fork_exec)).unwrap_or(0.0);
     let jobs = median(&col(|r| r.jobs)).unwrap_or(0.0);

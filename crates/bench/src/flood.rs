@@ -104,10 +104,7 @@ pub(super) async fn run(args: BenchArgs, global: Global) -> anyhow::Result<Repor
 }
 
 fn report(args: &BenchArgs, date: &str, f: &Flood) -> Report {
-    let store = match &args.database {
-        Some(url) if url.starts_with("postgres") => "PostgreSQL",
-        _ => "SQLite",
-    };
+    let store = args.store_name();
     let seconds = f.job.duration_ms.unwrap_or(f64::NAN) / 1000.0;
     let records = f.job.log.records;
     let rate = records as f64 / seconds;

@@ -361,6 +361,16 @@ impl Scenario {
     }
 }
 
+impl BenchArgs {
+    /// The store a scenario measures, as its report names it.
+    fn store_name(&self) -> &'static str {
+        match &self.database {
+            Some(url) if url.starts_with("postgres") => "PostgreSQL",
+            _ => "SQLite",
+        }
+    }
+}
+
 fn is_postgres(url: &str) -> bool {
     matches!(Database::of(url), Ok(Database::Postgres))
 }

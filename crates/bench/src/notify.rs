@@ -253,10 +253,7 @@ fn timestamp(text: &str) -> anyhow::Result<Timestamp> {
 }
 
 fn report(args: &BenchArgs, date: &str, f: &Figures) -> Report {
-    let store = match &args.database {
-        Some(url) if url.starts_with("postgres") => "PostgreSQL",
-        _ => "SQLite",
-    };
+    let store = args.store_name();
     let p50 = percentile(&f.burst_latency_ms, 50.0);
     let p99 = percentile(&f.burst_latency_ms, 99.0);
     let met = p99.is_some_and(|p| p <= BUDGET_P99_MS);

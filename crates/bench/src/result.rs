@@ -189,10 +189,7 @@ fn report(
     let stored_ms = col(|r| r.stored);
     let read = col(|r| r.read);
     let read_zstd = col(|r| r.read_zstd);
-    let store = match &args.database {
-        Some(url) if url.starts_with("postgres") => "PostgreSQL",
-        _ => "SQLite",
-    };
+    let store = args.store_name();
     let mut out = String::new();
     let _ = writeln!(out, "## joblog bench result\n");
     let _ = writeln!(out, "Date: {date}  ");

@@ -202,10 +202,7 @@ async fn lateness(
 }
 
 fn report(args: &BenchArgs, date: &str, command: &str, f: &Figures) -> Report {
-    let store = match &args.database {
-        Some(url) if url.starts_with("postgres") => "PostgreSQL",
-        _ => "SQLite",
-    };
+    let store = args.store_name();
     let expected = f.schedules as f64 * f.window_s / 60.0;
     let p99 = percentile(&f.lateness, 99.0);
     let met = p99.is_some_and(|p| p <= BUDGET_P99_MS);

@@ -147,10 +147,7 @@ async fn measure(args: &BenchArgs, url: &str) -> anyhow::Result<Figures> {
 }
 
 fn report(args: &BenchArgs, date: &str, command: &str, f: &Figures) -> Report {
-    let store = match &args.database {
-        Some(url) if url.starts_with("postgres") => "PostgreSQL",
-        _ => "SQLite",
-    };
+    let store = args.store_name();
     let per_second = f.at_once.len() as f64 / (f.at_once_wall / 1e3);
     let mut out = String::new();
     let _ = writeln!(out, "## joblog bench signin\n");

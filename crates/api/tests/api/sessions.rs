@@ -81,15 +81,14 @@ fn admin() -> Caller {
 }
 
 pub async fn add_user(t: &TestApp, name: &str, role: &str) {
+    add_user_by(t, BOOTSTRAP, name, role).await
+}
+
+/// Makes a user with [`PASSWORD`], as the admin whose token is `by`.
+pub async fn add_user_by(t: &TestApp, by: &str, name: &str, role: &str) {
     let body = json!({"name": name, "password": PASSWORD, "role": role});
-    let reply = call(
-        t,
-        "POST",
-        "/api/v1/users",
-        &Caller::Token(BOOTSTRAP.into()),
-        Some(&body),
-    )
-    .await;
+    let by = Caller::Token(by.into());
+    let reply = call(t, "POST", "/api/v1/users", &by, Some(&body)).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
 }
 
@@ -138,6 +137,12 @@ pub async fn sign_in(t: &TestApp, name: &str) -> Caller {
         cookie: value,
         csrf: json["csrf_token"].as_str().unwrap().to_string(),
     }
+}
+
+/// `caller`'s session no longer works: a read gets `401 unauthorized`.
+async fn assert_ended(t: &TestApp, caller: &Caller) -> String {
+    let reply = call(t, "GET", "/api/v1/jobs", caller, None).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized")
 }
 
 fn set_cookie(response: &axum::response::Response) -> String {
@@ -315,17 +320,14 @@ async fn signing_out_or_a_revocation_ends_a_session_and_only_admins_end_others(d
     };
     let other = sign_in(&t, "ada").await;
     // Signing out answers a cleared cookie and ends the session.
-    let reply = call(&t, "DELETE", "/api/v1/session", &tab, None).await;
-    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text());
-    let reply = call(
-        &t,
-        "GET",
-        "/api/v1/jobs",
-        &Caller::CookieOnly(cookie.clone()),
-        None,
-    )
-    .await;
-    let message = assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+    let out = {
+        use tower::ServiceExt;
+        let req = request_as("DELETE", "/api/v1/session", &tab, None);
+        t.router.clone().oneshot(req).await.unwrap()
+    };
+    assert_eq!(out.status(), StatusCode::NO_CONTENT);
+    assert!(set_cookie(&out).starts_with("joblog_session=; Path=/; Max-Age=0"));
+    let message = assert_ended(&t, &Caller::CookieOnly(cookie.clone())).await;
     assert!(message.contains("session ended"), "{message}");
     // The other session goes on; a token cannot sign out.
     assert_eq!(
@@ -375,8 +377,7 @@ async fn signing_out_or_a_revocation_ends_a_session_and_only_admins_end_others(d
     )
     .await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text());
-    let reply = call(&t, "GET", "/api/v1/jobs", &other, None).await;
-    assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+    assert_ended(&t, &other).await;
     let reply = call(
         &t,
         "DELETE",
@@ -412,11 +413,7 @@ async fn disabling_deleting_or_a_new_password_ends_sessions_and_a_new_role_appli
     let reply = call(&t, "PATCH", "/api/v1/users/ada", &admin(), Some(&new)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     assert!(!reply.text().contains("brand new"));
-    assert_error(
-        &call(&t, "GET", "/api/v1/jobs", &me, None).await,
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-    );
+    assert_ended(&t, &me).await;
     let (old, _) = sign_in_answer(&t, "ada", PASSWORD).await;
     assert_eq!(old.status(), StatusCode::UNAUTHORIZED, "the old password");
     let (_, body) = sign_in_answer(&t, "ada", "a brand new password").await;
@@ -428,22 +425,14 @@ async fn disabling_deleting_or_a_new_password_ends_sessions_and_a_new_role_appli
     let off = json!({"disabled": true});
     let reply = call(&t, "PATCH", "/api/v1/users/ada", &admin(), Some(&off)).await;
     assert_eq!(reply.json()["disabled"], json!(true));
-    assert_error(
-        &call(&t, "GET", "/api/v1/jobs", &me, None).await,
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-    );
+    assert_ended(&t, &me).await;
     // And so does deleting.
     let on = json!({"disabled": false});
     call(&t, "PATCH", "/api/v1/users/ada", &admin(), Some(&on)).await;
     let me = sign_in(&t, "ada").await;
     let reply = call(&t, "DELETE", "/api/v1/users/ada", &admin(), None).await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT);
-    assert_error(
-        &call(&t, "GET", "/api/v1/jobs", &me, None).await,
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-    );
+    assert_ended(&t, &me).await;
     let all = call(&t, "GET", "/api/v1/sessions?all=true", &admin(), None)
         .await
         .json();
@@ -464,11 +453,7 @@ async fn sessions_end_when_idle_or_at_their_lifetime(db: TestDatabase) {
         StatusCode::OK
     );
     tokio::time::sleep(Duration::from_millis(900)).await;
-    assert_error(
-        &call(&t, "GET", "/api/v1/jobs", &me, None).await,
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-    );
+    assert_ended(&t, &me).await;
     t.shutdown().await;
 }
 
