@@ -219,14 +219,6 @@ pub(crate) async fn apply<C: Conn>(c: &mut C, op: &AccountOp) -> Result<Outcome>
     })
 }
 
-/// The outcome of `op` from a batch that committed but whose answer was
-/// lost (PostgreSQL's writer asks after a dropped connection), for every
-/// op but `CreateUser` (whose writer looks for its row).
-pub(crate) fn committed_outcome(_op: &AccountOp) -> Outcome {
-    // Committed: the change was made, or the rows are gone either way.
-    Outcome::Count(1)
-}
-
 pub(crate) async fn user<C: Conn>(c: &mut C, name: &str) -> Result<Option<UserAuth>> {
     query_opt(c, &USER, &[name.into()]).await
 }

@@ -344,7 +344,13 @@ async fn rederive(
                         .await?;
                     Outcome::Count(row.try_get::<_, i64>(0)? as u64)
                 }
-                op => crate::accounts::committed_outcome(op),
+                // Committed: the change was made, or its rows are gone
+                // either way.
+                crate::AccountOp::UpdateUser { .. }
+                | crate::AccountOp::DeleteUser { .. }
+                | crate::AccountOp::OpenSession(_)
+                | crate::AccountOp::EndSession { .. }
+                | crate::AccountOp::TouchSession { .. } => Outcome::Count(1),
             },
             // Committed: it was asked if the node is known.
             WriteOp::SetDrain { node, .. } => {
