@@ -110,7 +110,8 @@ fn the_openapi_document_gives_each_route_its_role() {
 /// where a token is needed (a role too low, or a browser's request from
 /// another site, which is refused for reads too); public ones list
 /// neither, but for signing in, whose own answers they are (a wrong
-/// password, a disabled user). And every one lists what any request can
+/// password, a disabled user, a provider's token not to be trusted, a
+/// person without a role). And every one lists what any request can
 /// meet before its route: 408, 414, 421, 500 and 503.
 #[test]
 fn the_openapi_document_lists_each_routes_refusals() {
@@ -120,7 +121,11 @@ fn the_openapi_document_lists_each_routes_refusals() {
         let responses = &doc["paths"][key][method.to_lowercase()]["responses"];
         let lists = |status: &str| responses[status].is_object();
         let guarded = matches!(access, crate::rules::Access::Role(_))
-            || (method, path) == ("POST", "/api/v1/session");
+            || [
+                ("POST", "/api/v1/session"),
+                ("GET", "/api/v1/session/oidc/callback"),
+            ]
+            .contains(&(method, path));
         assert_eq!(lists("401"), guarded, "{method} {path}: 401");
         assert_eq!(lists("403"), guarded, "{method} {path}: 403");
         for status in ["408", "414", "421", "500", "503"] {

@@ -86,10 +86,16 @@ pub(crate) async fn guard(State(state): State<AppState>, req: Request, next: Nex
 
 /// Reads that show the server's state or cost it work: every API route
 /// but its public description, and `/metrics`. The pages of the UI and
-/// `/healthz` hold nothing.
+/// `/healthz` hold nothing. Single sign-on's callback is reached from the
+/// provider's site by design; it does nothing without the `state` of a
+/// sign-in this browser began (its `joblog_sso` cookie, which another
+/// site's request does not carry).
 fn reveals_or_costs(path: &str) -> bool {
-    (path.starts_with("/api/v1/") && path != "/api/v1/openapi.json") || path == "/metrics"
+    (path.starts_with("/api/v1/") && path != "/api/v1/openapi.json" && path != OIDC_CALLBACK)
+        || path == "/metrics"
 }
+
+const OIDC_CALLBACK: &str = crate::auth::oidc::CALLBACK_PATH;
 
 fn header_text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -164,6 +170,16 @@ mod tests {
             h.insert(*k, v.parse().unwrap());
         }
         h
+    }
+
+    #[test]
+    fn reads_of_the_api_are_guarded_but_the_providers_way_back() {
+        assert!(reveals_or_costs("/api/v1/jobs"));
+        assert!(reveals_or_costs("/api/v1/session/oidc"));
+        assert!(reveals_or_costs("/metrics"));
+        assert!(!reveals_or_costs("/api/v1/session/oidc/callback"));
+        assert!(!reveals_or_costs("/api/v1/openapi.json"));
+        assert!(!reveals_or_costs("/jobs/7"));
     }
 
     #[test]

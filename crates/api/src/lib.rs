@@ -78,6 +78,7 @@ use axum::Router;
 use joblog_engine::Engine;
 use prometheus_client::registry::Registry;
 
+pub use auth::oidc::{Oidc, OidcOptions};
 pub use auth::session::SessionOptions;
 pub use auth::{rules, Actor, Identity};
 pub use error::{ApiError, ErrorCode};
@@ -121,6 +122,8 @@ pub struct ApiOptions {
     pub max_job_names: usize,
     /// How people's sessions last, and their cookie.
     pub sessions: SessionOptions,
+    /// Single sign-on through an OpenID provider, when configured.
+    pub oidc: Option<Arc<auth::oidc::Oidc>>,
 }
 
 /// Job names `/metrics` exports by default.
@@ -134,6 +137,7 @@ impl Default for ApiOptions {
             limits: limits::Limits::default(),
             max_job_names: DEFAULT_MAX_JOB_NAMES,
             sessions: SessionOptions::default(),
+            oidc: None,
         }
     }
 }
@@ -148,6 +152,7 @@ impl AppState {
             auth: Arc::new(auth::Auth::new(
                 options.token.as_deref(),
                 options.sessions.clone(),
+                options.oidc.clone(),
             )),
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
             limits: Arc::new(options.limits.clone()),

@@ -14,8 +14,8 @@ use joblog_core::Role;
 
 use crate::auth::rules::Access;
 use crate::handlers::{
-    audit, backup, feed, groom, jobs, log, logging, nodes, notifications, scheduler, schedules,
-    sealing, session, tokens, users,
+    audit, backup, feed, groom, jobs, log, logging, nodes, notifications, oidc, scheduler,
+    schedules, sealing, session, tokens, users,
 };
 use crate::AppState;
 
@@ -137,6 +137,9 @@ routes! {
     GET "/api/v1/openapi.json" => crate::handlers::openapi, Public;
     GET "/api/v1/whoami" => crate::ui::whoami, VIEWER;
     POST "/api/v1/session" => session::sign_in, Public;
+    GET "/api/v1/session/options" => oidc::options, Public;
+    GET "/api/v1/session/oidc" => oidc::start, Public;
+    GET "/api/v1/session/oidc/callback" => oidc::callback, Public;
     DELETE "/api/v1/session" => session::sign_out, VIEWER;
     GET "/api/v1/sessions" => session::list, VIEWER;
     DELETE "/api/v1/sessions/{id}" => session::revoke, VIEWER;

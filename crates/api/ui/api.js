@@ -62,6 +62,18 @@ export function onUnauthorized(fn) {
 // kept here. A refusal is an ApiError (`sign_in_failed`, `user_disabled`,
 // `too_many_sign_ins` with its `retryAfter`); it tells no listener, since
 // the sign-in form is already what is shown.
+// The ways in besides a password: `{password, oidc: {label, start} | null}`.
+// Asked with no credentials (the route is public); a failure offers the
+// password alone.
+export async function signInOptions() {
+  try {
+    const res = await fetch("/api/v1/session/options", { headers: { Accept: "application/json" }, credentials: "omit" });
+    return res.ok ? await res.json() : { password: true, oidc: null };
+  } catch {
+    return { password: true, oidc: null };
+  }
+}
+
 export async function signIn(name, password) {
   const res = await fetch("/api/v1/session", {
     method: "POST",

@@ -2,7 +2,7 @@
 // not know, for a name and password, or a token), then shows the page the
 // server found for the URL.
 
-import { get, setToken, token, setCsrf, signIn, signOut, onUnauthorized, ApiError } from "./api.js";
+import { get, setToken, token, setCsrf, signIn, signInOptions, signOut, onUnauthorized, ApiError } from "./api.js";
 import { el, text, clear, fail, can, link, button, formFields, zoneMode, setZoneMode, zoneLabel } from "./dom.js";
 import { showCachedScheduler, followScheduler, stopScheduler, retimeScheduler } from "./scheduler.js";
 
@@ -163,8 +163,8 @@ function asking() {
 // The server does not know the caller: a name and password, sent to
 // `POST /api/v1/session`, which sets the session's cookie. The server's
 // refusal is shown as it says it ("wrong name or password", never which).
-// Under it, the other ways in: an API token (and, later, single sign-on:
-// a provider's button goes in `.sign-in-other` too).
+// Under it, the other ways in: single sign-on when the server has it (a
+// link to the provider, coming back to this page), and an API token.
 function askSignIn(note = null, isError = true) {
   asking();
   const form = el("form", "token-form sign-in-form");
@@ -223,6 +223,13 @@ function askSignIn(note = null, isError = true) {
   other.append(button("Use an API token instead", "small", () => askToken()));
   main.append(form, other);
   name.focus();
+  signInOptions().then((offered) => {
+    if (!offered.oidc || !other.isConnected) return;
+    const back = location.pathname + location.search + location.hash;
+    const sso = link(`${offered.oidc.start}?return=${encodeURIComponent(back)}`, `Sign in with ${offered.oidc.label}`, "button primary sign-in-sso");
+    sso.id = "sign-in-sso";
+    other.prepend(sso);
+  });
 }
 
 // "42 seconds", or "15 minutes" for a long wait.

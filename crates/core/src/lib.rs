@@ -88,6 +88,7 @@ pub use size::{parse_byte_size, render_byte_size};
 pub use time::{parse_time_bound, Timestamp};
 pub use token::{validate_token_name, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};
 pub use user::{
-    validate_password, validate_user_name, NewSession, NewUser, SessionAuth, SessionInfo, UserAuth,
-    UserChange, UserInfo, MAX_PASSWORD_BYTES, MAX_USER_NAME, MIN_PASSWORD_CHARS,
+    validate_password, validate_user_name, NewSession, NewUser, PendingSignIn, SessionAuth,
+    SessionInfo, SsoUser, UserAuth, UserChange, UserInfo, MAX_PASSWORD_BYTES, MAX_USER_NAME,
+    MIN_PASSWORD_CHARS,
 };

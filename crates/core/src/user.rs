@@ -53,6 +53,9 @@ pub struct UserInfo {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub last_sign_in_at: Option<Timestamp>,
+    /// Made by a sign-in through the OpenID provider: no password, and
+    /// the role the provider's claim maps to at each sign-in.
+    pub single_sign_on: bool,
 }
 
 /// A user with the hash a sign-in checks the password against.
@@ -62,6 +65,9 @@ pub struct UserAuth {
     /// The PHC string of the password's hash (`$argon2id$v=19$…`);
     /// `None` for a user who signs in only through single sign-on.
     pub password_hash: Option<String>,
+    /// For a single sign-on user, who they are at the provider:
+    /// `issuer` and `sub`, joined by a space.
+    pub sso_subject: Option<String>,
 }
 
 /// A user about to be stored.
@@ -103,6 +109,33 @@ pub struct NewSession {
     /// The address and browser it was opened from, to tell sessions apart.
     pub address: Option<String>,
     pub user_agent: Option<String>,
+}
+
+/// A person coming back from the OpenID provider, to be made a user or
+/// brought up to date: their role follows the provider at each sign-in;
+/// whether they are disabled is joblog's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SsoUser {
+    pub name: String,
+    /// `issuer` and `sub`, joined by a space: the one identity a name
+    /// made by single sign-on answers to.
+    pub subject: String,
+    pub role: Role,
+    pub at: Timestamp,
+}
+
+/// A single sign-on begun: what its callback needs, kept in the store by
+/// the SHA-256 of the `state` sent to the provider, so the callback may
+/// reach any node, and once only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingSignIn {
+    pub state_hash: [u8; 32],
+    pub nonce: String,
+    pub pkce_verifier: String,
+    /// Where the person goes once signed in: a path of this server.
+    pub return_to: String,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
 }
 
 /// A stored session as listed.

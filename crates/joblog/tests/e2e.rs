@@ -36,6 +36,8 @@ mod sealed;
 mod security;
 #[path = "e2e/service.rs"]
 mod service;
+#[path = "e2e/sso.rs"]
+mod sso;
 #[path = "e2e/startup.rs"]
 mod startup;
 #[path = "e2e/ui.rs"]
@@ -74,7 +76,17 @@ impl Server {
         extra: &[&str],
         configure: impl FnOnce(&mut Command),
     ) -> Server {
-        let port = free_port();
+        Self::start_at(free_port(), dir, extra, configure).await
+    }
+
+    /// [`Server::start_with`] on `port` (known before it starts, to be
+    /// given to someone else: an OpenID provider's redirect URI).
+    async fn start_at(
+        port: u16,
+        dir: &Path,
+        extra: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Server {
         let mut command = Command::new(BIN);
         command
             .arg("serve")

@@ -6,7 +6,8 @@
 //! password ends their sessions in the same transaction.
 
 use joblog_core::{
-    NewSession, NewUser, Role, SessionAuth, SessionInfo, Timestamp, UserAuth, UserChange, UserInfo,
+    NewSession, NewUser, PendingSignIn, Role, SessionAuth, SessionInfo, SsoUser, Timestamp,
+    UserAuth, UserChange, UserInfo,
 };
 
 use crate::db::{query_opt, sql, Conn, Decode, Row, Statement};
@@ -41,9 +42,27 @@ CREATE INDEX sessions_user ON sessions (user_name, created_at);
 CREATE INDEX sessions_expires ON sessions (expires_at);
 "#;
 
+/// Single sign-on (OpenID Connect): who a user made by it is at the
+/// provider, and the sign-ins begun and not yet come back.
+pub(crate) const SSO_MIGRATION: &str = r#"
+-- `issuer sub` of a user made by single sign-on; NULL for a local user.
+ALTER TABLE users ADD COLUMN sso_subject text;
+-- A sign-in sent to the provider, by the SHA-256 of its `state`: taken
+-- (deleted) by the first callback, so a replayed state finds nothing.
+CREATE TABLE sign_ins (
+    state_hash    bytea PRIMARY KEY,
+    nonce         text NOT NULL,
+    pkce_verifier text NOT NULL,
+    return_to     text NOT NULL,
+    created_at    bigint NOT NULL,
+    expires_at    bigint NOT NULL
+);
+CREATE INDEX sign_ins_expires ON sign_ins (expires_at);
+"#;
+
 macro_rules! user_columns {
     () => {
-        "name, role, disabled, created_at, updated_at, last_sign_in_at"
+        "name, role, disabled, created_at, updated_at, last_sign_in_at, sso_subject"
     };
 }
 macro_rules! session_columns {
@@ -73,6 +92,26 @@ const USERS: Statement = sql!(concat!(
     user_columns!(),
     " FROM users ORDER BY name"
 ));
+/// Makes the user, or brings their role up to date if the name is theirs
+/// (the same subject); a name another holds is left alone (no row).
+const SSO_USER: Statement = sql!(
+    "INSERT INTO users (name, role, password_hash, disabled, created_at, updated_at, sso_subject) \
+     VALUES ($1, $2, NULL, false, $4, $4, $3) \
+     ON CONFLICT (name) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at \
+     WHERE users.sso_subject = excluded.sso_subject"
+);
+const BEGIN_SIGN_IN: Statement = sql!(
+    "INSERT INTO sign_ins (state_hash, nonce, pkce_verifier, return_to, created_at, expires_at) \
+     VALUES ($1, $2, $3, $4, $5, $6)"
+);
+/// Sign-ins never come back from the provider, cleared as one begins.
+const DELETE_EXPIRED_SIGN_INS: Statement = sql!("DELETE FROM sign_ins WHERE expires_at <= $1");
+const TAKE_SIGN_IN: Statement =
+    sql!("DELETE FROM sign_ins WHERE state_hash = $1 AND expires_at > $2");
+const PENDING_SIGN_IN: Statement = sql!(
+    "SELECT state_hash, nonce, pkce_verifier, return_to, created_at, expires_at \
+     FROM sign_ins WHERE state_hash = $1"
+);
 const OPEN_SESSION: Statement = sql!(
     "INSERT INTO sessions (id, hash, user_name, created_at, last_seen_at, expires_at, address, user_agent) \
      VALUES ($1, $2, $3, $4, $4, $5, $6, $7)"
@@ -122,6 +161,15 @@ pub enum AccountOp {
     EndSession { id: String, user: Option<String> },
     /// Notes a session's use. → `Count`: 0 if it ended meanwhile
     TouchSession { id: String, at: Timestamp },
+    /// Makes a single sign-on user or sets their role. → `Count(1)`, or
+    /// `Count(0)` when the name is another user's (a local one, or
+    /// another subject's).
+    SsoUser(SsoUser),
+    /// Keeps a single sign-on begun, clearing those expired. → `Count(1)`
+    BeginSignIn(PendingSignIn),
+    /// Takes a sign-in begun, once: → `Count(1)`, or `Count(0)` when it
+    /// was taken already, expired, or never begun.
+    TakeSignIn { state_hash: [u8; 32], at: Timestamp },
 }
 
 impl AccountOp {
@@ -133,6 +181,9 @@ impl AccountOp {
             AccountOp::OpenSession(_) => "open_session",
             AccountOp::EndSession { .. } => "end_session",
             AccountOp::TouchSession { .. } => "touch_session",
+            AccountOp::SsoUser(_) => "sso_user",
+            AccountOp::BeginSignIn(_) => "begin_sign_in",
+            AccountOp::TakeSignIn { .. } => "take_sign_in",
         }
     }
 
@@ -145,7 +196,10 @@ impl AccountOp {
                 AccountOp::DeleteUser { .. } | AccountOp::EndSession { .. } => true,
                 AccountOp::CreateUser(_)
                 | AccountOp::OpenSession(_)
-                | AccountOp::TouchSession { .. } => false,
+                | AccountOp::TouchSession { .. }
+                | AccountOp::SsoUser(_)
+                | AccountOp::BeginSignIn(_)
+                | AccountOp::TakeSignIn { .. } => false,
             }
     }
 }
@@ -216,7 +270,45 @@ pub(crate) async fn apply<C: Conn>(c: &mut C, op: &AccountOp) -> Result<Outcome>
             c.execute(&TOUCH_SESSION, &[id.as_str().into(), at.micros().into()])
                 .await?,
         ),
+        AccountOp::SsoUser(u) => {
+            let params = [
+                u.name.as_str().into(),
+                u.role.name().into(),
+                u.subject.as_str().into(),
+                u.at.micros().into(),
+            ];
+            Outcome::Count(c.execute(&SSO_USER, &params).await?)
+        }
+        AccountOp::BeginSignIn(p) => {
+            c.execute(&DELETE_EXPIRED_SIGN_INS, &[p.created_at.micros().into()])
+                .await?;
+            let params = [
+                p.state_hash.to_vec().into(),
+                p.nonce.as_str().into(),
+                p.pkce_verifier.as_str().into(),
+                p.return_to.as_str().into(),
+                p.created_at.micros().into(),
+                p.expires_at.micros().into(),
+            ];
+            Outcome::Count(c.execute(&BEGIN_SIGN_IN, &params).await?)
+        }
+        AccountOp::TakeSignIn { state_hash, at } => Outcome::Count(
+            c.execute(
+                &TAKE_SIGN_IN,
+                &[state_hash.to_vec().into(), at.micros().into()],
+            )
+            .await?,
+        ),
     })
+}
+
+/// The sign-in begun with the `state` whose SHA-256 is `hash`, expired or
+/// not (taking it judges).
+pub(crate) async fn pending_sign_in<C: Conn>(
+    c: &mut C,
+    hash: [u8; 32],
+) -> Result<Option<PendingSignIn>> {
+    query_opt(c, &PENDING_SIGN_IN, &[hash.to_vec().into()]).await
 }
 
 pub(crate) async fn user<C: Conn>(c: &mut C, name: &str) -> Result<Option<UserAuth>> {
@@ -257,6 +349,7 @@ impl Decode for UserInfo {
             created_at: Timestamp(row.get(3)?),
             updated_at: Timestamp(row.get(4)?),
             last_sign_in_at: row.get::<Option<i64>>(5)?.map(Timestamp),
+            single_sign_on: row.get::<Option<String>>(6)?.is_some(),
         })
     }
 }
@@ -266,7 +359,8 @@ impl Decode for UserAuth {
     fn decode(row: &impl Row) -> Result<UserAuth> {
         Ok(UserAuth {
             info: UserInfo::decode(row)?,
-            password_hash: row.get(6)?,
+            sso_subject: row.get(6)?,
+            password_hash: row.get(7)?,
         })
     }
 }
@@ -282,6 +376,22 @@ impl Decode for SessionInfo {
             expires_at: Timestamp(row.get(4)?),
             address: row.get(5)?,
             user_agent: row.get(6)?,
+        })
+    }
+}
+
+impl Decode for PendingSignIn {
+    fn decode(row: &impl Row) -> Result<PendingSignIn> {
+        let hash: Vec<u8> = row.get(0)?;
+        Ok(PendingSignIn {
+            state_hash: hash.try_into().map_err(|_| {
+                StoreError::Corrupt("a sign-in's state hash is not 32 bytes".into())
+            })?,
+            nonce: row.get(1)?,
+            pkce_verifier: row.get(2)?,
+            return_to: row.get(3)?,
+            created_at: Timestamp(row.get(4)?),
+            expires_at: Timestamp(row.get(5)?),
         })
     }
 }
@@ -322,5 +432,12 @@ pub(crate) fn every_statement() -> Vec<(&'static str, Statement, Vec<crate::db::
             vec!["ab".into(), 5i64.into()],
         ),
         ("SIGNED_IN", SIGNED_IN, vec!["ada".into(), 5i64.into()]),
+        ("PENDING_SIGN_IN", PENDING_SIGN_IN, vec![hash()]),
+        ("TAKE_SIGN_IN", TAKE_SIGN_IN, vec![hash(), 5i64.into()]),
+        (
+            "DELETE_EXPIRED_SIGN_INS",
+            DELETE_EXPIRED_SIGN_INS,
+            vec![5i64.into()],
+        ),
     ]
 }

@@ -204,6 +204,9 @@ pub trait Store: Send + Sync + 'static {
     /// and state now; ended or not (the caller judges, by its timeouts).
     async fn session_by_hash(&self, hash: [u8; 32]) -> Result<Option<joblog_core::SessionAuth>>;
 
+    /// The single sign-on begun with the `state` whose SHA-256 is `hash`.
+    async fn pending_sign_in(&self, hash: [u8; 32]) -> Result<Option<joblog_core::PendingSignIn>>;
+
     /// The sessions of `user`, or everyone's, oldest first.
     async fn list_sessions(&self, user: Option<String>) -> Result<Vec<joblog_core::SessionInfo>>;
 

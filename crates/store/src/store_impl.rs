@@ -108,6 +108,10 @@ macro_rules! store_impl {
                 $run!(self, c => $crate::accounts::session_by_hash(c, hash))
             }
 
+            async fn pending_sign_in(&self, hash: [u8; 32]) -> Result<Option<joblog_core::PendingSignIn>> {
+                $run!(self, c => $crate::accounts::pending_sign_in(c, hash))
+            }
+
             async fn list_sessions(&self, user: Option<String>) -> Result<Vec<joblog_core::SessionInfo>> {
                 $run!(self, c => $crate::accounts::sessions(c, user.as_deref()))
             }

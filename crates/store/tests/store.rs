@@ -18,6 +18,8 @@ use joblog_store::testing::TestDatabase;
 use joblog_store::{GroomPolicy, Outcome, Store, StoreError, StoreOptions, StoreWriter, WriteOp};
 use serde_json::{json, Value};
 
+#[path = "store/accounts.rs"]
+mod accounts;
 #[path = "store/audit.rs"]
 mod audit;
 #[path = "store/controls.rs"]

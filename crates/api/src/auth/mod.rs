@@ -13,6 +13,7 @@
 //! everyone.
 
 pub(crate) mod lease;
+pub mod oidc;
 pub(crate) mod password;
 mod refusals;
 pub mod rules;
@@ -143,10 +144,16 @@ pub(crate) struct Auth {
     pub(crate) sessions: session::SessionOptions,
     pub(crate) passwords: password::Passwords,
     pub(crate) sign_ins: throttle::SignInLimits,
+    /// Single sign-on's provider, when configured.
+    pub(crate) oidc: Option<std::sync::Arc<oidc::Oidc>>,
 }
 
 impl Auth {
-    pub fn new(bootstrap: Option<&str>, sessions: session::SessionOptions) -> Auth {
+    pub fn new(
+        bootstrap: Option<&str>,
+        sessions: session::SessionOptions,
+        oidc: Option<std::sync::Arc<oidc::Oidc>>,
+    ) -> Auth {
         Auth {
             bootstrap: bootstrap.filter(|t| !t.is_empty()).map(secret::hash),
             touched: Mutex::new(HashMap::new()),
@@ -156,6 +163,7 @@ impl Auth {
             sessions,
             passwords: password::Passwords::default(),
             sign_ins: throttle::SignInLimits::default(),
+            oidc,
         }
     }
 
@@ -455,7 +463,7 @@ mod tests {
 
     #[test]
     fn a_token_use_is_written_once_a_minute() {
-        let auth = Auth::new(None, Default::default());
+        let auth = Auth::new(None, Default::default(), None);
         let t0 = Instant::now();
         assert!(auth.should_touch("ci", t0));
         assert!(!auth.should_touch("ci", t0 + Duration::from_secs(59)));
@@ -481,8 +489,8 @@ mod tests {
 
     #[test]
     fn without_a_configured_token_none_is_required() {
-        assert!(!Auth::new(None, Default::default()).required());
-        assert!(!Auth::new(Some(""), Default::default()).required());
-        assert!(Auth::new(Some("s3cret"), Default::default()).required());
+        assert!(!Auth::new(None, Default::default(), None).required());
+        assert!(!Auth::new(Some(""), Default::default(), None).required());
+        assert!(Auth::new(Some("s3cret"), Default::default(), None).required());
     }
 }

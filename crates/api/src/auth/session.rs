@@ -62,13 +62,18 @@ pub fn csrf_token(session_secret: &str) -> String {
 
 /// The session cookie's value, if the request carries one.
 pub fn cookie(headers: &HeaderMap) -> Option<&str> {
+    cookie_named(headers, COOKIE)
+}
+
+/// The cookie `wanted`'s value, if the request carries one.
+pub fn cookie_named<'h>(headers: &'h HeaderMap, wanted: &str) -> Option<&'h str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(name, _)| *name == wanted)
         .map(|(_, value)| value.trim())
         .filter(|value| !value.is_empty())
 }
@@ -89,6 +94,28 @@ fn cookie_header(value: &str, max_age: u64, secure: bool) -> HeaderValue {
     let text =
         format!("{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}");
     HeaderValue::from_str(&text).expect("a session secret is ASCII letters, digits and '_'")
+}
+
+/// The cookie that ties a single sign-on's callback to the browser that
+/// began it (its value is the `state`): `SameSite=Lax`, as the provider's
+/// redirect back is a navigation from another site, and sent only to the
+/// callback's path.
+pub const SSO_COOKIE: &str = "joblog_sso";
+const SSO_PATH: &str = "/api/v1/session/oidc";
+
+/// `Set-Cookie` of a single sign-on begun with `state`, for `max_age`.
+pub fn set_sso_cookie(state: &str, max_age: Duration, secure: bool) -> Option<HeaderValue> {
+    let secure = if secure { "; Secure" } else { "" };
+    let max_age = max_age.as_secs();
+    HeaderValue::from_str(&format!(
+        "{SSO_COOKIE}={state}; Path={SSO_PATH}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}"
+    ))
+    .ok()
+}
+
+/// `Set-Cookie` that forgets a single sign-on's cookie.
+pub fn clear_sso_cookie(secure: bool) -> HeaderValue {
+    set_sso_cookie("", Duration::ZERO, secure).expect("ASCII")
 }
 
 /// Whether the request's CSRF header is `expected`, in constant time.

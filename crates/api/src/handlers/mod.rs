@@ -11,6 +11,7 @@ pub mod log;
 pub mod logging;
 pub mod nodes;
 pub mod notifications;
+pub mod oidc;
 pub mod scheduler;
 pub mod schedules;
 pub mod sealing;

@@ -99,12 +99,49 @@ pub async fn sign_in(
         ));
     }
     auth.sign_ins.succeeded(attempt);
+    let opened = open(&state, &user.name, address, &headers, "password").await?;
+    let body = SignedIn {
+        name: user.name,
+        role: user.role,
+        csrf_token: session::csrf_token(&opened.secret),
+        expires_at: opened.expires_at,
+    };
+    let mut response = Json(body).into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, opened.cookie(&state));
+    Ok(response)
+}
+
+/// A session just opened.
+pub(crate) struct Opened {
+    secret: String,
+    expires_at: Timestamp,
+}
+
+impl Opened {
+    /// The `Set-Cookie` value that gives the browser the session.
+    pub(crate) fn cookie(&self, state: &AppState) -> HeaderValue {
+        let sessions = &state.auth.sessions;
+        session::set_cookie(&self.secret, sessions.lifetime, sessions.secure)
+    }
+}
+
+/// Opens a session for `user`, who has just proven who they are `via`
+/// a password or single sign-on, and audits it.
+pub(crate) async fn open(
+    state: &AppState,
+    user: &str,
+    address: Option<IpAddr>,
+    headers: &HeaderMap,
+    via: &str,
+) -> Result<Opened, ApiError> {
     let secret = session::generate()
         .map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
     let id =
         session::new_id().map_err(|e| ApiError::internal("reading the system's randomness", &e))?;
     let now = Timestamp::now();
-    let lifetime = auth.sessions.lifetime;
+    let lifetime = state.auth.sessions.lifetime;
     let expires_at = Timestamp(
         now.micros()
             .saturating_add(i64::try_from(lifetime.as_micros()).unwrap_or(i64::MAX)),
@@ -116,7 +153,7 @@ pub async fn sign_in(
     let new = NewSession {
         id: id.clone(),
         hash: crate::auth::secret::hash(&secret),
-        user: user.name.clone(),
+        user: user.to_string(),
         created_at: now,
         expires_at,
         address: address.map(|a| a.to_string()),
@@ -129,23 +166,12 @@ pub async fn sign_in(
         .await?;
     tracing::info!(
         audit = "session.opened",
-        actor = user.name.as_str(),
+        actor = user,
         session = id.as_str(),
-        "{:?} signed in",
-        user.name
+        via,
+        "{user:?} signed in"
     );
-    let body = SignedIn {
-        name: user.name,
-        role: user.role,
-        csrf_token: session::csrf_token(&secret),
-        expires_at,
-    };
-    let mut response = Json(body).into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        session::set_cookie(&secret, lifetime, auth.sessions.secure),
-    );
-    Ok(response)
+    Ok(Opened { secret, expires_at })
 }
 
 /// The answer to a sign-in over its limits: `429` with `Retry-After`, and

@@ -91,6 +91,7 @@ pub async fn create(
         created_at,
         updated_at: created_at,
         last_sign_in_at: None,
+        single_sign_on: false,
     };
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
@@ -147,6 +148,14 @@ pub async fn update(
         ));
     }
     let password_hash = match req.password {
+        // Their password is the provider's; a second one here would be
+        // a way in the provider does not know of.
+        Some(_) if before.single_sign_on => {
+            return Err(invalid(
+                "password",
+                format!("{name:?} signs in through single sign-on and has no password here"),
+            ))
+        }
         Some(p) => {
             validate_password(&p).map_err(|e| invalid("password", e))?;
             Some(hash(&state, p).await?)

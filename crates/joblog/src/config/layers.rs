@@ -126,8 +126,14 @@ fn unquoted(message: &str) -> String {
     out
 }
 
-/// Settings holding a secret: only ever text, and never quoted in errors.
-const SECRETS: &[&str] = &["token", "database", "notify.smtp_url"];
+/// Settings holding a secret: only ever text, never quoted in errors, and
+/// a file that sets one must be closed to others (`serve::run_as`).
+pub(crate) const SECRETS: &[&str] = &[
+    "token",
+    "database",
+    "notify.smtp_url",
+    "auth.oidc.client_secret",
+];
 
 /// `[log] max_records = 5` → `("log.max_records", "5")`.
 fn flatten(
@@ -161,6 +167,9 @@ fn flatten(
                 }
                 items.join(",")
             }
+            // Claim values and roles as a table: on as JSON, as values
+            // may hold the `,` and `=` of the text form.
+            toml::Value::Table(t) if key == "auth.oidc.roles" => serde_json::to_string(&t)?,
             toml::Value::Table(t) => {
                 flatten(&key, t, out)?;
                 continue;
@@ -234,6 +243,28 @@ mod tests {
         let layers = file("listen = \"0.0.0.0:1\"\n[log]\nmax_records = 5\n").unwrap();
         assert_eq!(layers.get::<u64>("log.max_records").unwrap(), Some(5));
         assert_eq!(layers.get::<u64>("log.max_bytes").unwrap(), None);
+    }
+
+    /// The file's table of roles keeps values with `,` and `=` (an LDAP
+    /// group's name), which the text form cannot.
+    #[test]
+    fn roles_come_as_a_table_whose_values_may_hold_commas() {
+        use super::super::value::RoleMap;
+        use joblog_core::Role;
+        let layers =
+            file("[auth.oidc.roles]\n\"CN=ops,OU=groups\" = \"operator\"\nadmins = \"admin\"\n")
+                .unwrap();
+        let roles = layers.get::<RoleMap>("auth.oidc.roles").unwrap().unwrap();
+        assert_eq!(
+            roles.0,
+            vec![
+                ("CN=ops,OU=groups".to_string(), Role::Operator),
+                ("admins".to_string(), Role::Admin)
+            ]
+        );
+        let bad = file("[auth.oidc.roles]\nops = \"root\"\n").unwrap();
+        let e = bad.get::<RoleMap>("auth.oidc.roles").unwrap_err();
+        assert!(format!("{e:#}").contains("not a role"), "{e:#}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 
 use super::layers::{Layers, Origin};
 use super::settings::{Settings, DECLARED};
-use super::value::{ByteSize, HostList, SettingValue, SinkList};
+use super::value::{ByteSize, HostList, RoleMap, SettingValue, SinkList};
 use crate::serve::resolve::resolve;
 
 /// Both ends of every value given to a secret setting: an error showing
@@ -28,7 +28,7 @@ fn secret() -> impl Strategy<Value = String> {
 }
 
 fn is_secret(key: &str) -> bool {
-    ["token", "database", "notify.smtp_url"].contains(&key)
+    super::layers::SECRETS.contains(&key)
 }
 
 /// An error as `joblog` prints it, checked never to show a secret.
@@ -96,6 +96,7 @@ enum Typed {
     Overflow(Overflow),
     Sinks(Vec<SinkConfig>),
     Labels(joblog_core::Labels),
+    Roles(Vec<(String, joblog_core::Role)>),
 }
 
 /// A queue policy, and the policy.
@@ -245,6 +246,32 @@ fn labels() -> impl Strategy<Value = (String, Typed)> {
         })
 }
 
+/// Claim values and roles, `ops=operator, a.b=admin` or as a JSON object
+/// (values with `,` or `=`), and the pairs.
+fn roles() -> impl Strategy<Value = (String, Typed)> {
+    let role = prop::sample::select(joblog_core::Role::ALL.to_vec());
+    let plain = (
+        prop::collection::btree_map("[a-z][a-z0-9./_-]{0,8}", role.clone(), 0..4),
+        prop_oneof![Just(","), Just(", "), Just(" ,")],
+    )
+        .prop_map(|(map, sep)| {
+            let items: Vec<String> = map
+                .iter()
+                .map(|(k, r)| format!("{k}={}", r.name()))
+                .collect();
+            (items.join(sep), Typed::Roles(map.into_iter().collect()))
+        });
+    let json = prop::collection::btree_map("[A-Za-z=, ]{1,8}", role, 1..4).prop_map(|map| {
+        let object: serde_json::Map<String, serde_json::Value> = map
+            .iter()
+            .map(|(k, r)| (k.clone(), serde_json::Value::from(r.name())))
+            .collect();
+        let text = serde_json::Value::Object(object).to_string();
+        (text, Typed::Roles(map.into_iter().collect()))
+    });
+    prop_oneof![plain, json]
+}
+
 fn sync() -> impl Strategy<Value = (String, Typed)> {
     prop_oneof![
         Just(("normal".to_string(), Typed::Sync(SyncMode::Normal))),
@@ -301,6 +328,7 @@ fn value_for(kind: &'static str, key: &'static str) -> BoxedStrategy<(String, Op
         "address" => address().boxed(),
         "host names" => hosts().boxed(),
         "labels" => labels().boxed(),
+        "claim values and roles" => roles().boxed(),
         "normal | full" => sync().boxed(),
         "boolean" => boolean().boxed(),
         "block | drop_newest" => overflow().boxed(),
@@ -412,6 +440,10 @@ fn check_parsed(layers: &Layers, key: &str, typed: &Typed) -> Result<(), TestCas
             layers.get::<joblog_core::Labels>(key).map_err(fail)?,
             Some(l.clone())
         ),
+        Typed::Roles(r) => prop_assert_eq!(
+            layers.get::<RoleMap>(key).map_err(fail)?,
+            Some(RoleMap(r.clone()))
+        ),
         Typed::Bool(b) => prop_assert_eq!(layers.get::<bool>(key).map_err(fail)?, Some(*b)),
         Typed::Overflow(o) => prop_assert_eq!(layers.get::<Overflow>(key).map_err(fail)?, Some(*o)),
         Typed::Sinks(v) => prop_assert_eq!(
@@ -455,7 +487,7 @@ fn toml_text() -> impl Strategy<Value = String> {
     });
     let line = prop_oneof![
         6 => (key, value).prop_map(|(k, v)| format!("{k} = {v}")),
-        2 => (prop::sample::select(&["token", "database", "notify.smtp_url"][..]), secret_value)
+        2 => (prop::sample::select(super::layers::SECRETS), secret_value)
             .prop_map(|(k, v)| format!("{k} = {v}")),
         1 => prop::sample::select(&["[log]", "[http]", "[retention]", "[token]", "[[log]]", "[", "[a.b]"][..])
             .prop_map(str::to_string),

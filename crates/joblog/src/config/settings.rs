@@ -16,7 +16,7 @@ use joblog_pipeline::LogLimits;
 use joblog_store::SyncMode;
 
 use super::declare::{settings, Range};
-use super::value::{ByteSize, HostList, SinkList};
+use super::value::{ByteSize, HostList, RoleMap, SinkList};
 
 /// The engine's own defaults, so that a setting's default and the library's
 /// are one value.
@@ -203,6 +203,45 @@ settings! {
     auth_session_lifetime: Duration = SessionOptions::default().lifetime,
         key "auth.session_lifetime", env "JOBLOG_AUTH_SESSION_LIFETIME", flag Some("auth-session-lifetime"),
             range Range::between(Duration::from_secs(60), Duration::from_secs(31_557_600));
+    /// Single sign-on: the OpenID provider's issuer URL
+    /// (`https://login.example.com/realms/main`); its description is read
+    /// from `<issuer>/.well-known/openid-configuration`. Needs
+    /// `auth.oidc.client_id` and `http.public_url` (the provider sends
+    /// people back to `<public_url>/api/v1/session/oidc/callback`).
+    /// Unset: no single sign-on.
+    auth_oidc_issuer: Option<String> = None,
+        key "auth.oidc.issuer", env "JOBLOG_AUTH_OIDC_ISSUER", flag Some("auth-oidc-issuer");
+    /// The client id joblog is registered with at the provider.
+    auth_oidc_client_id: Option<String> = None,
+        key "auth.oidc.client_id", env "JOBLOG_AUTH_OIDC_CLIENT_ID", flag Some("auth-oidc-client-id");
+    /// The client's secret at the provider. A secret: set it in the
+    /// environment (or a file closed to others), never as a flag. Unset:
+    /// a public client, PKCE alone.
+    auth_oidc_client_secret: Option<String> = None,
+        key "auth.oidc.client_secret", env "JOBLOG_AUTH_OIDC_CLIENT_SECRET", flag None;
+    /// Scopes asked for, separated by spaces or commas (`openid` is
+    /// always asked). Add the one your provider needs for the role claim,
+    /// often `groups`.
+    auth_oidc_scopes: String = "openid profile email".to_string(),
+        key "auth.oidc.scopes", env "JOBLOG_AUTH_OIDC_SCOPES", flag Some("auth-oidc-scopes");
+    /// The claim whose values give a person's role (text or a list of
+    /// texts; dots reach into objects: `realm_access.roles`). Read from
+    /// the ID token, or the user info when the token lacks it.
+    auth_oidc_role_claim: String = "groups".to_string(),
+        key "auth.oidc.role_claim", env "JOBLOG_AUTH_OIDC_ROLE_CLAIM", flag Some("auth-oidc-role-claim");
+    /// The role each value of the role claim gives:
+    /// `ops=operator,joblog-admins=admin` (in the file a table,
+    /// `roles = { ops = "operator" }`); the highest wins. A person none of
+    /// whose values is here is refused, with a page saying so.
+    auth_oidc_roles: RoleMap = RoleMap::default(),
+        key "auth.oidc.roles", env "JOBLOG_AUTH_OIDC_ROLES", flag Some("auth-oidc-roles");
+    /// The claim that is the person's joblog user name (letters, digits,
+    /// `.`, `_`, `@`, `-`; at most 64).
+    auth_oidc_name_claim: String = "preferred_username".to_string(),
+        key "auth.oidc.name_claim", env "JOBLOG_AUTH_OIDC_NAME_CLAIM", flag Some("auth-oidc-name-claim");
+    /// The sign-in page's button says "Sign in with" this.
+    auth_oidc_label: String = "single sign-on".to_string(),
+        key "auth.oidc.label", env "JOBLOG_AUTH_OIDC_LABEL", flag Some("auth-oidc-label");
     /// Where people open joblog (`https://joblog.example.com`): the link
     /// to the job in each notification. Unset: notifications carry no link.
     http_public_url: Option<String> = None,

@@ -278,3 +278,65 @@ impl SettingValue for SinkList {
         }
     }
 }
+
+/// Claim values and the role each gives (`auth.oidc.roles`): in the
+/// environment or a flag `ops=operator,joblog-admins=admin`, or a JSON
+/// object `{"CN=ops,OU=groups": "operator"}` for values holding `,` or
+/// `=`; in the file a table (which arrives here as that JSON).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleMap(pub Vec<(String, joblog_core::Role)>);
+
+impl SettingValue for RoleMap {
+    const KIND: &'static str = "claim values and roles";
+    fn parse_setting(text: &str) -> Result<Self, String> {
+        let role = |value: &str, role: &str| {
+            joblog_core::Role::parse(role.trim()).ok_or_else(|| {
+                format!("{value:?} maps to {role:?}, which is not a role (viewer, operator, admin)")
+            })
+        };
+        let mut pairs = Vec::new();
+        if text.trim_start().starts_with('{') {
+            let map: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
+            for (value, r) in map {
+                let Some(r) = r.as_str() else {
+                    return Err(format!("{value:?} must map to a role's name, as text"));
+                };
+                pairs.push((value.clone(), role(&value, r)?));
+            }
+        } else {
+            for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                let Some((value, r)) = item.rsplit_once('=') else {
+                    return Err(format!("{item:?} is not value=role"));
+                };
+                let value = value.trim();
+                if value.is_empty() {
+                    return Err(format!("{item:?} has no claim value before '='"));
+                }
+                pairs.push((value.to_string(), role(value, r)?));
+            }
+        }
+        Ok(RoleMap(pairs))
+    }
+    fn render(&self) -> String {
+        let plain = self
+            .0
+            .iter()
+            .all(|(v, _)| !v.contains([',', '=']) && !v.starts_with('{') && v.trim() == v);
+        if plain {
+            let items: Vec<String> = self
+                .0
+                .iter()
+                .map(|(v, r)| format!("{v}={}", r.name()))
+                .collect();
+            items.join(",")
+        } else {
+            let map: serde_json::Map<String, serde_json::Value> = self
+                .0
+                .iter()
+                .map(|(v, r)| (v.clone(), serde_json::Value::from(r.name())))
+                .collect();
+            serde_json::Value::Object(map).to_string()
+        }
+    }
+}

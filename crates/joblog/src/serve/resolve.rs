@@ -65,6 +65,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
             "refusing to listen on {listen} without an API token: set token_file (or JOBLOG_TOKEN), or listen on 127.0.0.1"
         );
     }
+    let oidc = oidc(&s, public_url(s.http_public_url.as_deref())?.as_deref())?;
     let tls = match (s.tls_cert.clone(), s.tls_key.clone()) {
         (Some(cert), Some(key)) => Some((cert, key)),
         (None, None) => None,
@@ -169,6 +170,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
                         .as_deref()
                         .is_some_and(|u| u.trim_start().starts_with("https:")),
             },
+            oidc,
         },
         http,
         tls,
@@ -232,6 +234,58 @@ fn http_limits(s: &Settings) -> anyhow::Result<(HttpLimits, Limits)> {
             max_viewers_per_identity: s.http_max_viewers_per_identity,
         },
     ))
+}
+
+/// `auth.oidc.*` as the API takes it, when an issuer is set: checked
+/// whole here, so that a server that cannot sign anyone in does not start.
+fn oidc(
+    s: &Settings,
+    public_url: Option<&str>,
+) -> anyhow::Result<Option<std::sync::Arc<joblog_api::Oidc>>> {
+    let Some(issuer) = s
+        .auth_oidc_issuer
+        .as_deref()
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+    else {
+        return Ok(None);
+    };
+    let Some(client_id) = s
+        .auth_oidc_client_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    else {
+        bail!("auth.oidc.issuer is set, so auth.oidc.client_id must be too: the client joblog is registered as at the provider");
+    };
+    let Some(public_url) = public_url else {
+        bail!("auth.oidc.issuer is set, so http.public_url must be too: the provider sends people back to <public_url>/api/v1/session/oidc/callback");
+    };
+    if s.auth_oidc_roles.0.is_empty() {
+        bail!("auth.oidc.roles is empty, so single sign-on would refuse everyone: map values of the claim {:?} to roles (ops=operator,joblog-admins=admin)", s.auth_oidc_role_claim);
+    }
+    let options = joblog_api::OidcOptions {
+        issuer: issuer.to_string(),
+        client_id: client_id.to_string(),
+        client_secret: s
+            .auth_oidc_client_secret
+            .clone()
+            .filter(|c| !c.trim().is_empty()),
+        // `openid` the client asks for itself.
+        scopes: s
+            .auth_oidc_scopes
+            .split([' ', ','])
+            .filter(|scope| !scope.is_empty() && *scope != "openid")
+            .map(str::to_string)
+            .collect(),
+        role_claim: s.auth_oidc_role_claim.clone(),
+        roles: s.auth_oidc_roles.0.clone(),
+        name_claim: s.auth_oidc_name_claim.clone(),
+        label: s.auth_oidc_label.clone(),
+        public_url: public_url.to_string(),
+    };
+    let oidc = joblog_api::Oidc::new(options).map_err(anyhow::Error::msg)?;
+    Ok(Some(std::sync::Arc::new(oidc)))
 }
 
 /// `http.public_url`: an `http` or `https` URL, kept without its trailing

@@ -101,19 +101,24 @@ pub(super) fn check(user: &RunAs, kept: &[&Path]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whether a configuration file sets `token`, `database` or
-/// `notify.smtp_url` (the last two may carry a password).
+/// Whether a configuration file sets a secret (`token`, `database` and
+/// `notify.smtp_url` may carry a password, `auth.oidc.client_secret` is
+/// one): `config::layers::SECRETS`.
 pub(super) fn holds_secret(path: &Path) -> bool {
-    std::fs::read_to_string(path)
+    let Some(table) = std::fs::read_to_string(path)
         .ok()
         .and_then(|text| text.parse::<toml::Table>().ok())
-        .is_some_and(|t| {
-            t.contains_key("token")
-                || t.contains_key("database")
-                || t.get("notify")
-                    .and_then(toml::Value::as_table)
-                    .is_some_and(|n| n.contains_key("smtp_url"))
-        })
+    else {
+        return false;
+    };
+    crate::config::layers::SECRETS.iter().any(|key| {
+        let mut parts = key.split('.');
+        let first = parts.next().and_then(|k| table.get(k));
+        parts
+            .try_fold(first, |v, k| Some(v?.as_table()?.get(k)))
+            .flatten()
+            .is_some()
+    })
 }
 
 /// How `user` may use a file with `meta`, by its mode bits (owner, then

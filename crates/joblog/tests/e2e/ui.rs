@@ -262,6 +262,28 @@ async fn a_user_signs_in_with_a_password_and_a_second_tab_shares_the_session_unt
 /// The Users page: an admin made with the bootstrap token signs in, then
 /// adds, changes, disables, resets and deletes a user and ends sessions
 /// through the page.
+/// Through a real OpenID provider (`tests/e2e/sso.rs` starts it): the
+/// button, the provider's login, back where one started, signed in; and
+/// the page a person with no role sees.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_signs_in_through_the_openid_provider_and_one_without_a_role_is_told() {
+    let _one = BROWSER.lock().await;
+    let port = joblog_testkit::free_port();
+    let redirect = super::sso::callback_of(port);
+    let Some(provider) = super::sso::Provider::start(&redirect, &[]).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = super::sso::joblog(port, dir.path(), &provider, &[]).await;
+    scenario_with(
+        "sso",
+        &server,
+        Some(super::sso::BOOTSTRAP),
+        &[("JOBLOG_OIDC_ISSUER", provider.issuer.as_str())],
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_admin_adds_changes_disables_resets_and_deletes_a_user_on_the_users_page() {
     run_with_token("users").await;

@@ -178,6 +178,7 @@ CREATE TABLE scheduler_state (
 INSERT INTO scheduler_state (id) VALUES (1);
 "#),
     Sql(crate::accounts::MIGRATION),
+    Sql(crate::accounts::SSO_MIGRATION),
 ];
 
 /// One step of the schema.

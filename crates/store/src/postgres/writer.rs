@@ -351,6 +351,31 @@ async fn rederive(
                 | crate::AccountOp::OpenSession(_)
                 | crate::AccountOp::EndSession { .. }
                 | crate::AccountOp::TouchSession { .. } => Outcome::Count(1),
+                // Ours if the name is the subject's now.
+                crate::AccountOp::SsoUser(u) => {
+                    let row = conn
+                        .client
+                        .query_one(
+                            "SELECT count(*) FROM users WHERE name = $1 AND sso_subject = $2",
+                            &[&u.name, &u.subject],
+                        )
+                        .await?;
+                    Outcome::Count(row.try_get::<_, i64>(0)? as u64)
+                }
+                crate::AccountOp::BeginSignIn(p) => {
+                    let row = conn
+                        .client
+                        .query_one(
+                            "SELECT count(*) FROM sign_ins WHERE state_hash = $1",
+                            &[&p.state_hash.as_slice()],
+                        )
+                        .await?;
+                    Outcome::Count(row.try_get::<_, i64>(0)? as u64)
+                }
+                // Gone either way, but whether this op took it or another
+                // did cannot be told: not ours, so a sign-in is never
+                // finished twice (the person signs in again).
+                crate::AccountOp::TakeSignIn { .. } => Outcome::Count(0),
             },
             // Committed: it was asked if the node is known.
             WriteOp::SetDrain { node, .. } => {

@@ -71,6 +71,7 @@ CREATE TABLE results (
     Sql(PLACEMENT_MIGRATION),
     Sql(CONTROLS_MIGRATION),
     Sql(crate::accounts::MIGRATION),
+    Sql(crate::accounts::SSO_MIGRATION),
 ];
 
 /// Drain and pause (`crate::controls`): since when a node is asked to
