@@ -84,7 +84,9 @@ async fn every_route_admits_exactly_the_roles_its_rule_names(db: TestDatabase) {
             Access::Public => {
                 let unconfigured = path.starts_with("/api/v1/session/oidc")
                     && anonymous.status == StatusCode::NOT_FOUND
-                    && anonymous.text().contains("single sign-on is not configured");
+                    && anonymous
+                        .text()
+                        .contains("single sign-on is not configured");
                 assert!(
                     anonymous.status.is_success()
                         || anonymous.status == StatusCode::BAD_REQUEST
