@@ -123,6 +123,11 @@ class UsersPage {
       you.title = "the user signed in here";
       name.append(text(" "), you);
     }
+    if (u.single_sign_on) {
+      const sso = text("single sign-on", "badge sso");
+      sso.title = "signs in through the OpenID provider; their role is set again from their groups at each sign-in";
+      name.append(text(" "), sso);
+    }
     const role = el("td", "role");
     const select = el("select", "role-select");
     select.name = "role";
@@ -163,8 +168,11 @@ class UsersPage {
       );
       td.append(toggle);
     }
+    // A single sign-on user's password is the provider's.
+    if (!u.single_sign_on) {
+      td.append(button("Reset password", "small reset-password", () => this.askPassword(u), "give them a new password"));
+    }
     td.append(
-      button("Reset password", "small reset-password", () => this.askPassword(u), "give them a new password"),
       button("Sessions", "small show-sessions", () => this.sessions.show(u.name), `list ${u.name}'s sessions, to sign them out`),
     );
     if (!self) td.append(button("Delete", "small danger delete-user", () => this.confirmDelete(u)));

@@ -169,6 +169,9 @@ pub struct UserView {
     pub created_at: Option<String>,
     #[serde(default)]
     pub last_sign_in_at: Option<String>,
+    /// Signs in through the OpenID provider (an older server: never).
+    #[serde(default)]
+    pub single_sign_on: bool,
 }
 
 #[derive(Debug, Deserialize)]

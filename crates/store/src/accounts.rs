@@ -100,10 +100,14 @@ const SSO_USER: Statement = sql!(
      ON CONFLICT (name) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at \
      WHERE users.sso_subject = excluded.sso_subject"
 );
+/// Kept only while fewer than `$7` are: anyone may begin a sign-in, so
+/// what they can make the store hold is bounded.
 const BEGIN_SIGN_IN: Statement = sql!(
     "INSERT INTO sign_ins (state_hash, nonce, pkce_verifier, return_to, created_at, expires_at) \
-     VALUES ($1, $2, $3, $4, $5, $6)"
+     SELECT $1, $2, $3, $4, $5, $6 WHERE (SELECT count(*) FROM sign_ins) < $7"
 );
+/// Sign-ins begun and not come back that the store holds at most.
+pub const MAX_PENDING_SIGN_INS: i64 = 10_000;
 /// Sign-ins never come back from the provider, cleared as one begins.
 const DELETE_EXPIRED_SIGN_INS: Statement = sql!("DELETE FROM sign_ins WHERE expires_at <= $1");
 const TAKE_SIGN_IN: Statement =
@@ -165,7 +169,8 @@ pub enum AccountOp {
     /// `Count(0)` when the name is another user's (a local one, or
     /// another subject's).
     SsoUser(SsoUser),
-    /// Keeps a single sign-on begun, clearing those expired. → `Count(1)`
+    /// Keeps a single sign-on begun, clearing those expired. → `Count(1)`,
+    /// or `Count(0)` when [`MAX_PENDING_SIGN_INS`] are pending already.
     BeginSignIn(PendingSignIn),
     /// Takes a sign-in begun, once: → `Count(1)`, or `Count(0)` when it
     /// was taken already, expired, or never begun.
@@ -289,6 +294,7 @@ pub(crate) async fn apply<C: Conn>(c: &mut C, op: &AccountOp) -> Result<Outcome>
                 p.return_to.as_str().into(),
                 p.created_at.micros().into(),
                 p.expires_at.micros().into(),
+                MAX_PENDING_SIGN_INS.into(),
             ];
             Outcome::Count(c.execute(&BEGIN_SIGN_IN, &params).await?)
         }

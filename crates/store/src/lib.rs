@@ -87,7 +87,7 @@ use joblog_core::{
     LogSearch, NodeInfo, Record, SearchHits, Stream, Timestamp, TokenInfo,
 };
 
-pub use accounts::AccountOp;
+pub use accounts::{AccountOp, MAX_PENDING_SIGN_INS};
 pub use committed::Committed;
 pub use controls::SchedulerState;
 pub use error::StoreError;

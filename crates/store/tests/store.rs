@@ -232,7 +232,7 @@ impl TestStore {
 /// nodes' secret names; the per-schedule metrics' index; sealed logs; schedules, and the
 /// columns jobs got for them), the same on both stores: for tests that
 /// take a database back to an older version.
-const UNDO_LATEST: &str = "DROP TABLE sessions; DROP TABLE users; DROP TABLE scheduler_state; ALTER TABLE nodes DROP COLUMN drain_at; \
+const UNDO_LATEST: &str = "DROP TABLE sign_ins; DROP TABLE sessions; DROP TABLE users; DROP TABLE scheduler_state; ALTER TABLE nodes DROP COLUMN drain_at; \
      ALTER TABLE nodes DROP COLUMN presumed_lapsed; \
      DROP INDEX IF EXISTS jobs_queued_selector; \
      ALTER TABLE jobs DROP COLUMN node_selector; ALTER TABLE nodes DROP COLUMN labels; \
@@ -246,7 +246,7 @@ const UNDO_LATEST: &str = "DROP TABLE sessions; DROP TABLE users; DROP TABLE sch
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
 /// How many migrations [`UNDO_LATEST`] undoes.
-const UNDONE_MIGRATIONS: i64 = 9;
+const UNDONE_MIGRATIONS: i64 = 10;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {

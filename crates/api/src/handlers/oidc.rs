@@ -74,11 +74,24 @@ pub async fn start(
         Ok(begun) => begun,
         Err(e) => return Ok(refused(&e)),
     };
-    state
+    let kept = state
         .engine
         .pipeline()
         .account(AccountOp::BeginSignIn(begun.pending))
         .await?;
+    if kept == 0 {
+        tracing::warn!(
+            "single sign-on refused: {} sign-ins begun in the last 10 minutes have not come back",
+            joblog_store::MAX_PENDING_SIGN_INS
+        );
+        return Ok(Page::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Too many sign-ins are under way",
+            "Try again in a few minutes, or sign in with a name and password.".into(),
+            "too many sign-ins begun".into(),
+        )
+        .into_response());
+    }
     let secure = state.auth.sessions.secure;
     let location = HeaderValue::from_str(&begun.url)
         .map_err(|e| ApiError::internal("the provider's authorization URL", &e))?;

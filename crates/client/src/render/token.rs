@@ -6,20 +6,33 @@ use super::job::{short_time, table};
 use crate::wire::{TokenView, UserView};
 
 pub(super) fn users_table(users: &[UserView]) -> String {
-    let header = ["NAME", "ROLE", "STATE", "CREATED", "LAST SIGN-IN"];
-    let rows: Vec<[String; 5]> = users
+    let header = [
+        "NAME",
+        "ROLE",
+        "STATE",
+        "SIGNS IN WITH",
+        "CREATED",
+        "LAST SIGN-IN",
+    ];
+    let rows: Vec<[String; 6]> = users
         .iter()
         .map(|u| {
             [
                 escape_display(&u.name, false).into_owned(),
                 escape_display(&u.role, false).into_owned(),
                 if u.disabled { "disabled" } else { "enabled" }.to_string(),
+                if u.single_sign_on {
+                    "single sign-on"
+                } else {
+                    "password"
+                }
+                .to_string(),
                 short_time(u.created_at.as_deref()),
                 short_time(u.last_sign_in_at.as_deref()),
             ]
         })
         .collect();
-    table(&header, &rows, &[false; 5])
+    table(&header, &rows, &[false; 6])
 }
 
 pub(super) fn tokens_table(tokens: &[TokenView]) -> String {
@@ -53,12 +66,13 @@ mod tests {
             disabled,
             created_at: Some("2026-11-22T10:15:01Z".into()),
             last_sign_in_at: None,
+            single_sign_on: disabled,
         };
         assert_eq!(
             users_table(&[u("ada", false), u("bob\u{1b}", true)]),
-            "NAME     ROLE      STATE     CREATED                  LAST SIGN-IN\n\
-             ada      operator  enabled   2026-11-22 10:15:01 UTC  -\n\
-             bob\\x1b  operator  disabled  2026-11-22 10:15:01 UTC  -\n"
+            "NAME     ROLE      STATE     SIGNS IN WITH   CREATED                  LAST SIGN-IN\n\
+             ada      operator  enabled   password        2026-11-22 10:15:01 UTC  -\n\
+             bob\\x1b  operator  disabled  single sign-on  2026-11-22 10:15:01 UTC  -\n"
         );
     }
 

@@ -347,10 +347,46 @@ mod tests {
             (&[("max_queued", "0")][..], "max_queued"),
             (&[("log.max_bytes", "10")][..], "log.max_bytes"),
             (&[("tls_cert", "/x.pem")][..], "tls_cert and tls_key"),
+            // Single sign-on needs its client, its way back and roles.
+            (
+                &[("auth.oidc.issuer", "https://idp")][..],
+                "auth.oidc.client_id",
+            ),
+            (
+                &[
+                    ("auth.oidc.issuer", "https://idp"),
+                    ("auth.oidc.client_id", "joblog"),
+                ][..],
+                "http.public_url",
+            ),
+            (
+                &[
+                    ("auth.oidc.issuer", "https://idp"),
+                    ("auth.oidc.client_id", "joblog"),
+                    ("http.public_url", "https://joblog.example.com"),
+                ][..],
+                "auth.oidc.roles",
+            ),
+            (
+                &[
+                    ("auth.oidc.issuer", "not a url"),
+                    ("auth.oidc.client_id", "joblog"),
+                    ("http.public_url", "https://joblog.example.com"),
+                    ("auth.oidc.roles", "ops=operator"),
+                ][..],
+                "auth.oidc.issuer",
+            ),
         ] {
             let e = resolve_with(pairs).unwrap_err().to_string();
             assert!(e.contains(named), "{pairs:?}: {e}");
         }
+        assert!(resolve_with(&[
+            ("auth.oidc.issuer", "https://login.example.com/realms/main"),
+            ("auth.oidc.client_id", "joblog"),
+            ("http.public_url", "https://joblog.example.com"),
+            ("auth.oidc.roles", "ops=operator"),
+        ])
+        .is_ok());
     }
 
     /// Jobs run in directories of their own: the data directory and a

@@ -3,9 +3,10 @@
 // JOBLOG_OIDC_ISSUER). The sign-in page offers "Sign in with Test
 // provider"; the person opened a job's page, so that is where they come
 // back to, signed in as alice · operator, with the session's cookie (no
-// token). A second tab shares the session; Sign out ends it. Carol, whose group maps to no
-// role, gets a page saying so and no session; the page's way back leads to
-// the sign-in form again.
+// token). A second tab shares the session; Sign out ends it. Bob, an admin
+// by his group, sees alice on the Users page as a single sign-on user with
+// no password to reset. Carol, whose group maps to no role, gets a page
+// saying so and no session; the page's way back leads to the sign-in form.
 
 import { scenario, browser, shot, assert, URL, until, submit, finished, axe } from "./lib.mjs";
 
@@ -64,6 +65,22 @@ await scenario("sso", async (step) => {
   await until("the sign-in form", () => page.$("#sign-in-form"));
   assert.equal(await sessionCookie(context), undefined, "signed out");
   step("Sign out: the sign-in form, the cookie cleared");
+
+  // Bob, an admin by his group, sees alice on the Users page as made by
+  // single sign-on, with no password to reset.
+  const b3 = await browser();
+  const admin = await b3.newPage();
+  await admin.goto(`${URL}/users`);
+  await throughProvider(admin, "bob");
+  await until("the users", () => admin.$("tr[data-name=alice]"));
+  assert.equal(await admin.textContent("#who .who-name"), "bob · admin");
+  assert.equal(await admin.textContent("tr[data-name=alice] .badge.sso"), "single sign-on");
+  assert.equal(await admin.$("tr[data-name=alice] .reset-password"), null, "no password to reset");
+  await shot(admin, "users-sso");
+  // The 401s of the page asking who is there, before bob signed in.
+  b3.problems.splice(0, b3.problems.length, ...b3.problems.filter((p) => !/\b401\b/.test(p)));
+  await b3.close();
+  step("bob, admin by his group: alice listed as single sign-on, with no password to reset");
 
   // Carol, at a browser of her own (the provider remembers alice here).
   const b2 = await browser();

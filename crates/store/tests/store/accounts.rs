@@ -10,6 +10,7 @@ use super::*;
 
 joblog_store::backend_tests! {
     a_sign_in_begun_is_taken_once_and_not_once_expired,
+    sign_ins_begun_are_bounded,
     a_single_sign_on_user_is_made_updated_and_never_takes_a_name,
 }
 
@@ -103,4 +104,34 @@ async fn a_single_sign_on_user_is_made_updated_and_never_takes_a_name(db: TestDa
         .map(|u| (u.name.as_str(), u.single_sign_on))
         .collect();
     assert_eq!(flags, vec![("ada", false), ("alice", true)]);
+}
+
+/// Anyone may begin a sign-in: the store holds at most
+/// `MAX_PENDING_SIGN_INS` at once, and room comes back as they expire.
+async fn sign_ins_begun_are_bounded(db: TestDatabase) {
+    let mut t = open_store(db);
+    let max = usize::try_from(joblog_store::MAX_PENDING_SIGN_INS).unwrap();
+    let hash = |i: usize| {
+        let mut h = [0u8; 32];
+        h[..8].copy_from_slice(&(i as u64).to_be_bytes());
+        h
+    };
+    let ops: Vec<WriteOp> = (0..max)
+        .map(|i| {
+            WriteOp::Account(AccountOp::BeginSignIn(PendingSignIn {
+                state_hash: hash(i),
+                ..pending(0, 1_000, 2_000)
+            }))
+        })
+        .collect();
+    t.apply(ops);
+    let one_more = |at: i64| {
+        AccountOp::BeginSignIn(PendingSignIn {
+            state_hash: hash(max),
+            ..pending(0, at, at + 1_000)
+        })
+    };
+    assert_eq!(t.account(one_more(1_500)), 0, "full");
+    assert_eq!(t.store.pending_sign_in(hash(max)).await.unwrap(), None);
+    assert_eq!(t.account(one_more(2_000)), 1, "the others expired");
 }
