@@ -22,7 +22,9 @@
 //! - `token`: `Role` (viewer < operator < admin) and what is kept of a
 //!   token (its hash, never its text); `audit`: the trail's entries and
 //!   pages of them (`MAX_AUDIT_FIELD`); `user`: people who sign in and
-//!   their sessions (kept by hash, as tokens).
+//!   their sessions (kept by hash, as tokens), and the single sign-ons
+//!   begun; `folder`: folder names and the `Scope` of a token or user
+//!   limited to some folders (the API does not use it yet).
 //! - `notify`: notification rules (which job ends, where to), their
 //!   checks, and what a notification says in each format (`message`).
 //! - `schedule`: a schedule as sent and checked; `timing` (cron, 5 fields
@@ -48,6 +50,7 @@ mod audit;
 mod buckets;
 mod duration;
 mod escape;
+mod folder;
 mod given;
 mod job;
 mod labels;
@@ -70,6 +73,7 @@ pub use audit::{AuditEntry, AuditQuery, NewAudit, MAX_AUDIT_FIELD, MAX_AUDIT_LIM
 pub use buckets::exponential_buckets;
 pub use duration::{parse_duration, parse_positive_duration, Backoff};
 pub use escape::{escape_display, escape_html, is_hidden_format};
+pub use folder::{validate_folder, Scope, MAX_FOLDER, MAX_SCOPE_FOLDERS};
 pub use given::Given;
 pub use job::{
     Concurrency, Job, JobId, JobSpec, JobState, LogSummary, NewJobRequest, ResultInfo, ValidJob,

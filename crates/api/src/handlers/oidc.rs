@@ -14,7 +14,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use joblog_core::{SsoUser, Timestamp};
+use joblog_core::{escape_html, SsoUser, Timestamp};
 use joblog_store::AccountOp;
 use serde::{Deserialize, Serialize};
 
@@ -371,8 +371,8 @@ impl IntoResponse for Page {
              <link rel=\"stylesheet\" href=\"/ui/style.css\"></head>\
              <body><main class=\"sign-in-failed\"><h1>{}</h1><p>{}</p>\
              <p><a href=\"/\">Back to sign in</a></p></main></body></html>\n",
-            escape(self.heading),
-            escape(&self.text)
+            escape_html(self.heading),
+            escape_html(&self.text)
         );
         (
             self.status,
@@ -383,30 +383,29 @@ impl IntoResponse for Page {
     }
 }
 
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_page_escapes_what_the_provider_said() {
-        assert_eq!(
-            escape("<script>alert('x')</script> & \"q\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+    /// What the provider said reaches the page as text, never markup.
+    #[tokio::test]
+    async fn a_page_escapes_what_the_provider_said() {
+        let page = Page::new(
+            StatusCode::UNAUTHORIZED,
+            "The provider did not sign you in",
+            "It answered: <script>alert('x')</script> & \"q\"".into(),
+            "test".into(),
+        );
+        let response = page.into_response();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(!body.contains("<script>"), "{body}");
+        assert!(
+            body.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"),
+            "{body}"
         );
     }
 }
