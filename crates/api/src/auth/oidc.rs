@@ -358,18 +358,9 @@ impl Oidc {
     }
 }
 
-type CoreClientWith = openidconnect::Client<
-    openidconnect::EmptyAdditionalClaims,
-    openidconnect::core::CoreAuthDisplay,
-    CoreGenderClaim,
-    CoreJweContentEncryptionAlgorithm,
-    CoreJsonWebKey,
-    openidconnect::core::CoreAuthPrompt,
-    openidconnect::StandardErrorResponse<openidconnect::core::CoreErrorResponseType>,
-    openidconnect::core::CoreTokenResponse,
-    openidconnect::core::CoreTokenIntrospectionResponse,
-    openidconnect::core::CoreRevocableToken,
-    openidconnect::core::CoreRevocationErrorResponse,
+/// The client as built from the provider's description: the
+/// authorization and token endpoints set, user info if described.
+type CoreClientWith = CoreClient<
     openidconnect::EndpointSet,
     openidconnect::EndpointNotSet,
     openidconnect::EndpointNotSet,

@@ -242,20 +242,14 @@ fn oidc(
     s: &Settings,
     public_url: Option<&str>,
 ) -> anyhow::Result<Option<std::sync::Arc<joblog_api::Oidc>>> {
-    let Some(issuer) = s
-        .auth_oidc_issuer
-        .as_deref()
-        .map(str::trim)
-        .filter(|i| !i.is_empty())
-    else {
+    // A text setting given, and not blank.
+    fn set(v: &Option<String>) -> Option<&str> {
+        v.as_deref().map(str::trim).filter(|t| !t.is_empty())
+    }
+    let Some(issuer) = set(&s.auth_oidc_issuer) else {
         return Ok(None);
     };
-    let Some(client_id) = s
-        .auth_oidc_client_id
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-    else {
+    let Some(client_id) = set(&s.auth_oidc_client_id) else {
         bail!("auth.oidc.issuer is set, so auth.oidc.client_id must be too: the client joblog is registered as at the provider");
     };
     let Some(public_url) = public_url else {
