@@ -96,7 +96,7 @@ fn the_openapi_document_gives_each_route_its_role() {
         let key = path.strip_prefix("/api/v1").unwrap_or(path);
         let role = match access {
             crate::rules::Access::Public => "public",
-            crate::rules::Access::Role(r) => r.name(),
+            crate::rules::Access::Role(r, _) => r.name(),
         };
         assert_eq!(
             doc["paths"][key][method.to_lowercase()]["x-required-role"].as_str(),
@@ -120,7 +120,7 @@ fn the_openapi_document_lists_each_routes_refusals() {
         let key = path.strip_prefix("/api/v1").unwrap_or(path);
         let responses = &doc["paths"][key][method.to_lowercase()]["responses"];
         let lists = |status: &str| responses[status].is_object();
-        let guarded = matches!(access, crate::rules::Access::Role(_))
+        let guarded = matches!(access, crate::rules::Access::Role(..))
             || [
                 ("POST", "/api/v1/session"),
                 ("GET", "/api/v1/session/oidc/callback"),
@@ -134,16 +134,16 @@ fn the_openapi_document_lists_each_routes_refusals() {
     }
 }
 
-/// docs/api.md's table of routes and roles is the rules'.
+/// docs/api.md's table of routes, roles and folders is the rules'.
 #[test]
 fn the_api_docs_give_each_route_its_role() {
     let docs = api_docs();
     for (method, path, access) in rules() {
-        let role = match access {
-            crate::rules::Access::Public => "public",
-            crate::rules::Access::Role(r) => r.name(),
+        let (role, reach) = match access {
+            crate::rules::Access::Public => ("public", "—"),
+            crate::rules::Access::Role(r, reach) => (r.name(), reach.described()),
         };
-        let row = format!("| `{method} {path}` | {role} |");
+        let row = format!("| `{method} {path}` | {role} | {reach} |");
         assert!(docs.contains(&row), "docs/api.md has no row `{row}`");
     }
 }

@@ -8,6 +8,16 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, ErrorCode};
 
+/// A field that may be given as `null` (`Some(None)`), given
+/// (`Some(Some(_))`) or left out (`None`, with `#[serde(default)]`).
+pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 /// A JSON body; malformed JSON, unknown or missing fields → 400 naming
 /// them, too large → 413.
 pub struct JsonBody<T>(pub T);

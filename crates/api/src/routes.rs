@@ -12,7 +12,7 @@ use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 use joblog_core::Role;
 
-use crate::auth::rules::Access;
+use crate::auth::rules::{Access, Reach};
 use crate::handlers::{
     audit, backup, feed, groom, jobs, log, logging, nodes, notifications, oidc, scheduler,
     schedules, sealing, session, tokens, users,
@@ -127,46 +127,55 @@ macro_rules! routes {
 }
 
 use Access::Public;
-const VIEWER: Access = Access::Role(Role::Viewer);
-const OPERATOR: Access = Access::Role(Role::Operator);
-const ADMIN: Access = Access::Role(Role::Admin);
+use Reach::{All, Any, Filtered, Job, Schedule};
+
+const fn viewer(reach: Reach) -> Access {
+    Access::Role(Role::Viewer, reach)
+}
+
+const fn operator(reach: Reach) -> Access {
+    Access::Role(Role::Operator, reach)
+}
+
+/// An admin reaches every folder: a caller limited to folders never is one.
+const ADMIN: Access = Access::Role(Role::Admin, All);
 
 routes! {
     GET "/healthz" => crate::handlers::healthz, Public;
     GET "/openapi.json" => crate::handlers::openapi, Public;
     GET "/api/v1/openapi.json" => crate::handlers::openapi, Public;
-    GET "/api/v1/whoami" => crate::ui::whoami, VIEWER;
+    GET "/api/v1/whoami" => crate::ui::whoami, viewer(Any);
     POST "/api/v1/session" => session::sign_in, Public;
     GET "/api/v1/session/options" => oidc::options, Public;
     GET "/api/v1/session/oidc" => oidc::start, Public;
     GET "/api/v1/session/oidc/callback" => oidc::callback, Public;
-    DELETE "/api/v1/session" => session::sign_out, VIEWER;
-    GET "/api/v1/sessions" => session::list, VIEWER;
-    DELETE "/api/v1/sessions/{id}" => session::revoke, VIEWER;
+    DELETE "/api/v1/session" => session::sign_out, viewer(Any);
+    GET "/api/v1/sessions" => session::list, viewer(Any);
+    DELETE "/api/v1/sessions/{id}" => session::revoke, viewer(Any);
     GET "/api/v1/users" => users::list, ADMIN;
     POST "/api/v1/users" => users::create, ADMIN;
     GET "/api/v1/users/{name}" => users::show, ADMIN;
     PATCH "/api/v1/users/{name}" => users::update, ADMIN;
     DELETE "/api/v1/users/{name}" => users::delete, ADMIN;
-    GET "/metrics" => crate::metrics::metrics, VIEWER;
-    GET "/api/v1/jobs" => jobs::listing::list, VIEWER;
-    POST "/api/v1/jobs" => jobs::submit, OPERATOR, body Submission;
-    GET "/api/v1/jobs/{id}" => jobs::show, VIEWER;
-    POST "/api/v1/jobs/{id}/cancel" => jobs::cancel, OPERATOR;
-    POST "/api/v1/jobs/{id}/rerun" => jobs::rerun, OPERATOR;
-    GET "/api/v1/jobs/{id}/log" => log::log_page, VIEWER;
-    GET "/api/v1/jobs/{id}/log/text" => log::log_text, VIEWER;
-    GET "/api/v1/jobs/{id}/log/search" => log::navigation::search, VIEWER;
-    GET "/api/v1/jobs/{id}/log/outline" => log::navigation::outline, VIEWER;
-    GET "/api/v1/jobs/{id}/log/events" => log::tail::log_events, VIEWER;
-    GET "/api/v1/jobs/{id}/result" => jobs::result::result, VIEWER;
-    GET "/api/v1/events" => feed::job_events, VIEWER;
-    GET "/api/v1/schedules" => schedules::list, VIEWER;
-    POST "/api/v1/schedules" => schedules::create, OPERATOR;
-    GET "/api/v1/schedules/{id}" => schedules::show, VIEWER;
-    PATCH "/api/v1/schedules/{id}" => schedules::update, OPERATOR;
-    DELETE "/api/v1/schedules/{id}" => schedules::delete, OPERATOR;
-    POST "/api/v1/schedules/{id}/run" => schedules::run_now, OPERATOR;
+    GET "/metrics" => crate::metrics::metrics, viewer(All);
+    GET "/api/v1/jobs" => jobs::listing::list, viewer(Filtered);
+    POST "/api/v1/jobs" => jobs::submit, operator(Filtered), body Submission;
+    GET "/api/v1/jobs/{id}" => jobs::show, viewer(Job);
+    POST "/api/v1/jobs/{id}/cancel" => jobs::cancel, operator(Job);
+    POST "/api/v1/jobs/{id}/rerun" => jobs::rerun, operator(Job);
+    GET "/api/v1/jobs/{id}/log" => log::log_page, viewer(Job);
+    GET "/api/v1/jobs/{id}/log/text" => log::log_text, viewer(Job);
+    GET "/api/v1/jobs/{id}/log/search" => log::navigation::search, viewer(Job);
+    GET "/api/v1/jobs/{id}/log/outline" => log::navigation::outline, viewer(Job);
+    GET "/api/v1/jobs/{id}/log/events" => log::tail::log_events, viewer(Job);
+    GET "/api/v1/jobs/{id}/result" => jobs::result::result, viewer(Job);
+    GET "/api/v1/events" => feed::job_events, viewer(Filtered);
+    GET "/api/v1/schedules" => schedules::list, viewer(Filtered);
+    POST "/api/v1/schedules" => schedules::create, operator(Filtered);
+    GET "/api/v1/schedules/{id}" => schedules::show, viewer(Schedule);
+    PATCH "/api/v1/schedules/{id}" => schedules::update, operator(Schedule);
+    DELETE "/api/v1/schedules/{id}" => schedules::delete, operator(Schedule);
+    POST "/api/v1/schedules/{id}/run" => schedules::run_now, operator(Schedule);
     GET "/api/v1/notifications" => notifications::list, ADMIN;
     POST "/api/v1/notifications" => notifications::create, ADMIN;
     GET "/api/v1/notifications/{id}" => notifications::show, ADMIN;
@@ -174,14 +183,14 @@ routes! {
     DELETE "/api/v1/notifications/{id}" => notifications::delete, ADMIN;
     POST "/api/v1/notifications/{id}/test" => notifications::test, ADMIN;
     GET "/api/v1/notifications/{id}/deliveries" => notifications::deliveries, ADMIN;
-    GET "/api/v1/jobs/{id}/notifications" => notifications::of_job, VIEWER;
+    GET "/api/v1/jobs/{id}/notifications" => notifications::of_job, viewer(Job);
     POST "/api/v1/groom" => groom::groom, ADMIN;
-    GET "/api/v1/sealing" => sealing::status, VIEWER;
+    GET "/api/v1/sealing" => sealing::status, viewer(All);
     POST "/api/v1/sealing" => sealing::seal_all, ADMIN;
-    GET "/api/v1/nodes" => nodes::list, VIEWER;
+    GET "/api/v1/nodes" => nodes::list, viewer(Any);
     POST "/api/v1/nodes/{name}/drain" => nodes::drain, ADMIN;
     POST "/api/v1/nodes/{name}/undrain" => nodes::undrain, ADMIN;
-    GET "/api/v1/scheduler" => scheduler::state, VIEWER;
+    GET "/api/v1/scheduler" => scheduler::state, viewer(Any);
     POST "/api/v1/scheduler/pause" => scheduler::pause, ADMIN;
     POST "/api/v1/scheduler/resume" => scheduler::resume, ADMIN;
     GET "/api/v1/backup" => backup::backup, ADMIN, timeout Unbounded;

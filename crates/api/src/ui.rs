@@ -264,6 +264,10 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 pub struct WhoAmI {
     name: String,
     role: joblog_core::Role,
+    /// The folders the caller is limited to, with the role in each;
+    /// absent: every folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    folders: Option<joblog_core::Folders>,
     /// `session`, `token`, `bootstrap` or `anonymous`.
     via: &'static str,
     /// A session's CSRF token, which its changes carry (a new tab learns
@@ -277,7 +281,8 @@ pub struct WhoAmI {
 pub async fn whoami(Extension(who): Extension<Identity>) -> axum::Json<WhoAmI> {
     axum::Json(WhoAmI {
         name: who.name().to_string(),
-        role: who.role,
+        role: who.role(),
+        folders: who.scope.folders.clone(),
         via: who.via(),
         csrf_token: who.session().map(|(_, csrf)| csrf.to_string()),
     })

@@ -14,6 +14,8 @@ mod backup;
 mod common;
 #[path = "api/feed.rs"]
 mod feed;
+#[path = "api/folders.rs"]
+mod folders;
 #[path = "api/hardening.rs"]
 mod hardening;
 #[path = "api/listing.rs"]

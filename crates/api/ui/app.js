@@ -115,7 +115,10 @@ function pathParams() {
 function showWho(me) {
   const who = document.getElementById("who");
   clear(who);
-  const label = `${me.name} · ${me.role}`;
+  // A caller limited to folders says which, with its role in each.
+  const label = me.folders
+    ? `${me.name} · ${Object.entries(me.folders).map(([f, r]) => `${f}: ${r}`).join(", ")}`
+    : `${me.name} · ${me.role}`;
   if (me.via === "session") {
     const name = link("/users#sessions", label, "who-name");
     name.title = "your sessions";

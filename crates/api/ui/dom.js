@@ -160,8 +160,46 @@ export function stateBadge(state, { label = false } = {}) {
 }
 
 // Whether the caller's role is at least `role`.
-export function can(me, role) {
-  return !!me && ROLES.indexOf(me.role) >= ROLES.indexOf(role);
+// Whether the caller has `role`: in the folder given (a job's or a
+// schedule's; null for none) when one is, else anywhere (the best of a
+// caller limited to folders, whose top-level role is never admin).
+export function can(me, role, ...folder) {
+  if (!me) return false;
+  const rank = (r) => ROLES.indexOf(r);
+  let has = rank(me.role);
+  if (me.folders) {
+    const mine = (f) => (f != null && Object.hasOwn(me.folders, f) ? rank(me.folders[f]) : -1);
+    has = folder.length ? mine(folder[0]) : Math.max(has, ...Object.keys(me.folders).map(mine));
+  }
+  return has >= rank(role);
+}
+
+// The folders a caller limited to them may file a job or schedule in
+// (where it is an operator); null for a caller with every folder.
+export function fileableFolders(me) {
+  if (!me?.folders) return null;
+  return Object.keys(me.folders).filter((f) => me.folders[f] === "operator");
+}
+
+// A folder field: a choice of the caller's own folders when it is
+// limited to some (one is needed), else free text (optional).
+export function folderInput(me, name = "folder") {
+  const mine = fileableFolders(me);
+  if (!mine) {
+    const input = el("input");
+    input.name = name;
+    input.spellcheck = false;
+    return input;
+  }
+  const select = el("select");
+  select.name = name;
+  for (const f of mine) {
+    const o = el("option");
+    o.value = f;
+    o.textContent = f;
+    select.append(o);
+  }
+  return select;
 }
 
 // Times are shown in one zone, the browser's local one or UTC (a setting

@@ -141,6 +141,7 @@ class JobPage {
     fact("state", j.state);
     fact("exit", j.exit_code);
     fact("node", j.node);
+    fact("folder", j.folder);
     if (Object.keys(j.node_selector ?? {}).length) {
       const on = fact("runs on", labelList(j.node_selector));
       on.id = "runs-on";
@@ -153,10 +154,10 @@ class JobPage {
     fact("records", j.log.records.toLocaleString());
     if (j.log.truncated) fact("truncated", "yes — the middle of the log was dropped (see its marker record)");
     const actions = el("div", "actions");
-    if (can(this.me, "operator") && this.running()) {
+    if (can(this.me, "operator", j.folder ?? null) && this.running()) {
       actions.append(button("Cancel", "danger", () => this.cancel()));
     }
-    if (can(this.me, "operator") && !this.running()) {
+    if (can(this.me, "operator", j.folder ?? null) && !this.running()) {
       actions.append(button("Rerun", null, () => this.rerun()));
     }
     const dl = downloadLink("Download log", `/api/v1/jobs/${j.id}/log/text`, `job-${j.id}.log`, this.status);

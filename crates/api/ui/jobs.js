@@ -26,6 +26,7 @@ class JobsPage {
       state: new Set((q.get("state") ?? "").split(",").filter((s) => STATES.includes(s))),
       name: q.get("name") ?? "",
       node: q.get("node") ?? "",
+      folder: q.get("folder") ?? "",
       since: q.get("since") ?? "",
     };
     this.beforeId = q.get("before_id");
@@ -68,6 +69,7 @@ class JobsPage {
       state: [...f.state].join(","),
       name: f.name,
       node: f.node,
+      folder: f.folder,
       since: f.since,
       limit: LIMIT,
       before_id: this.beforeId,
@@ -98,7 +100,7 @@ class JobsPage {
     const f = this.filters;
     const q = new URLSearchParams();
     if (f.state.size) q.set("state", [...f.state].join(","));
-    for (const k of ["name", "node", "since"]) if (f[k]) q.set(k, f[k]);
+    for (const k of ["name", "node", "folder", "since"]) if (f[k]) q.set(k, f[k]);
     if (beforeId) q.set("before_id", beforeId);
     const s = q.toString();
     history.replaceState(null, "", s ? `/?${s}` : "/");
@@ -128,6 +130,7 @@ class JobsPage {
       filterInput(form, this.filters, key, placeholder, title, label);
     input("name", "name (backup-*)", "a job name, or a pattern with * and ?", "Job name or pattern");
     input("node", "node", "the node that ran the job", "Node");
+    input("folder", "folder", "jobs of one folder", "Folder");
     input("since", "since (24h)", "created since: a duration back (24h, 7d) or an RFC 3339 time", "Created since");
     const go = el("button", "button");
     go.type = "submit";
@@ -135,7 +138,7 @@ class JobsPage {
     form.append(go);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      for (const k of ["name", "node", "since"]) this.filters[k] = form.elements[k].value.trim();
+      for (const k of ["name", "node", "folder", "since"]) this.filters[k] = form.elements[k].value.trim();
       this.navigate(null);
     });
     this.bar.append(text("Jobs", null, "h1"), chips, form);
@@ -206,6 +209,11 @@ class JobsPage {
     nameLink.textContent = j.name ?? (j.command ?? []).join(" ");
     if (!j.name) nameLink.classList.add("muted");
     name.append(nameLink);
+    if (j.folder) {
+      const f = text(j.folder, "folder-tag");
+      f.title = `folder ${j.folder}`;
+      name.append(" ", f);
+    }
     const streams = j.log?.streams ?? {};
     // A queued job that no up node can take says why where its node
     // will be, small, cut to the column, whole on hover; a queued retry
@@ -235,7 +243,7 @@ class JobsPage {
       text(streams.error ?? "", "num err", "td"),
     );
     const act = el("td");
-    if (can(this.me, "operator") && (j.state === "queued" || j.state === "running")) {
+    if (can(this.me, "operator", j.folder ?? null) && (j.state === "queued" || j.state === "running")) {
       const b = el("button", "button small danger");
       b.type = "button";
       b.textContent = "Cancel";

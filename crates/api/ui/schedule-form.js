@@ -65,6 +65,7 @@ export function scheduleForm(schedule, { onSaved, onCancel }) {
   const shell = field("Shell", input("shell"), "sh or bash (scripts only)");
   field("Timeout (s)", input("timeout_s", "number"), "optional").step = "any";
   field("Working directory", input("cwd"), "optional, absolute");
+  field("Folder", input("folder"), "who may see and act on it and its runs; empty: none");
   field("Runs on", input("node_selector"), "labels the node that runs each run must have, every one: role=db,os=linux; empty: any node", "wide2");
   const body = field("Script", el("textarea"), null, "full");
   body.name = "body";
@@ -204,6 +205,7 @@ function fill(form, s) {
     .join("\n");
   f.secrets.value = (s.secrets ?? []).join(", ");
   f.node_selector.value = labelText(s.node_selector);
+  f.folder.value = s.folder ?? "";
   f.timeout_s.value = s.timeout_s ?? "";
   f.cwd.value = s.cwd ?? "";
   f.overlap.value = s.overlap;
@@ -256,6 +258,7 @@ function read(form) {
   r.env = sorted(env);
   r.secrets = [...new Set(f.secrets.value.split(",").map((s) => s.trim()).filter(Boolean))].sort();
   r.node_selector = parseLabels(f.node_selector.value);
+  r.folder = opt(f.folder.value);
   r.timeout_s = num("timeout_s");
   r.cwd = opt(f.cwd.value);
   r.overlap = f.overlap.value;
@@ -288,6 +291,7 @@ function changes(s, whole) {
     secrets: [...(s.secrets ?? [])].sort(),
     // Cleared: {}, which the API takes for none.
     node_selector: sorted(s.node_selector ?? {}),
+    folder: s.folder ?? null,
     timeout_s: s.timeout_s ?? null,
     cwd: s.cwd ?? null,
     overlap: s.overlap,

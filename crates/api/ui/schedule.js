@@ -104,7 +104,7 @@ class SchedulePage {
   // pointer or the focus); the title and facts follow the schedule.
   makeActions() {
     const actions = el("div", "actions");
-    if (!can(this.me, "operator")) return actions;
+    if (!can(this.me, "operator", this.s?.folder ?? null)) return actions;
     const run = button("Run now", "primary", () => this.runNow(run), "queue a run now, outside its fires");
     run.id = "run-now";
     this.toggle = button("", null, () => this.setEnabled(!this.s.enabled, this.toggle));
@@ -148,6 +148,7 @@ class SchedulePage {
       last.append(stateBadge(r.state), text(" "), link(`/jobs/${r.job_id}`, `#${r.job_id}`), text(` ${r.state} `), timeCell(r.finished_at ?? r.created_at, "span"));
       fact("last run", last).id = "last-run";
     } else fact("last run", text("never", "muted")).id = "last-run";
+    if (s.folder) fact("folder", s.folder).id = "folder";
     fact("policies", policies(s));
   }
 

@@ -3,9 +3,9 @@
 // labels of the node it must run on.
 
 import { post } from "./api.js";
-import { el, text, clear, fail, parseLabels } from "./dom.js";
+import { el, text, clear, fail, parseLabels, folderInput, fileableFolders } from "./dom.js";
 
-export function submitPage(main) {
+export function submitPage(main, me) {
   document.title = "Submit · joblog";
   clear(main);
   main.classList.add("submit-page");
@@ -78,6 +78,7 @@ export function submitPage(main) {
   const on = field("Runs on", el("input"), "optional; labels the node that runs it must have, every one: role=db,os=linux");
   on.name = "node_selector";
   on.spellcheck = false;
+  const folder = field("Folder", folderInput(me), fileableFolders(me) ? "one of your folders" : "optional; who may see and act on it");
   const go = el("button", "button primary");
   go.type = "submit";
   go.textContent = "Submit job";
@@ -88,7 +89,7 @@ export function submitPage(main) {
     out.textContent = "";
     out.classList.remove("error-text");
     try {
-      const req = request({ kind: kind.value, body: body.value, shell: shell.value, name: name.value, env: env.value, timeout: timeout.value, cwd: cwd.value, on: on.value, secrets });
+      const req = request({ kind: kind.value, body: body.value, shell: shell.value, name: name.value, env: env.value, timeout: timeout.value, cwd: cwd.value, on: on.value, folder: folder.value, secrets });
       go.disabled = true;
       const job = await post("/api/v1/jobs", req);
       location.assign(`/jobs/${job.id}`);
@@ -132,5 +133,6 @@ function request(f) {
   if (f.cwd.trim()) req.cwd = f.cwd.trim();
   const selector = parseLabels(f.on);
   if (Object.keys(selector).length) req.node_selector = selector;
+  if (f.folder.trim()) req.folder = f.folder.trim();
   return req;
 }

@@ -147,6 +147,12 @@ class UsersPage {
       select.addEventListener("change", () => this.setRole(u, select));
     }
     role.append(select);
+    // Limited to folders: the role above is theirs outside them.
+    if (u.folders) {
+      const f = text(`in ${Object.entries(u.folders).map(([k, r]) => `${k}: ${r}`).join(", ")}`, "muted folders");
+      f.title = "limited to these folders (set with joblog user set --folder, or PATCH /api/v1/users)";
+      role.append(" ", f);
+    }
     const status = el("td", "user-status");
     status.append(text(u.disabled ? "disabled" : "active", `badge ${u.disabled ? "off" : "on"}`));
     const created = timeCell(u.created_at);

@@ -2,7 +2,7 @@
 //! the binary calls, so that shipped code hosts nothing only tests use.
 //! This module holds the arguments every scenario shares and runs the
 //! scenario (or all of them); `psu`, `ingest`, `dispatch`, `flood`,
-//! `tail`, `oplog`, `result`, `schedule`, `notify` and `signin` are one scenario each, each
+//! `tail`, `oplog`, `result`, `schedule`, `notify`, `signin` and `folders` are one scenario each, each
 //! returning an `output::Report` (Markdown, raw figures as JSON, SVG
 //! charts from `chart`); `server` runs a real `joblog serve` (the running
 //! executable) for a measurement; `stats` the figures; `baseline` the
@@ -19,6 +19,7 @@ pub mod baseline;
 mod chart;
 mod dispatch;
 mod flood;
+mod folders;
 mod ingest;
 mod notify;
 mod oplog;
@@ -81,6 +82,9 @@ pub enum Scenario {
     /// People signing in: one sign-in's latency (its Argon2id hash), many
     /// at once, and a signed-in read beside a token's.
     Signin,
+    /// A job listing by a caller limited to folders beside one of every
+    /// folder, on 1,000,000 jobs over 100 folders (--quick: 100,000).
+    Folders,
     /// The job `tail` follows (it runs it itself): numbered lines stamped
     /// with the time they are written, at --rate for --duration.
     #[value(hide = true)]
@@ -329,7 +333,7 @@ fn redact_args(args: &[String]) -> Vec<String> {
 
 /// What `bench all` runs, in this order: the log first, then the engine,
 /// then the scenarios of the features built on them.
-const ALL: [Scenario; 10] = [
+const ALL: [Scenario; 11] = [
     Scenario::Psu,
     Scenario::Ingest,
     Scenario::Dispatch,
@@ -340,6 +344,7 @@ const ALL: [Scenario; 10] = [
     Scenario::Schedule,
     Scenario::Notify,
     Scenario::Signin,
+    Scenario::Folders,
 ];
 
 impl Scenario {
@@ -356,6 +361,7 @@ impl Scenario {
             Scenario::Schedule => "schedule",
             Scenario::Notify => "notify",
             Scenario::Signin => "signin",
+            Scenario::Folders => "folders",
             Scenario::TailWriter => "tail-writer",
         }
     }
@@ -505,6 +511,7 @@ async fn run_one(args: BenchArgs, global: Global) -> anyhow::Result<Report> {
         Scenario::Schedule => schedule::run(args).await,
         Scenario::Notify => notify::run(args).await,
         Scenario::Signin => signin::run(args).await,
+        Scenario::Folders => folders::run(args).await,
         Scenario::Dispatch => dispatch::run(args).await,
         Scenario::Flood => flood::run(args, global).await,
         Scenario::All | Scenario::TailWriter => {

@@ -258,6 +258,11 @@ pub enum TokenCommand {
         /// The token stops working after this long (e.g. 90d); default never.
         #[arg(long, value_name = "DUR", value_parser = joblog_core::parse_positive_duration)]
         expires: Option<Duration>,
+        /// Limit it to this folder with this role (`team-a=operator`);
+        /// repeat for several. --role is then its role on what is in no
+        /// folder (viewer or operator).
+        #[arg(long = "folder", value_name = "FOLDER=ROLE", value_parser = parse_folder_role)]
+        folders: Vec<(String, Role)>,
         /// Print the API's JSON.
         #[arg(long)]
         json: bool,
@@ -281,6 +286,21 @@ pub enum TokenCommand {
 
 pub(crate) fn parse_labels(s: &str) -> Result<Labels, String> {
     Labels::parse(s)
+}
+
+/// `FOLDER=ROLE` of `--folder` on a token or user.
+pub(crate) fn parse_folder_role(s: &str) -> Result<(String, Role), String> {
+    let (folder, role) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not FOLDER=ROLE (team-a=operator)"))?;
+    joblog_core::validate_folder(folder).map_err(|e| format!("folder {folder:?} {e}"))?;
+    Ok((folder.to_string(), parse_role(role)?))
+}
+
+/// A folder's name, as `--folder` of a job gives it.
+pub(crate) fn parse_folder(s: &str) -> Result<String, String> {
+    joblog_core::validate_folder(s).map_err(|e| format!("folder {s:?} {e}"))?;
+    Ok(s.to_string())
 }
 
 pub(crate) fn parse_role(s: &str) -> Result<Role, String> {
@@ -316,6 +336,9 @@ pub struct RunArgs {
     /// one must match).
     #[arg(long = "on", visible_alias = "node-selector", value_name = "LABELS", value_parser = parse_labels)]
     pub on: Option<Labels>,
+    /// The folder it belongs to (who may see and act on it).
+    #[arg(long, value_name = "FOLDER", value_parser = parse_folder)]
+    pub folder: Option<String>,
     /// Print the job id and return instead of following the log.
     #[arg(long)]
     pub detach: bool,
@@ -376,6 +399,9 @@ pub struct JobsArgs {
     /// Only the runs of this schedule (its id).
     #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
     pub schedule: Option<i64>,
+    /// Only jobs of this folder.
+    #[arg(long, value_name = "FOLDER", value_parser = parse_folder)]
+    pub folder: Option<String>,
     /// Only jobs created since then: a duration back from now (24h, 7d) or
     /// a time (2026-11-22T10:00:00Z, 2026-11-22).
     #[arg(long, value_name = "WHEN", value_parser = parse_when)]

@@ -135,6 +135,9 @@ pub(super) async fn run(api: &Api, a: RunArgs, sink: &mut impl Sink) -> anyhow::
     if let Some(labels) = &a.on {
         body.insert("node_selector".into(), json!(labels));
     }
+    if let Some(folder) = &a.folder {
+        body.insert("folder".into(), json!(folder));
+    }
     let url = api.url("/api/v1/jobs", &[])?;
     submit_and_follow(api, url, Value::Object(body), a.detach, a.json, sink).await
 }
@@ -282,6 +285,7 @@ pub(super) async fn jobs(api: &Api, a: JobsArgs) -> anyhow::Result<Answer> {
         for (key, value) in [
             ("name", &a.name),
             ("node", &a.node),
+            ("folder", &a.folder),
             ("since", &a.since),
             ("until", &a.until),
         ] {

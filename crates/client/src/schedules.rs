@@ -232,5 +232,8 @@ fn body_of(f: ScheduleFields) -> anyhow::Result<Map<String, Value>> {
     if let Some(labels) = f.node_selector {
         body.insert("node_selector".into(), json!(labels));
     }
+    if let Some(folder) = f.folder {
+        body.insert("folder".into(), json!(folder));
+    }
     Ok(body)
 }

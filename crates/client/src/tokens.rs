@@ -14,13 +14,17 @@ pub(super) async fn run(api: &Api, cmd: TokenCommand) -> anyhow::Result<Answer> 
             name,
             role,
             expires,
+            folders,
             json,
         } => {
-            let body = json!({
+            let mut body = json!({
                 "name": name,
                 "role": role.name(),
                 "expires_s": expires.map(|d| d.as_secs_f64()),
             });
+            if !folders.is_empty() {
+                body["folders"] = super::users::folders_json(&folders);
+            }
             let raw = api.post_raw(api.url("/api/v1/tokens", &[])?, &body).await?;
             if json {
                 return Ok(Answer::Raw(raw));

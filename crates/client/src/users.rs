@@ -15,9 +15,16 @@ use crate::UsageError;
 
 pub(super) async fn run(api: &Api, a: UserArgs) -> anyhow::Result<Answer> {
     let raw = match a.command {
-        UserCommand::Add { name, role } => {
+        UserCommand::Add {
+            name,
+            role,
+            folders,
+        } => {
             let password = read_password(&format!("password for {name}: "))?;
-            let body = json!({"name": name, "role": role.name(), "password": password});
+            let mut body = json!({"name": name, "role": role.name(), "password": password});
+            if !folders.is_empty() {
+                body["folders"] = folders_json(&folders);
+            }
             api.post_raw(api.url("/api/v1/users", &[])?, &body).await?
         }
         UserCommand::List => {
@@ -36,8 +43,15 @@ pub(super) async fn run(api: &Api, a: UserArgs) -> anyhow::Result<Answer> {
             disable,
             enable,
             password,
+            folders,
+            all_folders,
         } => {
             let mut body = Map::new();
+            if all_folders {
+                body.insert("folders".into(), Value::Null);
+            } else if !folders.is_empty() {
+                body.insert("folders".into(), folders_json(&folders));
+            }
             if let Some(role) = role {
                 body.insert("role".into(), role.name().into());
             }
@@ -50,7 +64,7 @@ pub(super) async fn run(api: &Api, a: UserArgs) -> anyhow::Result<Answer> {
             }
             if body.is_empty() {
                 return Err(UsageError(
-                    "user set: say what to change (--role, --disable, --enable or --password)"
+                    "user set: say what to change (--role, --disable, --enable, --password, --folder or --all-folders)"
                         .into(),
                 )
                 .into());
@@ -96,4 +110,14 @@ fn read_password(prompt: &str) -> anyhow::Result<String> {
         anyhow::bail!("no password on stdin (give it as the first line, or run on a terminal)");
     }
     Ok(password)
+}
+
+/// `--folder FOLDER=ROLE` arguments as the API's `folders` object.
+pub(super) fn folders_json(folders: &[(String, joblog_core::Role)]) -> Value {
+    Value::Object(
+        folders
+            .iter()
+            .map(|(folder, role)| (folder.clone(), Value::from(role.name())))
+            .collect(),
+    )
 }

@@ -53,6 +53,9 @@ pub struct JobView {
     /// The labels the node that runs it must have.
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
+    /// The folder it belongs to.
+    #[serde(default)]
+    pub folder: Option<String>,
     /// Why it waits while no node can take it.
     #[serde(default)]
     pub waiting_for: Option<String>,
@@ -151,6 +154,9 @@ pub struct TokenView {
     pub last_used_at: Option<String>,
     #[serde(default)]
     pub token: Option<String>,
+    /// The folders it is limited to, with its role in each.
+    #[serde(default)]
+    pub folders: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,6 +178,9 @@ pub struct UserView {
     /// Signs in through the OpenID provider (an older server: never).
     #[serde(default)]
     pub single_sign_on: bool,
+    /// The folders they are limited to, with their role in each.
+    #[serde(default)]
+    pub folders: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -250,6 +259,8 @@ pub struct ScheduleView {
     pub max_concurrent: Option<u32>,
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    pub folder: Option<String>,
     pub overlap: String,
     pub missed: String,
     pub retries: RetriesView,

@@ -2,8 +2,6 @@
 //! a [`Scope`] is a role everywhere (unlimited), or a role per folder
 //! named, everything else out of reach (invisible, not merely refused).
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::Role;
@@ -34,7 +32,7 @@ pub struct Scope {
     pub role: Role,
     /// Limited to these folders, with the role in each; absent: unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub folders: Option<BTreeMap<String, Role>>,
+    pub folders: Option<crate::Folders>,
 }
 
 impl Scope {
@@ -55,6 +53,24 @@ impl Scope {
         match &self.folders {
             None => Some(self.role),
             Some(folders) => folders.get(folder?).copied(),
+        }
+    }
+
+    /// The highest role it has anywhere: what lets it into a route whose
+    /// handler then judges each folder.
+    pub fn best_role(&self) -> Role {
+        match &self.folders {
+            None => self.role,
+            Some(folders) => folders.values().copied().fold(self.role, Role::max),
+        }
+    }
+
+    /// Its folders, for a message (`team-a, team-b`); `every folder`
+    /// when unlimited.
+    pub fn folder_list(&self) -> String {
+        match &self.folders {
+            None => "every folder".into(),
+            Some(folders) => folders.keys().cloned().collect::<Vec<_>>().join(", "),
         }
     }
 
@@ -119,6 +135,8 @@ mod tests {
         assert_eq!(scope.role_in(Some("team-c")), None);
         assert_eq!(scope.role_in(None), None, "what is in no folder too");
         assert_eq!(scope.visible(), Some(vec!["team-a", "team-b"]));
+        assert_eq!(scope.best_role(), Role::Operator);
+        assert_eq!(scope.folder_list(), "team-a, team-b");
 
         let all = Scope::unlimited(Role::Operator);
         assert_eq!(all.role_in(Some("team-c")), Some(Role::Operator));

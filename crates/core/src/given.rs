@@ -49,6 +49,9 @@ pub struct Given {
     /// The labels the node that runs it must have.
     #[serde(skip_serializing_if = "Labels::is_empty")]
     pub node_selector: Labels,
+    /// The folder it belongs to; absent: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
 }
 
 impl Given {
@@ -68,6 +71,7 @@ impl Given {
             concurrency_key: spec.concurrency.as_ref().map(|c| c.key.clone()),
             max_concurrent: spec.concurrency.as_ref().map(|c| c.max),
             node_selector: spec.node_selector.clone(),
+            folder: spec.folder.clone(),
         }
     }
 }
@@ -125,6 +129,7 @@ impl Job {
                 .and(self.given.max_concurrent),
             node_selector: (!self.spec.node_selector.is_empty())
                 .then(|| self.spec.node_selector.clone().into()),
+            folder: self.spec.folder.clone(),
             rerun_of: Some(self.id),
         })
     }

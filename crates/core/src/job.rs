@@ -233,6 +233,9 @@ pub struct JobSpec {
     /// The labels the node that runs it must have.
     #[serde(default, skip_serializing_if = "Labels::is_empty")]
     pub node_selector: Labels,
+    /// The folder it belongs to: who may see and act on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
 }
 
 /// A concurrency limit by name: of the jobs that carry `key`, at most

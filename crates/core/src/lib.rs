@@ -24,7 +24,7 @@
 //!   pages of them (`MAX_AUDIT_FIELD`); `user`: people who sign in and
 //!   their sessions (kept by hash, as tokens), and the single sign-ons
 //!   begun; `folder`: folder names and the `Scope` of a token or user
-//!   limited to some folders (the API does not use it yet).
+//!   limited to some folders.
 //! - `notify`: notification rules (which job ends, where to), their
 //!   checks, and what a notification says in each format (`message`).
 //! - `schedule`: a schedule as sent and checked; `timing` (cron, 5 fields
@@ -90,7 +90,7 @@ pub use record::{Record, Stream, StreamCounts};
 pub use result_blob::{BlobError, ResultBlob};
 pub use size::{parse_byte_size, render_byte_size};
 pub use time::{parse_time_bound, Timestamp};
-pub use token::{validate_token_name, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};
+pub use token::{validate_token_name, Folders, NewToken, Role, TokenInfo, MAX_TOKEN_NAME};
 pub use user::{
     validate_password, validate_user_name, NewSession, NewUser, PendingSignIn, SessionAuth,
     SessionInfo, SsoUser, UserAuth, UserChange, UserInfo, MAX_PASSWORD_BYTES, MAX_USER_NAME,

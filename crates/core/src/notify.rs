@@ -74,6 +74,9 @@ pub struct When {
     /// Runs of this schedule only.
     #[serde(default)]
     pub schedule_id: Option<ScheduleId>,
+    /// Jobs of this folder only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
 }
 
 impl When {
@@ -88,6 +91,10 @@ impl When {
             && self
                 .schedule_id
                 .is_none_or(|id| job.given.schedule_id == Some(id))
+            && self
+                .folder
+                .as_deref()
+                .is_none_or(|f| job.spec.folder.as_deref() == Some(f))
     }
 }
 

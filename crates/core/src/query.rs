@@ -14,6 +14,9 @@ pub struct JobQuery {
     pub node: Option<String>,
     /// The runs of this schedule.
     pub schedule_id: Option<crate::schedule::ScheduleId>,
+    /// Jobs in one of these folders; `None`: in any folder or none (an
+    /// empty list matches nothing).
+    pub folders: Option<Vec<String>>,
     /// Jobs created at or after this time.
     pub created_since: Option<Timestamp>,
     /// Jobs created before this time.

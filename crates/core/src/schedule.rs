@@ -65,6 +65,9 @@ pub struct NewSchedule {
     /// Labels the node that runs each of its jobs must have.
     #[serde(default)]
     pub node_selector: Option<BTreeMap<String, String>>,
+    /// The folder it and each of its jobs belong to.
+    #[serde(default)]
+    pub folder: Option<String>,
     #[serde(default, deserialize_with = "overlap")]
     pub overlap: Overlap,
     #[serde(default, deserialize_with = "missed")]
@@ -193,6 +196,7 @@ impl NewSchedule {
             concurrency_key: self.concurrency_key,
             max_concurrent: self.max_concurrent,
             node_selector: self.node_selector,
+            folder: self.folder,
             rerun_of: None,
         }
         .validate()?;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Timestamp;
+use crate::{Scope, Timestamp};
 
 /// What a token may do. Roles are ordered: each may do everything the one
 /// below it may.
@@ -72,9 +72,24 @@ pub struct TokenInfo {
     /// Updated at most once a minute per token, so authenticating is not a
     /// write per request.
     pub last_used_at: Option<Timestamp>,
+    /// Limited to these folders, with its role in each (see [`Scope`]);
+    /// absent: every folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folders: Option<Folders>,
 }
 
+/// The folders a token or user is limited to, with the role in each.
+pub type Folders = std::collections::BTreeMap<String, Role>;
+
 impl TokenInfo {
+    /// What it may reach.
+    pub fn scope(&self) -> Scope {
+        Scope {
+            role: self.role,
+            folders: self.folders.clone(),
+        }
+    }
+
     pub fn is_expired(&self, now: Timestamp) -> bool {
         self.expires_at.is_some_and(|at| at <= now)
     }
@@ -89,6 +104,7 @@ pub struct NewToken {
     pub hash: [u8; 32],
     pub created_at: Timestamp,
     pub expires_at: Option<Timestamp>,
+    pub folders: Option<Folders>,
 }
 
 #[cfg(test)]
@@ -126,6 +142,7 @@ mod tests {
             created_at: Timestamp(0),
             expires_at: Some(Timestamp(10)),
             last_used_at: None,
+            folders: None,
         };
         assert!(!t.is_expired(Timestamp(9)));
         assert!(t.is_expired(Timestamp(10)));

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::{Role, Timestamp};
+use crate::{Folders, Role, Scope, Timestamp};
 
 /// Longest user name.
 pub const MAX_USER_NAME: usize = 64;
@@ -56,6 +56,20 @@ pub struct UserInfo {
     /// Made by a sign-in through the OpenID provider: no password, and
     /// the role the provider's claim maps to at each sign-in.
     pub single_sign_on: bool,
+    /// Limited to these folders, with the role in each; absent: every
+    /// folder, with `role`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folders: Option<Folders>,
+}
+
+impl UserInfo {
+    /// What they may reach.
+    pub fn scope(&self) -> Scope {
+        Scope {
+            role: self.role,
+            folders: self.folders.clone(),
+        }
+    }
 }
 
 /// A user with the hash a sign-in checks the password against.
@@ -77,6 +91,7 @@ pub struct NewUser {
     pub role: Role,
     pub password_hash: String,
     pub created_at: Timestamp,
+    pub folders: Option<Folders>,
 }
 
 /// What a change of a user changes; `None` keeps a field.
@@ -85,6 +100,8 @@ pub struct UserChange {
     pub role: Option<Role>,
     pub disabled: Option<bool>,
     pub password_hash: Option<String>,
+    /// `Some(None)`: every folder again.
+    pub folders: Option<Option<Folders>>,
 }
 
 impl UserChange {
@@ -158,6 +175,8 @@ pub struct SessionAuth {
     pub info: SessionInfo,
     pub role: Role,
     pub disabled: bool,
+    /// Its user's folders (see [`UserInfo::folders`]).
+    pub folders: Option<Folders>,
 }
 
 impl SessionAuth {
@@ -215,6 +234,7 @@ mod tests {
             },
             role: Role::Viewer,
             disabled: false,
+            folders: None,
         };
         let idle = Duration::from_secs(600);
         assert!(s.is_live(at(599), idle));

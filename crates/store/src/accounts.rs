@@ -60,9 +60,20 @@ CREATE TABLE sign_ins (
 CREATE INDEX sign_ins_expires ON sign_ins (expires_at);
 "#;
 
+/// Folders: what a job (and so its schedule's runs) belongs to, by this
+/// index a listing limited to folders walks one range per folder; and the
+/// folders a token or user is limited to, as a JSON object of folder →
+/// role (`NULL`: every folder).
+pub(crate) const FOLDERS_MIGRATION: &str = r#"
+ALTER TABLE jobs ADD COLUMN folder text;
+CREATE INDEX jobs_folder ON jobs (folder, id);
+ALTER TABLE tokens ADD COLUMN folders text;
+ALTER TABLE users ADD COLUMN folders text;
+"#;
+
 macro_rules! user_columns {
     () => {
-        "name, role, disabled, created_at, updated_at, last_sign_in_at, sso_subject"
+        "name, role, disabled, created_at, updated_at, last_sign_in_at, sso_subject, folders"
     };
 }
 macro_rules! session_columns {
@@ -72,13 +83,14 @@ macro_rules! session_columns {
 }
 
 const CREATE_USER: Statement = sql!(
-    "INSERT INTO users (name, role, password_hash, disabled, created_at, updated_at) \
-     VALUES ($1, $2, $3, false, $4, $4) ON CONFLICT (name) DO NOTHING"
+    "INSERT INTO users (name, role, password_hash, disabled, created_at, updated_at, folders) \
+     VALUES ($1, $2, $3, false, $4, $4, $5) ON CONFLICT (name) DO NOTHING"
 );
-/// `NULL` keeps a field.
+/// `NULL` keeps a field; the folders change when `$6`.
 const UPDATE_USER: Statement = sql!(
     "UPDATE users SET role = COALESCE($2, role), disabled = COALESCE($3, disabled), \
-     password_hash = COALESCE($4, password_hash), updated_at = $5 WHERE name = $1"
+     password_hash = COALESCE($4, password_hash), updated_at = $5, \
+     folders = CASE WHEN $6 THEN $7 ELSE folders END WHERE name = $1"
 );
 const DELETE_USER: Statement = sql!("DELETE FROM users WHERE name = $1");
 const SIGNED_IN: Statement = sql!("UPDATE users SET last_sign_in_at = $2 WHERE name = $1");
@@ -130,7 +142,7 @@ const TOUCH_SESSION: Statement = sql!("UPDATE sessions SET last_seen_at = $2 WHE
 const SESSION_BY_HASH: Statement = sql!(concat!(
     "SELECT ",
     session_columns!(),
-    ", u.role, u.disabled FROM sessions s JOIN users u ON u.name = s.user_name WHERE s.hash = $1"
+    ", u.role, u.disabled, u.folders FROM sessions s JOIN users u ON u.name = s.user_name WHERE s.hash = $1"
 ));
 const SESSIONS_OF: Statement = sql!(concat!(
     "SELECT ",
@@ -218,6 +230,7 @@ pub(crate) async fn apply<C: Conn>(c: &mut C, op: &AccountOp) -> Result<Outcome>
                 u.role.name().into(),
                 u.password_hash.as_str().into(),
                 u.created_at.micros().into(),
+                crate::rows::folders_text(u.folders.as_ref()).into(),
             ];
             Outcome::Count(c.execute(&CREATE_USER, &params).await?)
         }
@@ -228,6 +241,8 @@ pub(crate) async fn apply<C: Conn>(c: &mut C, op: &AccountOp) -> Result<Outcome>
                 change.disabled.into(),
                 change.password_hash.clone().into(),
                 at.micros().into(),
+                change.folders.is_some().into(),
+                crate::rows::folders_text(change.folders.as_ref().and_then(Option::as_ref)).into(),
             ];
             let n = c.execute(&UPDATE_USER, &params).await?;
             if n > 0 && change.ends_sessions() {
@@ -348,6 +363,7 @@ fn role(user: &str, text: &str) -> Result<Role> {
 impl Decode for UserInfo {
     fn decode(row: &impl Row) -> Result<UserInfo> {
         let name: String = row.get(0)?;
+        let folders = crate::rows::folders_of(&name, row.get(7)?)?;
         Ok(UserInfo {
             role: role(&name, &row.get::<String>(1)?)?,
             name,
@@ -356,6 +372,7 @@ impl Decode for UserInfo {
             updated_at: Timestamp(row.get(4)?),
             last_sign_in_at: row.get::<Option<i64>>(5)?.map(Timestamp),
             single_sign_on: row.get::<Option<String>>(6)?.is_some(),
+            folders,
         })
     }
 }
@@ -366,7 +383,7 @@ impl Decode for UserAuth {
         Ok(UserAuth {
             info: UserInfo::decode(row)?,
             sso_subject: row.get(6)?,
-            password_hash: row.get(7)?,
+            password_hash: row.get(8)?,
         })
     }
 }
@@ -409,6 +426,7 @@ impl Decode for SessionAuth {
         Ok(SessionAuth {
             role: role(&info.user, &row.get::<String>(7)?)?,
             disabled: row.get(8)?,
+            folders: crate::rows::folders_of(&info.user, row.get(9)?)?,
             info,
         })
     }

@@ -187,6 +187,22 @@ pub trait Store: Send + Sync + 'static {
     /// `up_to` index entries.
     async fn count_queued(&self, up_to: u64) -> Result<u64>;
 
+    /// The newest job's id; `None` when there is no job.
+    async fn latest_job_id(&self) -> Result<Option<JobId>>;
+
+    /// The folder of each of the jobs `ids` that exists (`None`: in no
+    /// folder), in no particular order; one primary-key search each.
+    async fn job_folders(&self, ids: Vec<JobId>) -> Result<Vec<(JobId, Option<String>)>>;
+
+    /// Ids of the jobs in `folders` above `after`, at most `up_to`, in
+    /// no particular order: one range of the folder index per folder.
+    async fn newer_in_folders(
+        &self,
+        folders: Vec<String>,
+        after: JobId,
+        up_to: u32,
+    ) -> Result<Vec<JobId>>;
+
     /// The API token whose SHA-256 is `hash`, expired or not. Tokens are
     /// found by their hash only: the store never sees a token's text.
     async fn token_by_hash(&self, hash: [u8; 32]) -> Result<Option<TokenInfo>>;

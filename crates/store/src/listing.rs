@@ -12,9 +12,9 @@
 //!    the names it matches, by one seek of the name index per distinct
 //!    name under the prefix, at most [`MAX_NAME_ARMS`] of them.
 //! 3. The page walks, newest first, one index range per exact name, or per
-//!    state, or the node's, or else the primary key; the database merges
-//!    the walks by id and stops at the limit. Every other filter is checked
-//!    on the rows walked.
+//!    state, or the node's, or per folder (a listing limited to folders),
+//!    or else the primary key; the database merges the walks by id and
+//!    stops at the limit. Every other filter is checked on the rows walked.
 //!
 //! A pattern that starts with a wildcard, or whose prefix covers more
 //! names than that, is checked on the rows walked like the other filters.
@@ -97,6 +97,7 @@ enum Walk<'a> {
     State(JobState),
     Node(&'a str),
     Schedule(i64),
+    Folder(&'a str),
     Id,
 }
 
@@ -148,15 +149,21 @@ pub(crate) fn page_sql(
         }
         walks.push(Walk::Schedule(schedule));
     }
+    let folders = q.folders.as_deref();
+    if folders.is_some_and(|f| f.is_empty()) {
+        return None;
+    }
     if walks.is_empty() {
-        match (states, &q.node) {
-            ([_, ..], _) => walks.extend(states.iter().map(|&s| Walk::State(s))),
-            ([], Some(node)) => walks.push(Walk::Node(node)),
-            ([], None) => walks.push(Walk::Id),
+        match (states, &q.node, folders) {
+            ([_, ..], _, _) => walks.extend(states.iter().map(|&s| Walk::State(s))),
+            ([], Some(node), _) => walks.push(Walk::Node(node)),
+            ([], None, Some(folders)) => walks.extend(folders.iter().map(|f| Walk::Folder(f))),
+            ([], None, None) => walks.push(Walk::Id),
         }
     }
     let by_state = matches!(walks[0], Walk::State(_));
     let by_node = matches!(walks[0], Walk::Node(_));
+    let by_folder = matches!(walks[0], Walk::Folder(_));
 
     // What every walk checks besides its key, bound once.
     let before = sql.bind(d, Param::Int(q.before_id.unwrap_or(i64::MAX)));
@@ -193,6 +200,13 @@ pub(crate) fn page_sql(
         let node = sql.bind(d, Param::Text(node.clone()));
         checks.push_str(&format!(" AND node = {node}"));
     }
+    if let (false, Some(folders)) = (by_folder, folders) {
+        let list: Vec<String> = folders
+            .iter()
+            .map(|f| sql.bind(d, Param::Text(f.clone())))
+            .collect();
+        checks.push_str(&format!(" AND folder IN ({})", list.join(", ")));
+    }
     if let Some(since) = q.created_since {
         let since = sql.bind(d, Param::Int(since.micros()));
         checks.push_str(&format!(" AND created_at >= {since}"));
@@ -222,6 +236,10 @@ pub(crate) fn page_sql(
                 Walk::Schedule(id) => ("INDEXED BY jobs_schedule", {
                     let p = sql.bind(d, Param::Int(id));
                     format!("schedule_id = {p} AND ")
+                }),
+                Walk::Folder(folder) => ("INDEXED BY jobs_folder", {
+                    let p = sql.bind(d, Param::Text(folder.to_string()));
+                    format!("folder = {p} AND ")
                 }),
                 Walk::Id => ("NOT INDEXED", String::new()),
             };

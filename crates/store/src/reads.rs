@@ -104,3 +104,67 @@ pub(crate) async fn list_nodes<C: Conn>(c: &mut C) -> Result<Vec<NodeInfo>> {
 pub(crate) async fn ping<C: Conn>(c: &mut C) -> Result<()> {
     query_one::<C, i64>(c, &PING, &[]).await.map(drop)
 }
+
+/// The newest job's id: where a feed limited to folders starts counting.
+const LATEST_JOB: Statement = sql!("SELECT max(id) FROM jobs");
+
+pub(crate) async fn latest_job_id<C: Conn>(c: &mut C) -> Result<Option<JobId>> {
+    query_one::<C, Option<JobId>>(c, &LATEST_JOB, &[]).await
+}
+
+/// The folder of each of `ids` that exists (`None`: in no folder): one
+/// primary-key search per id.
+pub(crate) async fn job_folders<C: Conn>(
+    c: &mut C,
+    ids: &[JobId],
+) -> Result<Vec<(JobId, Option<String>)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let d = C::DIALECT;
+    let mut sql = crate::db::Sql {
+        text: std::borrow::Cow::Borrowed(""),
+        params: Vec::new(),
+    };
+    let list: Vec<String> = ids
+        .iter()
+        .map(|&id| sql.bind(d, crate::db::Param::Int(id)))
+        .collect();
+    sql.text = format!(
+        "SELECT id, folder FROM jobs WHERE id IN ({})",
+        list.join(", ")
+    )
+    .into();
+    c.query_sql(&sql).await
+}
+
+/// The ids of jobs in `folders` above `after`, at most `up_to`: one
+/// range of `jobs_folder` per folder.
+pub(crate) async fn newer_in_folders<C: Conn>(
+    c: &mut C,
+    folders: &[String],
+    after: JobId,
+    up_to: u32,
+) -> Result<Vec<JobId>> {
+    if folders.is_empty() {
+        return Ok(Vec::new());
+    }
+    let d = C::DIALECT;
+    let mut sql = crate::db::Sql {
+        text: std::borrow::Cow::Borrowed(""),
+        params: Vec::new(),
+    };
+    let after = sql.bind(d, crate::db::Param::Int(after));
+    let limit = sql.bind(d, crate::db::Param::Int(i64::from(up_to)));
+    let list: Vec<String> = folders
+        .iter()
+        .map(|f| sql.bind(d, crate::db::Param::Text(f.clone())))
+        .collect();
+    sql.text = format!(
+        "SELECT id FROM jobs WHERE folder IN ({}) AND id > {after} LIMIT {limit}",
+        list.join(", ")
+    )
+    .into();
+    let rows: Vec<(JobId,)> = c.query_sql(&sql).await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}

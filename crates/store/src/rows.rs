@@ -2,8 +2,8 @@
 //! types, so that each store only maps its own row type.
 
 use joblog_core::{
-    Given, Job, JobId, JobSpec, JobState, Labels, LogSummary, NodeInfo, Record, Role, Stream,
-    StreamCounts, Timestamp, TokenInfo,
+    Folders, Given, Job, JobId, JobSpec, JobState, Labels, LogSummary, NodeInfo, Record, Role,
+    Stream, StreamCounts, Timestamp, TokenInfo,
 };
 
 use crate::db::{Decode, Message, Row, SmallInt};
@@ -190,7 +190,7 @@ pub(crate) fn stream_mask(streams: &Option<Vec<Stream>>) -> i64 {
 /// The columns of the tokens table a listing reads, in this order.
 macro_rules! token_columns {
     () => {
-        "name, role, created_at, expires_at, last_used_at"
+        "name, role, created_at, expires_at, last_used_at, folders"
     };
 }
 pub(crate) use token_columns;
@@ -204,6 +204,7 @@ impl Decode for TokenInfo {
             created_at: row.get(2)?,
             expires_at: row.get(3)?,
             last_used_at: row.get(4)?,
+            folders: row.get(5)?,
         }
         .into_info()
     }
@@ -216,6 +217,23 @@ pub(crate) struct TokenRow {
     pub created_at: i64,
     pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
+    /// [`folders_text`]'s form.
+    pub folders: Option<String>,
+}
+
+/// The folders of a token or user as stored: a JSON object of folder →
+/// role; `NULL` for every folder.
+pub(crate) fn folders_text(folders: Option<&Folders>) -> Option<String> {
+    folders.map(|f| serde_json::to_string(f).expect("a map of names to roles is JSON"))
+}
+
+/// The folders of `owner` (a token or user) read back.
+pub(crate) fn folders_of(owner: &str, text: Option<String>) -> Result<Option<Folders>> {
+    text.map(|text| {
+        serde_json::from_str(&text)
+            .map_err(|e| StoreError::Corrupt(format!("{owner:?} has folders {text:?}: {e}")))
+    })
+    .transpose()
 }
 
 impl TokenRow {
@@ -223,12 +241,14 @@ impl TokenRow {
         let role = Role::parse(&self.role).ok_or_else(|| {
             StoreError::Corrupt(format!("token {:?} has role {:?}", self.name, self.role))
         })?;
+        let folders = folders_of(&self.name, self.folders)?;
         Ok(TokenInfo {
             name: self.name,
             role,
             created_at: Timestamp(self.created_at),
             expires_at: self.expires_at.map(Timestamp),
             last_used_at: self.last_used_at.map(Timestamp),
+            folders,
         })
     }
 }

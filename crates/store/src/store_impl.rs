@@ -19,6 +19,23 @@ macro_rules! store_impl {
                 $run!(self, c => $crate::reads::get_job(c, id))
             }
 
+            async fn latest_job_id(&self) -> Result<Option<JobId>> {
+                $run!(self, c => $crate::reads::latest_job_id(c))
+            }
+
+            async fn job_folders(&self, ids: Vec<JobId>) -> Result<Vec<(JobId, Option<String>)>> {
+                $run!(self, c => $crate::reads::job_folders(c, &ids))
+            }
+
+            async fn newer_in_folders(
+                &self,
+                folders: Vec<String>,
+                after: JobId,
+                up_to: u32,
+            ) -> Result<Vec<JobId>> {
+                $run!(self, c => $crate::reads::newer_in_folders(c, &folders, after, up_to))
+            }
+
             async fn list_jobs(&self, q: JobQuery) -> Result<Vec<Job>> {
                 $run!(self, c => $crate::listing::list(c, &q))
             }

@@ -56,7 +56,8 @@ const MARK_SEALED: Statement = sql!(
      AND NOT EXISTS (SELECT 1 FROM log WHERE job_id = $1)"
 );
 const CREATE_TOKEN: Statement = sql!(
-    "INSERT INTO tokens (name, hash, role, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) \
+    "INSERT INTO tokens (name, hash, role, created_at, expires_at, folders) \
+     VALUES ($1, $2, $3, $4, $5, $6) \
      ON CONFLICT (name) DO NOTHING"
 );
 const REVOKE_TOKEN: Statement = sql!("DELETE FROM tokens WHERE name = $1");
@@ -241,6 +242,7 @@ pub(crate) async fn create_token<C: Conn>(tx: &mut C, t: &NewToken) -> Result<Ou
         t.role.name().into(),
         t.created_at.micros().into(),
         t.expires_at.map(Timestamp::micros).into(),
+        crate::rows::folders_text(t.folders.as_ref()).into(),
     ];
     Ok(Outcome::Count(tx.execute(&CREATE_TOKEN, &params).await?))
 }

@@ -24,6 +24,8 @@ mod accounts;
 mod audit;
 #[path = "store/controls.rs"]
 mod controls;
+#[path = "store/folders.rs"]
+mod folders;
 #[path = "store/listing.rs"]
 mod listing;
 #[path = "store/navigation.rs"]
@@ -228,11 +230,13 @@ impl TestStore {
     }
 }
 
-/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (users and sessions; drain and pause; placement; triggers; notifications; the
+/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (folders; users and sessions; drain and pause; placement; triggers; notifications; the
 /// nodes' secret names; the per-schedule metrics' index; sealed logs; schedules, and the
 /// columns jobs got for them), the same on both stores: for tests that
 /// take a database back to an older version.
-const UNDO_LATEST: &str = "DROP TABLE sign_ins; DROP TABLE sessions; DROP TABLE users; DROP TABLE scheduler_state; ALTER TABLE nodes DROP COLUMN drain_at; \
+const UNDO_LATEST: &str = "DROP INDEX jobs_folder; ALTER TABLE jobs DROP COLUMN folder; \
+     ALTER TABLE tokens DROP COLUMN folders; \
+     DROP TABLE sign_ins; DROP TABLE sessions; DROP TABLE users; DROP TABLE scheduler_state; ALTER TABLE nodes DROP COLUMN drain_at; \
      ALTER TABLE nodes DROP COLUMN presumed_lapsed; \
      DROP INDEX IF EXISTS jobs_queued_selector; \
      ALTER TABLE jobs DROP COLUMN node_selector; ALTER TABLE nodes DROP COLUMN labels; \
@@ -246,7 +250,7 @@ const UNDO_LATEST: &str = "DROP TABLE sign_ins; DROP TABLE sessions; DROP TABLE 
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
 /// How many migrations [`UNDO_LATEST`] undoes.
-const UNDONE_MIGRATIONS: i64 = 10;
+const UNDONE_MIGRATIONS: i64 = 11;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {
@@ -1281,6 +1285,7 @@ fn new_token(name: &str, role: Role, byte: u8, expires_at: Option<i64>) -> NewTo
         hash: [byte; 32],
         created_at: Timestamp(1_000),
         expires_at: expires_at.map(Timestamp),
+        folders: None,
     }
 }
 

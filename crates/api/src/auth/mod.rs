@@ -15,6 +15,7 @@
 pub(crate) mod lease;
 pub mod oidc;
 pub(crate) mod password;
+pub(crate) mod reach;
 mod refusals;
 pub mod rules;
 pub mod secret;
@@ -30,7 +31,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use joblog_core::{Role, Timestamp};
+use joblog_core::{Role, Scope, Timestamp};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::AppState;
@@ -49,7 +50,8 @@ const MAX_TOUCHED: usize = 10_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     pub actor: Actor,
-    pub role: Role,
+    /// Its role, everywhere or in each of its folders.
+    pub scope: Scope,
     /// The stored token or session it was found by: a stream held open
     /// on it ends when it expires or is revoked (`lease`). `None` for the
     /// bootstrap token and anonymous callers.
@@ -86,6 +88,11 @@ pub enum Actor {
 }
 
 impl Identity {
+    /// Its role where it is not limited to folders (see [`Scope::role`]).
+    pub fn role(&self) -> Role {
+        self.scope.role
+    }
+
     /// The actor's name as logs and the audit record it: the token's name,
     /// `bootstrap` or `anonymous`.
     /// How the caller was known, as `whoami` says it: `token`,
@@ -218,9 +225,9 @@ pub(crate) async fn authorize(
     if let Some(schedule) = crate::access::schedule_id_in(path.as_str(), req.uri().path()) {
         span.record("schedule_id", schedule);
     }
-    let needed = match rules::access(req.method(), path.as_str()) {
+    let (needed, reach) = match rules::access(req.method(), path.as_str()) {
         Some(Access::Public) => return next.run(req).await,
-        Some(Access::Role(role)) => role,
+        Some(Access::Role(role, reach)) => (role, reach),
         None => {
             tracing::error!(method = %req.method(), path = path.as_str(), "route has no access rule; refused");
             return ApiError::new(
@@ -265,40 +272,47 @@ pub(crate) async fn authorize(
     // A connection among the server's last few serves admins only (and
     // /healthz, public, above): whoever filled the others cannot lock the
     // operator out.
-    if req.extensions().get::<crate::Reserved>().is_some() && identity.role < Role::Admin {
+    if req.extensions().get::<crate::Reserved>().is_some() && identity.role() < Role::Admin {
         return ApiError::new(
             ErrorCode::TooManyConnections,
             "the server is at its connection limit (http.max_connections); its last connections serve /healthz and admins only; retry shortly",
         )
         .into_response();
     }
-    if identity.role < needed {
-        // An attempt above one's role is the audit's business (once a
-        // minute per actor, the rest counted into the next entry).
-        if let Some(before) = state
-            .auth
-            .forbidden
-            .admit(identity.name().to_string(), Instant::now())
-        {
-            tracing::info!(
-                audit = "access.refused",
-                actor = identity.name(),
-                attempted = format!("{} {}", req.method(), path.as_str()),
-                needed = %needed,
-                refused_before = before,
-                "{} refused: {} needs the {needed} role",
-                identity.name(),
-                path.as_str()
-            );
+    let verdict = reach::judge(
+        &state,
+        &identity,
+        needed,
+        reach,
+        path.as_str(),
+        req.uri().path(),
+    )
+    .await;
+    match verdict {
+        Ok(reach::Verdict::Allowed) => {}
+        Ok(reach::Verdict::Hidden(e)) => return e.into_response(),
+        Ok(reach::Verdict::Refused(e)) => {
+            // An attempt above one's role is the audit's business (once a
+            // minute per actor, the rest counted into the next entry).
+            if let Some(before) = state
+                .auth
+                .forbidden
+                .admit(identity.name().to_string(), Instant::now())
+            {
+                tracing::info!(
+                    audit = "access.refused",
+                    actor = identity.name(),
+                    attempted = format!("{} {}", req.method(), path.as_str()),
+                    needed = %needed,
+                    refused_before = before,
+                    "{} refused: {}",
+                    identity.name(),
+                    e.message
+                );
+            }
+            return e.into_response();
         }
-        return ApiError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "this needs the {needed} role; {} has the {} role",
-                identity.actor, identity.role
-            ),
-        )
-        .into_response();
+        Err(e) => return e.into_response(),
     }
     req.extensions_mut().insert(identity);
     next.run(req).await
@@ -369,7 +383,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
         }
         return Ok(Identity {
             actor: Actor::Anonymous,
-            role: Role::Admin,
+            scope: Scope::unlimited(Role::Admin),
             held: None,
         });
     };
@@ -378,7 +392,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
         if secret::same_hash(bootstrap, &hash) {
             return Ok(Identity {
                 actor: Actor::Bootstrap,
-                role: Role::Admin,
+                scope: Scope::unlimited(Role::Admin),
                 held: None,
             });
         }
@@ -406,8 +420,8 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity,
                 });
             }
             Ok(Identity {
+                scope: t.scope(),
                 actor: Actor::Token(t.name),
-                role: t.role,
                 held: Some(Held::Token {
                     hash,
                     expires_at: t.expires_at,
@@ -446,8 +460,11 @@ async fn signed_in(state: &AppState, secret: &str) -> Result<Option<Identity>, A
         });
     }
     Ok(Some(Identity {
+        scope: Scope {
+            role: s.role,
+            folders: s.folders,
+        },
         actor: Actor::User(s.info.user),
-        role: s.role,
         held: Some(Held::Session {
             hash,
             id: s.info.id,

@@ -268,6 +268,7 @@ fn valid_submission() -> impl Strategy<Value = NewJobRequest> {
                 concurrency_key: None,
                 max_concurrent: None,
                 node_selector: None,
+                folder: None,
                 rerun_of: None,
             },
         )
@@ -418,6 +419,7 @@ proptest! {
                 schedule: None,
                 concurrency: None,
                 node_selector: Default::default(),
+                folder: None,
             },
             secrets: req.secrets,
         });

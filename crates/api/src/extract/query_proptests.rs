@@ -341,6 +341,7 @@ proptest! {
             limit: limit.unwrap_or(50),
             before_id,
             schedule_id: None,
+            folders: None,
         });
     }
 

@@ -5,7 +5,8 @@
 //! Like the live tail (`sse.rs`), a viewer costs one broadcast subscription
 //! to commits and no task: the response body is the whole state, so a
 //! client that goes away drops it and its place among the viewers. It never
-//! reads the store. Events are coalesced, at most one per [`INTERVAL`]:
+//! reads the store, but for a viewer limited to folders (`InFolders`),
+//! whose events keep only its folders' jobs. Events are coalesced, at most one per [`INTERVAL`]:
 //! commits that arrive meanwhile are gathered into the next event, never
 //! dropped, and a viewer holds at most [`MAX_CHANGED`] ids.
 
@@ -51,10 +52,20 @@ pub async fn job_events(
     let slot = state.viewers.admit_feed(&state.limits, &who)?;
     // Subscribed before the answer begins: a client that reads its page
     // once the stream is open misses nothing.
+    let commits = state.engine.pipeline().subscribe();
+    let in_folders = match identity.as_ref().and_then(|i| i.scope.visible()) {
+        None => None,
+        Some(folders) => Some(InFolders {
+            store: state.engine.store().clone(),
+            folders: folders.into_iter().map(str::to_owned).collect(),
+            high: state.engine.store().latest_job_id().await?.unwrap_or(0),
+        }),
+    };
     let feed = Feed {
-        commits: state.engine.pipeline().subscribe(),
+        commits,
         pending: Coalescer::default(),
         closed: false,
+        in_folders,
         _slot: slot,
     };
     let events = futures_util::stream::unfold(feed, |mut feed| async move {
@@ -135,11 +146,49 @@ impl Coalescer {
     }
 }
 
+/// The folders a limited viewer sees, and how far its count of new jobs
+/// has gone.
+struct InFolders {
+    store: Arc<dyn joblog_store::Store>,
+    folders: Vec<String>,
+    /// The highest id counted as new (or the newest job when the stream
+    /// opened).
+    high: JobId,
+}
+
+impl InFolders {
+    /// `changes` without the jobs of other folders: the new ones counted
+    /// in its folders above `high`, the changed ones looked up by id. A
+    /// reset stays a reset (re-read what you see).
+    async fn keep(&mut self, mut changes: Changes) -> Result<Changes, ApiError> {
+        if changes.new > 0 {
+            let up_to = u32::try_from(changes.new).unwrap_or(u32::MAX);
+            let ids = self
+                .store
+                .newer_in_folders(self.folders.clone(), self.high, up_to)
+                .await?;
+            changes.new = ids.len() as u64;
+            self.high = ids.into_iter().fold(self.high, JobId::max);
+        }
+        if !changes.changed.is_empty() {
+            let ids = changes.changed.iter().copied().collect();
+            changes.changed = (self.store.job_folders(ids).await?)
+                .into_iter()
+                .filter(|(_, f)| f.as_ref().is_some_and(|f| self.folders.contains(f)))
+                .map(|(id, _)| id)
+                .collect();
+        }
+        Ok(changes)
+    }
+}
+
 struct Feed {
     commits: Receiver<Arc<Committed>>,
     pending: Coalescer,
     /// No commit can come any more: what is gathered is the last event.
     closed: bool,
+    /// Set for a viewer limited to folders.
+    in_folders: Option<InFolders>,
     /// This viewer's place among the bounded viewers, held as long as the
     /// stream.
     _slot: ViewerSlot,
@@ -160,7 +209,16 @@ impl Feed {
             };
             if due <= now || self.closed {
                 self.take_waiting();
-                let changes = self.pending.take(now);
+                let mut changes = self.pending.take(now);
+                if let Some(filter) = &mut self.in_folders {
+                    changes = match filter.keep(changes).await {
+                        Ok(kept) => kept,
+                        Err(e) => return Some(self.fail(&e)),
+                    };
+                    if changes.is_empty() && !self.closed {
+                        continue;
+                    }
+                }
                 return Some(match json_event(&changes) {
                     Ok(event) => event.event("jobs"),
                     Err(e) => self.fail(&e),

@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use joblog_core::{Job, JobId, NewJobRequest};
+use axum::{Extension, Json};
+use joblog_core::{Job, JobId, NewJobRequest, Role};
 use serde::Deserialize;
 
+use crate::auth::Identity;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JobIdPath, JsonBody};
 use crate::AppState;
@@ -22,12 +23,29 @@ pub const LISTED_COMMAND_BYTES: usize = 4096;
 
 pub async fn submit(
     State(state): State<AppState>,
+    Extension(caller): Extension<Identity>,
     JsonBody(req): JsonBody<NewJobRequest>,
 ) -> Result<Response, ApiError> {
+    may_file(&caller, req.folder.as_deref(), Role::Operator)?;
     let mut job = state.engine.submit(req).await?;
     super::nodes::explain_waits(&state, std::slice::from_mut(&mut job)).await;
     audit_submitted(&job, None);
     Ok((StatusCode::CREATED, Json(job)).into_response())
+}
+
+/// Whether the caller may put a job or a schedule into `folder` with
+/// `needed`: a folder that is no folder's name is refused first (400
+/// naming the field), then one out of the caller's reach (403).
+pub(crate) fn may_file(
+    caller: &Identity,
+    folder: Option<&str>,
+    needed: Role,
+) -> Result<(), ApiError> {
+    if let Some(f) = folder {
+        joblog_core::validate_folder(f)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, format!("folder: {f:?} {e}")))?;
+    }
+    crate::auth::reach::may_file(caller, folder, needed)
 }
 
 /// The audit entry of a submission (the actor and peer come from the
@@ -38,6 +56,7 @@ fn audit_submitted(job: &Job, rerun_of: Option<i64>) {
         audit = "job.submitted",
         job_id = job.id,
         name = job.name.as_deref(),
+        folder = job.spec.folder.as_deref(),
         rerun_of,
         "job {} submitted",
         job.id

@@ -39,6 +39,17 @@ pub(crate) fn json_response<T: Serialize>(value: &T, size_hint: usize) -> Respon
     }
 }
 
+/// The folders of a token or user as the audit trail notes them
+/// (`team-a=operator,team-b=viewer`); `None`: every folder.
+pub(crate) fn folders_note(folders: Option<&joblog_core::Folders>) -> Option<String> {
+    folders.map(|f| {
+        f.iter()
+            .map(|(folder, role)| format!("{folder}={role}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
 pub async fn openapi() -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],

@@ -5,12 +5,15 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use joblog_core::schedule::{NewSchedule, Schedule, ScheduleId, MAX_SCHEDULE_LIMIT};
+use joblog_core::Role;
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Identity;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{positive_id, JsonBody, QueryParams};
+use crate::handlers::jobs::may_file;
 use crate::AppState;
 
 /// A schedule id from the path; anything but a positive integer → 400.
@@ -43,6 +46,7 @@ struct ScheduleList {
 /// Schedules by id, each with its next fires and latest job.
 pub async fn list(
     State(state): State<AppState>,
+    Extension(caller): Extension<Identity>,
     QueryParams(p): QueryParams<ListParams>,
 ) -> Result<Json<impl Serialize>, ApiError> {
     let limit = p.limit.unwrap_or(100);
@@ -52,19 +56,23 @@ pub async fn list(
             format!("limit: must be 1 to {MAX_SCHEDULE_LIMIT}"),
         ));
     }
-    let schedules: Vec<Schedule> = state
+    let page = state
         .engine
         .store()
         .list_schedules(p.after_id.unwrap_or(0), limit)
-        .await?
-        .into_iter()
-        .map(Schedule::with_next_fires)
-        .collect();
-    let next_after_id = if schedules.len() == limit as usize {
-        schedules.last().map(|s| s.id)
+        .await?;
+    // The page's end is the store's, so that a page short of schedules
+    // out of reach still leads to the next.
+    let next_after_id = if page.len() == limit as usize {
+        page.last().map(|s| s.id)
     } else {
         None
     };
+    let schedules: Vec<Schedule> = page
+        .into_iter()
+        .filter(|s| caller.scope.role_in(s.folder.as_deref()).is_some())
+        .map(Schedule::with_next_fires)
+        .collect();
     Ok(Json(ScheduleList {
         schedules,
         next_after_id,
@@ -73,8 +81,10 @@ pub async fn list(
 
 pub async fn create(
     State(state): State<AppState>,
+    Extension(caller): Extension<Identity>,
     JsonBody(new): JsonBody<NewSchedule>,
 ) -> Result<Response, ApiError> {
+    may_file(&caller, new.folder.as_deref(), Role::Operator)?;
     let schedule = state.engine.create_schedule(new).await?;
     audit("schedule.created", &schedule);
     Ok((StatusCode::CREATED, Json(schedule)).into_response())
@@ -90,9 +100,25 @@ pub async fn show(
 /// Changes the fields the body names (any of `POST`'s); the rest stay.
 pub async fn update(
     State(state): State<AppState>,
+    Extension(caller): Extension<Identity>,
     ScheduleIdPath(id): ScheduleIdPath,
     JsonBody(patch): JsonBody<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Json<Schedule>, ApiError> {
+    // Moved to another folder: the role there too (the route's rule
+    // judged the folder it is in).
+    if let Some(folder) = patch.get("folder") {
+        let folder = match folder {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(f) => Some(f.as_str()),
+            _ => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidRequest,
+                    "folder: a folder's name, or null for none",
+                ))
+            }
+        };
+        may_file(&caller, folder, Role::Operator)?;
+    }
     let fields: Vec<String> = patch.keys().cloned().collect();
     let schedule = state.engine.update_schedule(id, patch).await?;
     tracing::info!(
@@ -142,6 +168,7 @@ fn audit(action: &'static str, s: &Schedule) {
         name = s.name.as_str(),
         cron = s.cron.as_deref(),
         after = s.after.as_ref().map(|a| a.schedule_id),
+        folder = s.folder.as_deref(),
         "schedule {} ({}) {}",
         s.id,
         s.name,

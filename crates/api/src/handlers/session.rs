@@ -276,12 +276,13 @@ pub async fn list(
     QueryParams(q): QueryParams<SessionsQuery>,
 ) -> Result<Response, ApiError> {
     let whose = if q.all || q.user.is_some() {
-        if caller.role < Role::Admin {
+        if caller.role() < Role::Admin {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
                 format!(
                     "another user's sessions (user, all) need the admin role; {} has the {} role",
-                    caller.actor, caller.role
+                    caller.actor,
+                    caller.role()
                 ),
             ));
         }
@@ -324,7 +325,7 @@ pub async fn revoke(
     Extension(caller): Extension<Identity>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let only_of = if caller.role >= Role::Admin {
+    let only_of = if caller.role() >= Role::Admin {
         None
     } else {
         match &caller.actor {

@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use joblog_core::{validate_token_name, NewToken, Role, Timestamp, TokenInfo};
+use joblog_core::{validate_token_name, Folders, NewToken, Role, Scope, Timestamp, TokenInfo};
 use serde::{Deserialize, Serialize};
 
 use crate::auth::{secret, Identity};
@@ -24,6 +24,9 @@ pub struct CreateToken {
     pub(crate) role: Role,
     /// Seconds from now; absent or null: never expires.
     pub(crate) expires_s: Option<f64>,
+    /// Limited to these folders, with the role in each.
+    #[serde(default)]
+    pub(crate) folders: Option<Folders>,
 }
 
 impl CreateToken {
@@ -33,6 +36,12 @@ impl CreateToken {
     pub(crate) fn expiry(&self, created_at: Timestamp) -> Result<Option<Timestamp>, ApiError> {
         validate_token_name(&self.name)
             .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, format!("name: {e}")))?;
+        Scope {
+            role: self.role,
+            folders: self.folders.clone(),
+        }
+        .validate()
+        .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e))?;
         match self.expires_s {
             None => Ok(None),
             Some(s) if s.is_finite() && s > 0.0 && s <= MAX_EXPIRES_S => Ok(Some(Timestamp(
@@ -80,6 +89,7 @@ pub async fn create(
         hash: secret::hash(&token),
         created_at,
         expires_at,
+        folders: req.folders.clone(),
     };
     if !state.engine.create_token(new).await? {
         return Err(ApiError::new(
@@ -92,6 +102,7 @@ pub async fn create(
         token = %req.name,
         role = %req.role,
         expires_at = expires_at.map(|t| t.to_rfc3339()),
+        folders = crate::handlers::folders_note(req.folders.as_ref()),
         "API token {:?} created by {}",
         req.name,
         caller.name()
@@ -102,6 +113,7 @@ pub async fn create(
         created_at,
         expires_at,
         last_used_at: None,
+        folders: req.folders,
     };
     Ok((StatusCode::CREATED, Json(Created { info, token })).into_response())
 }

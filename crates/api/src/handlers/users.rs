@@ -10,7 +10,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use joblog_core::{
-    validate_password, validate_user_name, NewUser, Role, Timestamp, UserChange, UserInfo,
+    validate_password, validate_user_name, Folders, NewUser, Role, Scope, Timestamp, UserChange,
+    UserInfo,
 };
 use joblog_store::AccountOp;
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,9 @@ pub struct CreateUser {
     name: String,
     password: String,
     role: Role,
+    /// Limited to these folders, with the role in each.
+    #[serde(default)]
+    folders: Option<Folders>,
 }
 
 #[derive(Deserialize)]
@@ -34,6 +38,9 @@ pub struct ChangeUser {
     role: Option<Role>,
     disabled: Option<bool>,
     password: Option<String>,
+    /// `null`: every folder again; absent: unchanged.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    folders: Option<Option<Folders>>,
 }
 
 fn invalid(field: &str, e: String) -> ApiError {
@@ -51,6 +58,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     validate_user_name(&req.name).map_err(|e| invalid("name", e))?;
     validate_password(&req.password).map_err(|e| invalid("password", e))?;
+    checked_scope(req.role, req.folders.clone())?;
     // The audit trail names its actors by name alone: a user and a token
     // never share one.
     let tokens = state.engine.store().list_tokens().await?;
@@ -70,6 +78,7 @@ pub async fn create(
         role: req.role,
         password_hash,
         created_at,
+        folders: req.folders.clone(),
     };
     if state
         .engine
@@ -83,7 +92,15 @@ pub async fn create(
             format!("a user named {:?} exists", req.name),
         ));
     }
-    tracing::info!(audit = "user.created", user = %req.name, role = %req.role, "user {:?} created by {}", req.name, caller.name());
+    tracing::info!(
+        audit = "user.created",
+        user = %req.name,
+        role = %req.role,
+        folders = crate::handlers::folders_note(req.folders.as_ref()),
+        "user {:?} created by {}",
+        req.name,
+        caller.name()
+    );
     let info = UserInfo {
         name: req.name,
         role: req.role,
@@ -92,6 +109,7 @@ pub async fn create(
         updated_at: created_at,
         last_sign_in_at: None,
         single_sign_on: false,
+        folders: req.folders,
     };
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
@@ -147,6 +165,13 @@ pub async fn update(
             "you cannot demote or disable yourself; another admin can",
         ));
     }
+    if req.role.is_some() || req.folders.is_some() {
+        let folders = match &req.folders {
+            Some(f) => f.clone(),
+            None => before.folders.clone(),
+        };
+        checked_scope(req.role.unwrap_or(before.role), folders)?;
+    }
     let password_hash = match req.password {
         // Their password is the provider's; a second one here would be
         // a way in the provider does not know of.
@@ -166,6 +191,7 @@ pub async fn update(
         role: req.role,
         disabled: req.disabled,
         password_hash,
+        folders: req.folders.clone(),
     };
     let ends = change.ends_sessions();
     let new_password = change.password_hash.is_some();
@@ -182,6 +208,7 @@ pub async fn update(
         user = %name,
         role = req.role.map(Role::name),
         disabled = req.disabled,
+        folders = req.folders.as_ref().map(|f| crate::handlers::folders_note(f.as_ref())),
         new_password,
         sessions_ended = ends,
         "user {name:?} changed by {}",
@@ -207,6 +234,14 @@ pub async fn delete(
     }
     tracing::info!(audit = "user.deleted", user = %name, "user {name:?} deleted by {}", caller.name());
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A role with folders is checked as one scope: never admin within
+/// folders only.
+fn checked_scope(role: Role, folders: Option<Folders>) -> Result<(), ApiError> {
+    Scope { role, folders }
+        .validate()
+        .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e))
 }
 
 fn is_caller(caller: &Identity, name: &str) -> bool {

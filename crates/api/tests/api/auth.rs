@@ -96,11 +96,11 @@ async fn every_route_admits_exactly_the_roles_its_rule_names(db: TestDatabase) {
                 );
                 continue;
             }
-            Access::Role(_) => {
+            Access::Role(..) => {
                 assert_error(&anonymous, StatusCode::UNAUTHORIZED, "unauthorized");
             }
         }
-        let Access::Role(needed) = access else {
+        let Access::Role(needed, _) = access else {
             unreachable!()
         };
         for (role, caller) in callers.iter_mut() {

@@ -151,6 +151,10 @@ pub struct ScheduleFields {
     /// Not `--on`: with `--after`, that flag names the states.
     #[arg(long, value_name = "LABELS", value_parser = super::parse_labels)]
     pub node_selector: Option<Labels>,
+    /// The folder of the schedule and its jobs (with `edit`, an empty
+    /// value takes it out of any folder).
+    #[arg(long, value_name = "FOLDER", value_parser = parse_folder_or_none)]
+    pub folder: Option<Option<String>>,
     /// Run this script file (`-`: standard input) instead of a command.
     #[arg(long, value_name = "FILE|-", conflicts_with = "command")]
     pub script: Option<String>,
@@ -164,4 +168,12 @@ pub struct ScheduleFields {
         value_name = "CMD"
     )]
     pub command: Vec<String>,
+}
+
+/// `--folder`: a folder's name, or empty for none.
+fn parse_folder_or_none(s: &str) -> Result<Option<String>, String> {
+    match s {
+        "" => Ok(None),
+        name => super::parse_folder(name).map(Some),
+    }
 }

@@ -5,7 +5,7 @@
 use clap::{Args, Subcommand};
 use joblog_core::Role;
 
-use super::{parse_role, Connection};
+use super::{parse_folder_role, parse_role, Connection};
 
 #[derive(Args, Debug)]
 pub struct UserArgs {
@@ -29,6 +29,11 @@ pub enum UserCommand {
         /// What they may do.
         #[arg(long, value_parser = parse_role)]
         role: Role,
+        /// Limit them to this folder with this role (`team-a=operator`);
+        /// repeat for several. --role is then their role on what is in
+        /// no folder (viewer or operator).
+        #[arg(long = "folder", value_name = "FOLDER=ROLE", value_parser = parse_folder_role)]
+        folders: Vec<(String, Role)>,
     },
     /// List users: name, role, state, created, last sign-in (never passwords).
     List,
@@ -48,6 +53,14 @@ pub enum UserCommand {
         /// Set a new password, read as `add` reads one.
         #[arg(long)]
         password: bool,
+        /// Limit them to these folders (`team-a=operator`, repeated),
+        /// in place of the folders they had.
+        #[arg(long = "folder", value_name = "FOLDER=ROLE", value_parser = parse_folder_role,
+              conflicts_with = "all_folders")]
+        folders: Vec<(String, Role)>,
+        /// Let them reach every folder again.
+        #[arg(long)]
+        all_folders: bool,
     },
     /// Remove a user; their sessions end.
     Remove {

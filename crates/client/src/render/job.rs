@@ -175,6 +175,9 @@ fn given_rows(j: &JobView) -> Vec<(String, String)> {
     if !j.node_selector.is_empty() {
         rows.push(("runs on".into(), text(&labels_text(&j.node_selector))));
     }
+    if let Some(folder) = &j.folder {
+        rows.push(("folder".into(), text(folder)));
+    }
     rows
 }
 

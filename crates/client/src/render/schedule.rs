@@ -149,6 +149,9 @@ pub(super) fn show_text(s: &ScheduleView) -> String {
     if !s.node_selector.is_empty() {
         rows.push(("runs on".into(), text(&labels_text(&s.node_selector))));
     }
+    if let Some(folder) = &s.folder {
+        rows.push(("folder".into(), text(folder)));
+    }
     rows.push(("overlap".into(), text(&s.overlap)));
     rows.push(("missed".into(), text(&s.missed)));
     rows.push((

@@ -21,6 +21,8 @@ pub struct NewJobRequest {
     pub max_concurrent: Option<u32>,
     /// Labels the node that runs it must have, e.g. `{"role": "db"}`.
     pub node_selector: Option<BTreeMap<String, String>>,
+    /// The folder it belongs to (`team-a`): who may see and act on it.
+    pub folder: Option<String>,
     /// Set by a rerun (`POST /jobs/{id}/rerun`), never by a client.
     #[serde(skip)]
     pub rerun_of: Option<JobId>,
@@ -59,6 +61,14 @@ pub(crate) fn node_selector(
     given: Option<BTreeMap<String, String>>,
 ) -> Result<Labels, ValidationError> {
     Labels::try_from(given.unwrap_or_default()).map_err(|e| invalid("node_selector", e))
+}
+
+/// Checks a request's `folder` (a job's or a schedule's).
+pub(crate) fn folder(given: Option<String>) -> Result<Option<String>, ValidationError> {
+    if let Some(name) = &given {
+        crate::validate_folder(name).map_err(|e| invalid("folder", format!("{name:?} {e}")))?;
+    }
+    Ok(given)
 }
 
 /// A submission that passed validation.
@@ -151,6 +161,7 @@ impl NewJobRequest {
         }
         let concurrency = Concurrency::from_request(self.concurrency_key, self.max_concurrent)?;
         let node_selector = node_selector(self.node_selector)?;
+        let folder = folder(self.folder)?;
         Ok(ValidJob {
             name: self.name,
             spec: JobSpec {
@@ -164,6 +175,7 @@ impl NewJobRequest {
                 schedule: None,
                 concurrency,
                 node_selector,
+                folder,
             },
             secrets: self.secrets,
         })

@@ -39,6 +39,10 @@ pub(super) fn validate_when(mut when: When) -> Result<When, ValidationError> {
             "a schedule id is a positive integer",
         ));
     }
+    if let Some(folder) = &when.folder {
+        crate::validate_folder(folder)
+            .map_err(|e| invalid("when.folder", format!("{folder:?} {e}")))?;
+    }
     Ok(when)
 }
 

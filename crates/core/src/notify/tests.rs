@@ -168,10 +168,27 @@ fn when_matches_state_name_pattern_and_schedule() {
         states: vec![JobState::Failed],
         name: None,
         schedule_id: Some(3),
+        folder: None,
     };
     assert!(by_schedule.matches(&job(1, None, JobState::Failed, Some(3))));
     assert!(!by_schedule.matches(&job(1, None, JobState::Failed, Some(4))));
     assert!(!by_schedule.matches(&job(1, None, JobState::Failed, None)));
+    let by_folder = When {
+        schedule_id: None,
+        folder: Some("team-a".into()),
+        ..by_schedule
+    };
+    let mut in_a = job(1, None, JobState::Failed, None);
+    in_a.spec.folder = Some("team-a".into());
+    let mut in_b = in_a.clone();
+    in_b.spec.folder = Some("team-b".into());
+    assert!(by_folder.matches(&in_a));
+    assert!(!by_folder.matches(&in_b));
+    assert!(!by_folder.matches(&job(1, None, JobState::Failed, None)));
+    let bad = validate(rule_json(
+        json!({"when": {"states": ["failed"], "folder": "a/b"}}),
+    ));
+    assert_eq!(bad.unwrap_err().field, "when.folder");
 }
 
 #[test]

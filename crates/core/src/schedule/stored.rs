@@ -42,6 +42,9 @@ pub struct Schedule {
     pub max_concurrent: Option<u32>,
     /// The labels the node that runs each of its jobs must have.
     pub node_selector: Labels,
+    /// The folder it and each of its jobs belong to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
     pub overlap: Overlap,
     pub missed: Missed,
     pub retries: Retries,
@@ -91,6 +94,7 @@ impl Schedule {
         self.concurrency_key = spec.concurrency.as_ref().map(|c| c.key.clone());
         self.max_concurrent = spec.concurrency.as_ref().map(|c| c.max);
         self.node_selector = spec.node_selector.clone();
+        self.folder = spec.folder.clone();
         self
     }
 
@@ -152,6 +156,7 @@ impl Schedule {
         put("concurrency_key", json!(self.concurrency_key));
         put("max_concurrent", json!(self.max_concurrent));
         put("node_selector", json!(self.node_selector));
+        put("folder", json!(self.folder));
         put("overlap", json!(self.overlap));
         put("missed", json!(self.missed));
         put("retries", json!(self.retries));

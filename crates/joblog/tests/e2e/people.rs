@@ -233,3 +233,116 @@ async fn a_session_opened_on_one_node_works_on_another_until_signed_out_there() 
     );
     assert_eq!(with_session(&a, &ada, "GET", "/api/v1/jobs").await, 401);
 }
+
+/// The CLI with `token`, nothing on stdin.
+fn cli_as(server: &Server, token: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .arg("--server")
+        .arg(&server.url)
+        .args(["--token", token])
+        .args(args)
+        .env_remove("JOBLOG_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the joblog CLI");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Folders from the command line: a token limited to one submits there
+/// and nowhere else, lists its folder's jobs only, and says so in `token
+/// list`; a user's folders are set and lifted by `user set`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folders_limit_tokens_and_users_made_with_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--token", BOOTSTRAP])
+        .await
+        .with_token(BOOTSTRAP);
+    let (code, token, err) = cli_as(
+        &server,
+        BOOTSTRAP,
+        &[
+            "token",
+            "create",
+            "--name",
+            "team-a-ci",
+            "--role",
+            "viewer",
+            "--folder",
+            "team-a=operator",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let token = token.trim().to_string();
+    let (code, out, err) = cli_as(&server, BOOTSTRAP, &["token", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("viewer (team-a=operator)"), "{out}");
+
+    let (code, out, err) = cli_as(
+        &server,
+        &token,
+        &["run", "--folder", "team-a", "--", "echo", "mine"],
+    );
+    assert_eq!((code, out.as_str()), (0, "mine\n"), "{err}");
+    let (code, _, err) = cli_as(
+        &server,
+        &token,
+        &["run", "--folder", "team-b", "--detach", "--", "true"],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("may not reach folder \"team-b\""), "{err}");
+    let (code, _, err) = cli_as(
+        &server,
+        BOOTSTRAP,
+        &["run", "--folder", "team-b", "--", "true"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = cli_as(&server, &token, &["run", "--folder", "a b", "--", "true"]);
+    assert_eq!(code, 2, "a bad folder name is a usage error: {err}");
+
+    let (code, out, err) = cli_as(&server, &token, &["jobs", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let jobs: Value = serde_json::from_str(&out).unwrap();
+    let folders: Vec<&str> = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["folder"].as_str().unwrap())
+        .collect();
+    assert_eq!(folders, ["team-a"]);
+    let (code, out, _) = cli_as(
+        &server,
+        BOOTSTRAP,
+        &["jobs", "--folder", "team-b", "--json"],
+    );
+    assert_eq!(code, 0);
+    let jobs: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 1, "{jobs}");
+
+    let (code, out, err) = cli_fed(
+        &server,
+        &format!("{PASSWORD}\n"),
+        &[
+            "user",
+            "add",
+            "carol",
+            "--role",
+            "viewer",
+            "--folder",
+            "team-a=viewer",
+            "--folder",
+            "ops=operator",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("viewer (ops=operator, team-a=viewer)"),
+        "{out}"
+    );
+    let (code, out, err) = cli_fed(&server, "", &["user", "set", "carol", "--all-folders"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("carol") && !out.contains("team-a"), "{out}");
+}

@@ -284,6 +284,14 @@ async fn a_person_signs_in_through_the_openid_provider_and_one_without_a_role_is
     .await;
 }
 
+/// A person limited to a folder: the scenario makes her and a job in her
+/// folder and one in another with the bootstrap token; she sees, follows
+/// and submits in hers only, and the other's job is not found.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_limited_to_a_folder_sees_and_submits_only_there() {
+    run_with_token("folders").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_admin_adds_changes_disables_resets_and_deletes_a_user_on_the_users_page() {
     run_with_token("users").await;

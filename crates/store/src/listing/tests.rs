@@ -9,7 +9,7 @@ use joblog_core::NameGlob;
 /// Every kind of statement a listing runs, for the tests that hold each
 /// to an index search: the window, the four seeks of a name scan, and a
 /// page of each shape (walked by id, by one or several states, by node, by
-/// an exact name, by the names a pattern matched), with the other filters
+/// an exact name, by the names a pattern matched, by folders), with the other filters
 /// checked on the way.
 pub(crate) fn every_statement(d: Dialect) -> Vec<Sql> {
     use joblog_core::Timestamp;
@@ -25,7 +25,14 @@ pub(crate) fn every_statement(d: Dialect) -> Vec<Sql> {
             limit: 50,
             before_id: Some(100),
             schedule_id: None,
+            folders: None,
         };
+    // A caller limited to folders: one walk per folder, or the folders
+    // checked on another walk.
+    let in_folders = |q: JobQuery, folders: &[&str]| JobQuery {
+        folders: Some(folders.iter().map(|f| f.to_string()).collect()),
+        ..q
+    };
     let of_schedule = |q: JobQuery| JobQuery {
         schedule_id: Some(4),
         ..q
@@ -72,6 +79,26 @@ pub(crate) fn every_statement(d: Dialect) -> Vec<Sql> {
             span,
         ),
         (of_schedule(query(&[], Some("x"), None, false)), None, None),
+        (
+            in_folders(query(&[], None, None, false), &["a"]),
+            None,
+            None,
+        ),
+        (
+            in_folders(query(&[], None, None, true), &["a", "b", "c"]),
+            None,
+            span,
+        ),
+        (
+            in_folders(query(&failed, None, None, false), &["a", "b"]),
+            None,
+            None,
+        ),
+        (
+            in_folders(query(&[], Some("x"), Some("n"), false), &["a"]),
+            None,
+            None,
+        ),
     ];
     for (q, names, span) in &pages {
         out.push(page_sql(d, q, *names, *span).unwrap());

@@ -28,11 +28,12 @@ const ACTIVE: &str = "SELECT DISTINCT schedule_id FROM jobs WHERE schedule_id = 
 /// makes none).
 const INSERT_FIRES: &str = concat!(
     "INSERT INTO jobs (name, state, spec, created_at, created_by, schedule_id, fire_time, \
-     attempt, concurrency_key, max_concurrent, node_selector) \
-     SELECT u.name, 'queued', u.spec, $3, $4, u.sid, u.fire, u.attempt, u.key, u.max, u.sel \
+     attempt, concurrency_key, max_concurrent, node_selector, folder) \
+     SELECT u.name, 'queued', u.spec, $3, $4, u.sid, u.fire, u.attempt, u.key, u.max, u.sel, \
+            u.folder \
      FROM unnest($1::text[], $2::text[], $5::bigint[], $6::bigint[], $7::bigint[], \
-                 $8::text[], $9::bigint[], $10::text[]) WITH ORDINALITY \
-          AS u(name, spec, sid, fire, attempt, key, max, sel, ord) \
+                 $8::text[], $9::bigint[], $10::text[], $11::text[]) WITH ORDINALITY \
+          AS u(name, spec, sid, fire, attempt, key, max, sel, folder, ord) \
      ORDER BY u.ord \
      ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
     job_columns!()
@@ -126,6 +127,7 @@ impl ScheduleWrites for PgTx<'_, '_> {
                     &new.keys,
                     &new.maxes,
                     &new.selectors,
+                    &new.folders,
                 ],
             )
             .await?;
@@ -216,6 +218,7 @@ struct NewJobs {
     keys: Vec<Option<String>>,
     maxes: Vec<Option<i64>>,
     selectors: Vec<String>,
+    folders: Vec<Option<String>>,
 }
 
 impl NewJobs {
@@ -232,6 +235,7 @@ impl NewJobs {
         self.keys.push(keys.concurrency_key);
         self.maxes.push(keys.max_concurrent);
         self.selectors.push(keys.node_selector);
+        self.folders.push(keys.folder);
         Ok(())
     }
 }

@@ -135,6 +135,7 @@ impl ScheduleRow {
             concurrency_key: None,
             max_concurrent: None,
             node_selector: Default::default(),
+            folder: None,
             overlap,
             missed,
             retries: Retries {
@@ -202,6 +203,8 @@ pub(crate) struct JobKeys {
     pub max_concurrent: Option<i64>,
     /// Its `node_selector` in the stored form (`Labels::canonical`).
     pub node_selector: String,
+    /// Its folder, which a listing limited to folders walks by.
+    pub folder: Option<String>,
 }
 
 impl JobKeys {
@@ -213,6 +216,7 @@ impl JobKeys {
             concurrency_key: spec.concurrency.as_ref().map(|c| c.key.clone()),
             max_concurrent: spec.concurrency.as_ref().map(|c| i64::from(c.max)),
             node_selector: spec.node_selector.canonical(),
+            folder: spec.folder.clone(),
         }
     }
 }

@@ -68,15 +68,15 @@ const DELETE: Statement = sql!("DELETE FROM schedules WHERE id = $1");
 const INSERT_JOB: Statement = Statement::new(
     concat!(
         "INSERT INTO jobs (name, state, spec, created_at, schedule_id, fire_time, attempt, \
-         concurrency_key, max_concurrent, run_after, node_selector) \
-         VALUES (?1, 'queued', ?2, ?3, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+         concurrency_key, max_concurrent, run_after, node_selector, folder) \
+         VALUES (?1, 'queued', ?2, ?3, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
          ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
         job_columns!()
     ),
     concat!(
         "INSERT INTO jobs (name, state, spec, created_at, created_by, pinned_node, schedule_id, \
-         fire_time, attempt, concurrency_key, max_concurrent, run_after, node_selector) \
-         VALUES ($1, 'queued', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         fire_time, attempt, concurrency_key, max_concurrent, run_after, node_selector, folder) \
+         VALUES ($1, 'queued', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
          ON CONFLICT (schedule_id, fire_time, attempt) DO NOTHING RETURNING ",
         job_columns!()
     ),
@@ -174,6 +174,7 @@ pub(crate) async fn insert_job<T: ScheduleWrites>(
         keys.max_concurrent.into(),
         run_after.map(Timestamp::micros).into(),
         keys.node_selector.into(),
+        keys.folder.into(),
     ];
     query_opt(tx, &INSERT_JOB, &params).await
 }

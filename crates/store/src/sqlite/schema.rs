@@ -72,6 +72,7 @@ CREATE TABLE results (
     Sql(CONTROLS_MIGRATION),
     Sql(crate::accounts::MIGRATION),
     Sql(crate::accounts::SSO_MIGRATION),
+    Sql(crate::accounts::FOLDERS_MIGRATION),
 ];
 
 /// Drain and pause (`crate::controls`): since when a node is asked to

@@ -15,7 +15,7 @@ joblog_store::backend_tests! {
 }
 
 impl TestStore {
-    fn account(&mut self, op: AccountOp) -> u64 {
+    pub(super) fn account(&mut self, op: AccountOp) -> u64 {
         match self.apply_one(WriteOp::Account(op)) {
             Outcome::Count(n) => n,
             other => panic!("an account op gave {other:?}"),
@@ -93,6 +93,7 @@ async fn a_single_sign_on_user_is_made_updated_and_never_takes_a_name(db: TestDa
         role: Role::Viewer,
         password_hash: "$argon2id$stand-in".into(),
         created_at: Timestamp(1),
+        folders: None,
     }));
     assert_eq!(t.account(sso("ada", "https://idp ada", Role::Admin)), 0);
     let ada = t.store.user("ada".into()).await.unwrap().unwrap();

@@ -2,12 +2,13 @@
 //! [`JobQuery`], and its handler.
 
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use joblog_core::{
-    parse_time_bound, Job, JobId, JobQuery, JobState, NameFilter, Timestamp, MAX_LIST_LIMIT,
+    parse_time_bound, Job, JobId, JobQuery, JobState, NameFilter, Scope, Timestamp, MAX_LIST_LIMIT,
 };
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Identity;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::QueryParams;
 use crate::handlers::jobs::LISTED_COMMAND_BYTES;
@@ -24,6 +25,7 @@ pub struct ListParams {
     limit: Option<u32>,
     before_id: Option<JobId>,
     schedule_id: Option<i64>,
+    folder: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -89,7 +91,16 @@ impl ListParams {
                 )));
             }
         }
+        let folder = match self.folder.filter(|f| !f.is_empty()) {
+            Some(f) => {
+                joblog_core::validate_folder(&f)
+                    .map_err(|e| invalid(format!("folder: {f:?} {e}")))?;
+                Some(vec![f])
+            }
+            None => None,
+        };
         Ok(JobQuery {
+            folders: folder,
             states,
             name: name.as_deref().map(NameFilter::parse),
             node,
@@ -104,9 +115,11 @@ impl ListParams {
 
 pub async fn list(
     State(state): State<AppState>,
+    Extension(caller): Extension<Identity>,
     QueryParams(p): QueryParams<ListParams>,
 ) -> Result<Json<impl Serialize>, ApiError> {
-    let query = p.query(Timestamp::now())?;
+    let mut query = p.query(Timestamp::now())?;
+    query.folders = within_reach(&caller.scope, query.folders);
     let limit = query.limit;
     let mut jobs = state.engine.store().list_jobs(query).await?;
     for job in &mut jobs {
@@ -122,4 +135,20 @@ pub async fn list(
         jobs,
         next_before_id,
     }))
+}
+
+/// The folders a listing of `scope`'s caller walks: those asked for
+/// (`None`: all) that are within its reach. A caller limited to folders
+/// never sees a job in none.
+pub(crate) fn within_reach(scope: &Scope, asked: Option<Vec<String>>) -> Option<Vec<String>> {
+    let Some(visible) = scope.visible() else {
+        return asked;
+    };
+    Some(match asked {
+        None => visible.into_iter().map(str::to_owned).collect(),
+        Some(asked) => asked
+            .into_iter()
+            .filter(|f| visible.contains(&f.as_str()))
+            .collect(),
+    })
 }
