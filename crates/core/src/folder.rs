@@ -101,8 +101,13 @@ impl Scope {
         if folders.len() > MAX_SCOPE_FOLDERS {
             return Err(format!("folders: at most {MAX_SCOPE_FOLDERS}"));
         }
-        for name in folders.keys() {
+        for (name, role) in folders {
             validate_folder(name).map_err(|e| format!("folders: {name:?} {e}"))?;
+            if *role == Role::Admin {
+                return Err(format!(
+                    "folders: {name:?} admin: an admin reaches every folder; a folder's role is viewer or operator"
+                ));
+            }
         }
         Ok(())
     }
@@ -158,6 +163,10 @@ mod tests {
             .validate()
             .unwrap_err()
             .contains("admin"));
+        assert!(limited(Role::Viewer, &[("a", Role::Admin)])
+            .validate()
+            .unwrap_err()
+            .starts_with("folders: \"a\" admin"));
         assert!(limited(Role::Viewer, &[])
             .validate()
             .unwrap_err()

@@ -32,7 +32,9 @@
 //!   Debian's cron), `policy` (`Overlap`, `Missed`, `Retries`), `plan`
 //!   (which fires a waking scheduler runs; missed ones counted up to
 //!   `MAX_COUNTED`), `stored` (a schedule as stored, its `PATCH`, and the
-//!   job a fire submits).
+//!   job a fire submits). `params`: the JSON Schema subset of a saved
+//!   job's parameters and each run's values checked against it (not used
+//!   by a route yet).
 //! - `result_blob` (docs/results.md) and `segment` (docs/segments.md):
 //!   versioned binary formats; `escape`: untrusted text made safe for a
 //!   terminal; `buckets`: histogram bounds as people write them.
@@ -57,6 +59,7 @@ mod labels;
 mod navigation;
 mod node;
 pub mod notify;
+pub mod params;
 #[cfg(test)]
 mod proptests;
 mod query;

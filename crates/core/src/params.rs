@@ -1,0 +1,716 @@
+//! A saved job's parameters: the subset of JSON Schema a schedule's
+//! `"params"` declares (an object of typed properties), checked whole when
+//! it is saved — a keyword outside the subset is refused, so a form shows
+//! exactly what is checked — and the values of each run checked against
+//! it before a job exists, defaults filling the rest. What a job is given
+//! of them is [`Params::env`]: one variable per parameter, never a shell.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+/// Most parameters one schema declares.
+pub const MAX_PARAMS: usize = 100;
+/// Longest parameter name.
+pub const MAX_PARAM_NAME: usize = 64;
+/// Longest text of a `description` or a `pattern`.
+const MAX_TEXT: usize = 2048;
+/// Most values of an `enum`.
+const MAX_ENUM: usize = 1000;
+/// Largest value of a string parameter, in bytes (an environment variable
+/// larger than this is a file's work).
+pub const MAX_VALUE_BYTES: usize = 128 * 1024;
+/// What a compiled `pattern` may take of memory.
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// A schema or a value refused, naming where: `params.env` (a value),
+/// `params.properties.env.enum` (the schema).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct ParamsError {
+    pub at: String,
+    pub message: String,
+}
+
+fn refuse(at: impl Into<String>, message: impl Into<String>) -> ParamsError {
+    ParamsError {
+        at: at.into(),
+        message: message.into(),
+    }
+}
+
+/// The type of one parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+}
+
+impl ParamType {
+    fn parse(text: &str) -> Option<ParamType> {
+        Some(match text {
+            "string" => ParamType::String,
+            "integer" => ParamType::Integer,
+            "number" => ParamType::Number,
+            "boolean" => ParamType::Boolean,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Integer => "integer",
+            ParamType::Number => "number",
+            ParamType::Boolean => "boolean",
+        }
+    }
+
+    /// Whether `v` is a value of this type (an integer is a number whose
+    /// value is whole, as JSON Schema says: `3.0` is an integer).
+    fn admits(self, v: &Value) -> bool {
+        match self {
+            ParamType::String => v.is_string(),
+            ParamType::Boolean => v.is_boolean(),
+            ParamType::Number => v.is_number(),
+            ParamType::Integer => integer(v).is_some(),
+        }
+    }
+}
+
+/// `v` as a whole number, if it is one.
+fn integer(v: &Value) -> Option<i64> {
+    if let Some(i) = v.as_i64() {
+        return Some(i);
+    }
+    let f = v.as_f64()?;
+    (f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15).then_some(f as i64)
+}
+
+/// One declared parameter.
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamType,
+    pub description: Option<String>,
+    pub default: Option<Value>,
+    pub choices: Option<Vec<Value>>,
+    pub minimum: Option<f64>,
+    pub maximum: Option<f64>,
+    pub min_length: Option<u64>,
+    pub max_length: Option<u64>,
+    pattern: Option<(String, regex::Regex)>,
+    /// `format: "multiline"`: a string of several lines (a form's
+    /// textarea).
+    pub multiline: bool,
+    /// Masked in the log, never stored, never prefilled.
+    pub secret: bool,
+    pub required: bool,
+}
+
+impl PartialEq for Param {
+    fn eq(&self, other: &Param) -> bool {
+        self.to_json() == other.to_json() && self.name == other.name
+    }
+}
+
+impl Param {
+    pub fn pattern(&self) -> Option<&str> {
+        self.pattern.as_ref().map(|(p, _)| p.as_str())
+    }
+
+    /// Checks one value, naming this parameter when it is refused.
+    fn check(&self, v: &Value) -> Result<(), ParamsError> {
+        let at = format!("params.{}", self.name);
+        if !self.kind.admits(v) {
+            return Err(refuse(
+                at,
+                format!(
+                    "{} is not {} {}",
+                    shown(v),
+                    article(self.kind),
+                    self.kind.name()
+                ),
+            ));
+        }
+        if let Some(choices) = &self.choices {
+            if !choices.iter().any(|c| same_value(c, v)) {
+                let list: Vec<String> = choices.iter().map(plain).collect();
+                return Err(refuse(
+                    at,
+                    format!("{} is not one of {}", shown(v), list.join(", ")),
+                ));
+            }
+        }
+        if let Some(n) = v.as_f64() {
+            if let Some(min) = self.minimum.filter(|m| n < *m) {
+                return Err(refuse(
+                    at,
+                    format!("{} is below the minimum, {}", plain(v), number(min)),
+                ));
+            }
+            if let Some(max) = self.maximum.filter(|m| n > *m) {
+                return Err(refuse(
+                    at,
+                    format!("{} is above the maximum, {}", plain(v), number(max)),
+                ));
+            }
+        }
+        if let Some(s) = v.as_str() {
+            let chars = s.chars().count() as u64;
+            if let Some(min) = self.min_length.filter(|m| chars < *m) {
+                return Err(refuse(at, format!("{chars} characters, fewer than {min}")));
+            }
+            if let Some(max) = self.max_length.filter(|m| chars > *m) {
+                return Err(refuse(at, format!("{chars} characters, more than {max}")));
+            }
+            if s.len() > MAX_VALUE_BYTES {
+                return Err(refuse(at, format!("larger than {MAX_VALUE_BYTES} bytes")));
+            }
+            if s.contains('\0') {
+                return Err(refuse(
+                    at,
+                    "contains NUL, which no environment variable can hold",
+                ));
+            }
+            if !self.multiline && (s.contains('\n') || s.contains('\r')) {
+                return Err(refuse(
+                    at,
+                    "one line expected (format \"multiline\" takes several)",
+                ));
+            }
+            if let Some((text, re)) = &self.pattern {
+                if !re.is_match(s) {
+                    return Err(refuse(
+                        at,
+                        format!("{} does not match the pattern {text}", shown(v)),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The property as the schema gives it back (`GET` shows this).
+    fn to_json(&self) -> Value {
+        let mut o = Map::new();
+        o.insert("type".into(), self.kind.name().into());
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                o.insert(k.into(), v);
+            }
+        };
+        put("description", self.description.clone().map(Value::from));
+        put("default", self.default.clone());
+        put("enum", self.choices.clone().map(Value::from));
+        put("minimum", self.minimum.map(json_number));
+        put("maximum", self.maximum.map(json_number));
+        put("minLength", self.min_length.map(Value::from));
+        put("maxLength", self.max_length.map(Value::from));
+        put("pattern", self.pattern().map(Value::from));
+        put("format", self.multiline.then(|| "multiline".into()));
+        put("secret", self.secret.then_some(Value::Bool(true)));
+        Value::Object(o)
+    }
+}
+
+fn json_number(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
+
+fn number(n: f64) -> String {
+    json_number(n).to_string()
+}
+
+fn article(t: ParamType) -> &'static str {
+    match t {
+        ParamType::Integer => "an",
+        _ => "a",
+    }
+}
+
+/// A value in a message: strings quoted, cut when long.
+fn shown(v: &Value) -> String {
+    let text = v.to_string();
+    if text.len() <= 80 {
+        return text;
+    }
+    let mut end = 77;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// An enum's value in the list of choices: strings unquoted.
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// JSON equality with numbers compared by value (`3` and `3.0` agree).
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// A schedule's declared parameters.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParamsSchema {
+    /// By name, in name order.
+    pub params: Vec<Param>,
+}
+
+/// The keywords of a property; any other is refused.
+const PROPERTY_KEYWORDS: &[&str] = &[
+    "type",
+    "description",
+    "default",
+    "enum",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "secret",
+];
+
+impl ParamsSchema {
+    /// Reads `"params"` as a schedule gives it:
+    /// `{"type": "object", "properties": {…}, "required": […]}` (`type`
+    /// may be left out). Every keyword is checked; one outside the subset
+    /// is refused, naming it.
+    pub fn parse(schema: &Value) -> Result<ParamsSchema, ParamsError> {
+        let Some(top) = schema.as_object() else {
+            return Err(refuse(
+                "params",
+                "a JSON Schema object: {\"type\": \"object\", \"properties\": {…}}",
+            ));
+        };
+        for key in top.keys() {
+            if !["type", "properties", "required"].contains(&key.as_str()) {
+                return Err(refuse(
+                    format!("params.{key}"),
+                    "not supported (a schema here has type, properties and required)",
+                ));
+            }
+        }
+        match top.get("type") {
+            None => {}
+            Some(Value::String(t)) if t == "object" => {}
+            Some(other) => return Err(refuse("params.type", format!("{other} is not \"object\""))),
+        }
+        let empty = Map::new();
+        let properties = match top.get("properties") {
+            None => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => {
+                return Err(refuse(
+                    "params.properties",
+                    "an object of parameters by name",
+                ))
+            }
+        };
+        if properties.len() > MAX_PARAMS {
+            return Err(refuse(
+                "params.properties",
+                format!("at most {MAX_PARAMS} parameters"),
+            ));
+        }
+        let required: Vec<String> = match top.get("required") {
+            None => Vec::new(),
+            Some(Value::Array(names)) => names
+                .iter()
+                .map(|n| match n {
+                    Value::String(s) if properties.contains_key(s) => Ok(s.clone()),
+                    Value::String(s) => Err(refuse(
+                        "params.required",
+                        format!("{s:?} is not a parameter in properties"),
+                    )),
+                    other => Err(refuse(
+                        "params.required",
+                        format!("{other} is not a parameter's name"),
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(refuse("params.required", "a list of parameter names")),
+        };
+        let mut params = Vec::with_capacity(properties.len());
+        let mut variables: BTreeMap<String, String> = BTreeMap::new();
+        for (name, spec) in properties {
+            check_name(name)?;
+            if let Some(other) = variables.insert(name.to_ascii_uppercase(), name.clone()) {
+                return Err(refuse(
+                    format!("params.properties.{name}"),
+                    format!(
+                        "the same variable as {other:?} (JOBLOG_PARAM_{})",
+                        name.to_ascii_uppercase()
+                    ),
+                ));
+            }
+            params.push(property(name, spec, required.contains(name))?);
+        }
+        Ok(ParamsSchema { params })
+    }
+
+    /// The schema as it is given back (`GET /api/v1/schedules/{id}`).
+    pub fn to_json(&self) -> Value {
+        let properties: Map<String, Value> = self
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.to_json()))
+            .collect();
+        let required: Vec<Value> = self
+            .params
+            .iter()
+            .filter(|p| p.required)
+            .map(|p| Value::from(p.name.clone()))
+            .collect();
+        let mut o = Map::new();
+        o.insert("type".into(), "object".into());
+        o.insert("properties".into(), Value::Object(properties));
+        if !required.is_empty() {
+            o.insert("required".into(), Value::Array(required));
+        }
+        Value::Object(o)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.params.is_empty()
+    }
+
+    /// The parameters a run without values (a cron fire, a trigger)
+    /// would lack: required ones with no default.
+    pub fn unfillable(&self) -> Vec<&str> {
+        self.params
+            .iter()
+            .filter(|p| p.required && p.default.is_none())
+            .map(|p| p.name.as_str())
+            .collect()
+    }
+
+    /// The values of one run: `given` checked parameter by parameter,
+    /// defaults filling what is not given. An unknown name, a missing
+    /// required one or a bad value is refused naming the parameter.
+    pub fn fill(&self, given: &Map<String, Value>) -> Result<Params, ParamsError> {
+        for name in given.keys() {
+            if !self.params.iter().any(|p| &p.name == name) {
+                let known: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
+                return Err(refuse(
+                    format!("params.{name}"),
+                    if known.is_empty() {
+                        "this job takes no parameters".to_string()
+                    } else {
+                        format!(
+                            "not a parameter of this job (it takes {})",
+                            known.join(", ")
+                        )
+                    },
+                ));
+            }
+        }
+        let mut values = BTreeMap::new();
+        for p in &self.params {
+            let value = match given.get(&p.name) {
+                // `null` is not given: the default, if any.
+                Some(Value::Null) | None => match &p.default {
+                    Some(d) => d.clone(),
+                    None if p.required => {
+                        return Err(refuse(
+                            format!("params.{}", p.name),
+                            "missing: a required parameter",
+                        ))
+                    }
+                    None => continue,
+                },
+                Some(v) => v.clone(),
+            };
+            p.check(&value)?;
+            values.insert(
+                p.name.clone(),
+                ParamValue {
+                    value,
+                    secret: p.secret,
+                },
+            );
+        }
+        Ok(Params { values })
+    }
+}
+
+/// A parameter's name: a letter or `_`, then letters, digits and `_`, at
+/// most 64 (it becomes part of an environment variable's name).
+fn check_name(name: &str) -> Result<(), ParamsError> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_PARAM_NAME
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(refuse(
+            "params.properties",
+            format!("{name:?} is not a parameter name (a letter or _, then letters, digits and _; at most {MAX_PARAM_NAME})"),
+        ))
+    }
+}
+
+fn property(name: &str, spec: &Value, required: bool) -> Result<Param, ParamsError> {
+    let at = |k: &str| format!("params.properties.{name}.{k}");
+    let Some(o) = spec.as_object() else {
+        return Err(refuse(
+            format!("params.properties.{name}"),
+            "an object such as {\"type\": \"string\"}",
+        ));
+    };
+    for key in o.keys() {
+        if !PROPERTY_KEYWORDS.contains(&key.as_str()) {
+            return Err(refuse(
+                at(key),
+                format!(
+                    "not supported (a parameter takes {})",
+                    PROPERTY_KEYWORDS.join(", ")
+                ),
+            ));
+        }
+    }
+    let kind = match o.get("type") {
+        Some(Value::String(t)) => ParamType::parse(t).ok_or_else(|| {
+            refuse(
+                at("type"),
+                format!("{t:?} is not one of string, integer, number, boolean"),
+            )
+        })?,
+        Some(other) => {
+            return Err(refuse(
+                at("type"),
+                format!("{other} is not one of string, integer, number, boolean"),
+            ))
+        }
+        None => {
+            return Err(refuse(
+                at("type"),
+                "missing: string, integer, number or boolean",
+            ))
+        }
+    };
+    let text = |k: &str| -> Result<Option<String>, ParamsError> {
+        match o.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) if s.len() <= MAX_TEXT => Ok(Some(s.clone())),
+            Some(Value::String(_)) => Err(refuse(at(k), format!("at most {MAX_TEXT} bytes"))),
+            Some(other) => Err(refuse(at(k), format!("{other} is not a string"))),
+        }
+    };
+    let number_of = |k: &str| -> Result<Option<f64>, ParamsError> {
+        match o.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| refuse(at(k), format!("{v} is not a number"))),
+        }
+    };
+    let length_of = |k: &str| -> Result<Option<u64>, ParamsError> {
+        match o.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| refuse(at(k), format!("{v} is not a whole number of characters"))),
+        }
+    };
+    let only_for = |k: &str, kinds: &[ParamType]| -> Result<(), ParamsError> {
+        if o.contains_key(k) && !kinds.contains(&kind) {
+            return Err(refuse(
+                at(k),
+                format!("does not apply to a {} parameter", kind.name()),
+            ));
+        }
+        Ok(())
+    };
+    use ParamType::{Integer, Number, String as Text};
+    only_for("minimum", &[Integer, Number])?;
+    only_for("maximum", &[Integer, Number])?;
+    only_for("minLength", &[Text])?;
+    only_for("maxLength", &[Text])?;
+    only_for("pattern", &[Text])?;
+    only_for("format", &[Text])?;
+    only_for("secret", &[Text])?;
+    let multiline = match o.get("format") {
+        None => false,
+        Some(Value::String(f)) if f == "multiline" => true,
+        Some(other) => {
+            return Err(refuse(
+                at("format"),
+                format!("{other} is not supported (only \"multiline\")"),
+            ))
+        }
+    };
+    let secret = match o.get("secret") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(refuse(
+                at("secret"),
+                format!("{other} is not true or false"),
+            ))
+        }
+    };
+    let pattern = match text("pattern")? {
+        None => None,
+        Some(p) => {
+            let re = regex::RegexBuilder::new(&p)
+                .size_limit(PATTERN_SIZE_LIMIT)
+                .build()
+                .map_err(|e| {
+                    refuse(
+                        at("pattern"),
+                        format!("not a pattern this server reads: {e}"),
+                    )
+                })?;
+            Some((p, re))
+        }
+    };
+    let choices = match o.get("enum") {
+        None => None,
+        Some(Value::Array(values)) if !values.is_empty() && values.len() <= MAX_ENUM => {
+            for v in values {
+                if !kind.admits(v) {
+                    return Err(refuse(
+                        at("enum"),
+                        format!("{} is not {} {}", shown(v), article(kind), kind.name()),
+                    ));
+                }
+            }
+            Some(values.clone())
+        }
+        Some(_) => {
+            return Err(refuse(
+                at("enum"),
+                format!("a list of 1 to {MAX_ENUM} values"),
+            ))
+        }
+    };
+    let mut param = Param {
+        name: name.to_string(),
+        kind,
+        description: text("description")?,
+        default: None,
+        choices,
+        minimum: number_of("minimum")?,
+        maximum: number_of("maximum")?,
+        min_length: length_of("minLength")?,
+        max_length: length_of("maxLength")?,
+        pattern,
+        multiline,
+        secret,
+        required,
+    };
+    if let (Some(min), Some(max)) = (param.minimum, param.maximum) {
+        if min > max {
+            return Err(refuse(at("minimum"), "above the maximum"));
+        }
+    }
+    if let (Some(min), Some(max)) = (param.min_length, param.max_length) {
+        if min > max {
+            return Err(refuse(at("minLength"), "above maxLength"));
+        }
+    }
+    if let Some(d) = o.get("default") {
+        if secret {
+            return Err(refuse(
+                at("default"),
+                "a secret parameter is never prefilled: it takes no default",
+            ));
+        }
+        // The default is a value like any other: checked now, so that a
+        // fire never meets a bad one.
+        param
+            .check(d)
+            .map_err(|e| refuse(at("default"), e.message))?;
+        param.default = Some(d.clone());
+    }
+    Ok(param)
+}
+
+/// One run's parameter values, by name.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Params {
+    pub values: BTreeMap<String, ParamValue>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamValue {
+    pub value: Value,
+    pub secret: bool,
+}
+
+/// The prefix of each parameter's environment variable.
+pub const ENV_PREFIX: &str = "JOBLOG_PARAM_";
+
+impl Params {
+    /// Each parameter as the job's environment gives it:
+    /// `JOBLOG_PARAM_<NAME>` (upper-cased) = the string itself, or the
+    /// JSON text of a number or a boolean. No shell reads it.
+    pub fn env(&self) -> Vec<(String, String, bool)> {
+        self.values
+            .iter()
+            .map(|(name, v)| {
+                let text = match &v.value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (
+                    format!("{ENV_PREFIX}{}", name.to_ascii_uppercase()),
+                    text,
+                    v.secret,
+                )
+            })
+            .collect()
+    }
+
+    /// Every value as one JSON object (the file `JOBLOG_PARAMS` names).
+    pub fn to_json(&self) -> Value {
+        Value::Object(
+            self.values
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect(),
+        )
+    }
+
+    /// What the job records of them: each value, a secret one by name
+    /// only (`null`).
+    pub fn recorded(&self) -> Value {
+        Value::Object(
+            self.values
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        if v.secret {
+                            Value::Null
+                        } else {
+                            v.value.clone()
+                        },
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
