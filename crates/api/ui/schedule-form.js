@@ -44,7 +44,7 @@ export function scheduleForm(schedule, { onSaved, onCancel }) {
   };
 
   field("Name", input("name"), "its runs are jobs of this name");
-  const start = field("Starts", select("start", [["cron", "on a cron expression"], ["after", "after another schedule"]]));
+  const start = field("Starts", select("start", [["cron", "on a cron expression"], ["after", "after another schedule"], ["demand", "only when run (a saved job)"]]));
   const cron = field("Cron", input("cron"), "min hour day month weekday; 6 fields: seconds first (*/10 * * * * *); @hourly, @daily …", "wide2");
   const zone = field("Time zone", input("timezone"), "IANA name, such as Europe/Berlin");
   zone.setAttribute("list", "time-zones");
@@ -55,10 +55,11 @@ export function scheduleForm(schedule, { onSaved, onCancel }) {
   afterChoices(after, schedule);
   const showStart = () => {
     const byCron = start.value === "cron";
+    const byTrigger = start.value === "after";
     // A trigger is never late: missed is cron's alone.
     for (const f of [cron, zone, missed]) f.parentElement.hidden = !byCron;
-    after.parentElement.hidden = byCron;
-    states.hidden = byCron;
+    after.parentElement.hidden = !byTrigger;
+    states.hidden = !byTrigger;
   };
   start.addEventListener("change", showStart);
   const kind = field("Run", select("kind", [["script", "Script"], ["command", "Command (one argument per line)"]]));
@@ -190,7 +191,7 @@ function fill(form, s) {
     return;
   }
   f.name.value = s.name;
-  f.start.value = s.after ? "after" : "cron";
+  f.start.value = s.after ? "after" : s.cron ? "cron" : "demand";
   f.cron.value = s.cron ?? "";
   f.timezone.value = s.timezone;
   if (s.after) {
@@ -235,7 +236,7 @@ function read(form) {
     timezone: opt(f.timezone.value) ?? "UTC",
   };
   if (f.start.value === "cron") r.cron = f.cron.value.trim();
-  else {
+  else if (f.start.value === "after") {
     const states = [...form.querySelectorAll('[name="after.states"]:checked')].map((b) => b.value);
     if (!f.after.value) throw invalid("after", "choose the schedule it runs after");
     if (!states.length) throw invalid("after.states", "tick at least one state of its jobs' ends");

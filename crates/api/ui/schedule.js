@@ -135,11 +135,11 @@ class SchedulePage {
       return f;
     };
     if (s.after) fact("runs after", afterLink(s.after, this.afterName)).id = "runs-after";
-    else {
+    else if (s.cron) {
       fact("cron", text(s.cron, null, "code"));
       fact("zone", s.timezone);
-    }
-    const none = !s.enabled ? "— (disabled)" : s.after ? "on its trigger" : "never";
+    } else fact("runs", "on demand: when someone runs it").id = "on-demand";
+    const none = !s.enabled ? "— (disabled)" : s.after ? "on its trigger" : s.cron ? "never" : "when run";
     const next = fact("next fire", s.next_fire ? timeCell(s.next_fire, "span") : text(none, "muted"));
     next.id = "next-fire";
     const r = s.last_run;
@@ -275,7 +275,8 @@ class SchedulePage {
       this.s = await patch(`/api/v1/schedules/${this.s.id}`, { enabled: on });
       this.renderHeader();
       if (!this.editing) this.renderBody();
-      say(this.note, on ? "Enabled: it fires again from the next time its cron names." : "Disabled: it does not fire until enabled.");
+      const back = this.s.cron ? "it fires again from the next time its cron names" : this.s.after ? "it runs again after the schedule it follows" : "Run now runs it, as before";
+      say(this.note, on ? `Enabled: ${back}.` : "Disabled: it does not fire until enabled.");
     } catch (err) {
       fail(this.note, err);
     } finally {

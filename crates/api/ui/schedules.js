@@ -186,8 +186,9 @@ function row(s, names) {
   if (s.after) {
     const id = s.after.schedule_id;
     cron.append(text("after ", "muted"), link(`/schedules/${id}`, names.get(id) ?? `#${id}`), text(` on ${s.after.states.join(", ")}`, "muted"));
-  } else cron.append(text(s.cron, null, "code"), text(` ${s.timezone}`, "muted"));
-  const next = s.next_fire ? timeCell(s.next_fire) : text(s.after && s.enabled ? "on its trigger" : "—", "muted", "td");
+  } else if (s.cron) cron.append(text(s.cron, null, "code"), text(` ${s.timezone}`, "muted"));
+  else cron.append(text("on demand", "muted"));
+  const next = s.next_fire ? timeCell(s.next_fire) : text(s.after && s.enabled ? "on its trigger" : s.cron || s.after ? "—" : "when run", "muted", "td");
   next.classList.add("next-fire");
   const last = el("td", "last-run");
   const r = s.last_run;

@@ -32,9 +32,10 @@
 //!   Debian's cron), `policy` (`Overlap`, `Missed`, `Retries`), `plan`
 //!   (which fires a waking scheduler runs; missed ones counted up to
 //!   `MAX_COUNTED`), `stored` (a schedule as stored, its `PATCH`, and the
-//!   job a fire submits). `params`: the JSON Schema subset of a saved
-//!   job's parameters and each run's values checked against it (not used
-//!   by a route yet).
+//!   job a fire submits); a schedule with neither cron nor trigger is a
+//!   saved job (`Firing::OnDemand`). `params`: the JSON Schema subset of
+//!   a saved job's parameters and each run's values checked against it
+//!   (not used by a route yet).
 //! - `result_blob` (docs/results.md) and `segment` (docs/segments.md):
 //!   versioned binary formats; `escape`: untrusted text made safe for a
 //!   terminal; `buckets`: histogram bounds as people write them.

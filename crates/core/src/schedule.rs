@@ -123,9 +123,9 @@ pub struct ValidSchedule {
 
 impl NewSchedule {
     /// Checks every field, naming the first one at fault. A schedule
-    /// needs a name (its jobs carry it) and either a cron expression that
-    /// fires at least once more after `now` or a trigger (`after`), not
-    /// both. Whether the trigger's schedule exists and makes no cycle is
+    /// needs a name (its jobs carry it) and at most one of a cron
+    /// expression that fires at least once more after `now` and a trigger
+    /// (`after`); with neither it is a saved job, run only when asked. Whether the trigger's schedule exists and makes no cycle is
     /// the store's to check, when it saves.
     pub fn validate(self, now: Timestamp) -> Result<ValidSchedule, ValidationError> {
         if self.name.trim().is_empty() {
@@ -158,12 +158,8 @@ impl NewSchedule {
                 "after",
                 "a schedule fires on cron or after another schedule, not both: give one of the two",
             )),
-            (None, None) => {
-                return Err(invalid(
-                    "cron",
-                    "missing: give a cron expression, or \"after\" to run after another schedule",
-                ))
-            }
+            // A saved job: run when someone runs it.
+            (None, None) => Firing::OnDemand,
         };
         if self.overlap == Overlap::Queue && self.concurrency_key.is_some() {
             return Err(invalid(

@@ -230,7 +230,7 @@ impl TestStore {
     }
 }
 
-/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (folders; users and sessions; drain and pause; placement; triggers; notifications; the
+/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (saved jobs, whose table goes below; folders; users and sessions; drain and pause; placement; triggers; notifications; the
 /// nodes' secret names; the per-schedule metrics' index; sealed logs; schedules, and the
 /// columns jobs got for them), the same on both stores: for tests that
 /// take a database back to an older version.
@@ -250,7 +250,7 @@ const UNDO_LATEST: &str = "DROP INDEX jobs_folder; ALTER TABLE jobs DROP COLUMN 
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
 /// How many migrations [`UNDO_LATEST`] undoes.
-const UNDONE_MIGRATIONS: i64 = 11;
+const UNDONE_MIGRATIONS: i64 = 12;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {

@@ -27,6 +27,7 @@ joblog_store::backend_tests! {
     each_schedule_has_its_metrics_from_its_creation,
     fixed_times_fire_once_through_both_daylight_saving_changes,
     a_schedule_after_another_runs_on_its_end_with_its_id_state_and_result,
+    a_saved_job_never_fires_and_runs_when_run,
 }
 
 const MIN: i64 = 60_000_000;
@@ -859,5 +860,56 @@ async fn a_schedule_after_another_runs_on_its_end_with_its_id_state_and_result(d
             .status,
         StatusCode::NO_CONTENT
     );
+    t.shutdown().await;
+}
+
+/// A schedule with neither `cron` nor `after` is a saved job: no next
+/// fire however the clock moves, a run each time it is run, and a cron
+/// schedule edited to `"cron": null` becomes one.
+async fn a_saved_job_never_fires_and_runs_when_run(db: TestDatabase) {
+    let clock = ManualClock::at(at(0));
+    let t = start_app_with_clock(db, 2, clock.clone()).await;
+    let r = &t.router;
+    let s = create(
+        r,
+        json!({"name": "restore-db", "command": ["echo", "restored"]}),
+    )
+    .await;
+    let id = s["id"].as_i64().unwrap();
+    assert_eq!(
+        (&s["cron"], &s["after"], &s["next_fire"]),
+        (&Value::Null, &Value::Null, &Value::Null),
+        "{s}"
+    );
+    assert_eq!(s["next_fires"], json!([]));
+    clock.set(at(60 * 24 * 400));
+    let run = post(r, &format!("/api/v1/schedules/{id}/run"), &json!({})).await;
+    assert_eq!(run.status, StatusCode::CREATED, "{}", run.text());
+    let job = run.json();
+    assert_eq!(
+        (job["schedule_id"].as_i64(), &job["fire_time"]),
+        (Some(id), &Value::Null)
+    );
+    wait_finished(r, id_of(&job)).await;
+    // The clock moved a year on: still the one run it was asked for.
+    assert_eq!(runs(r, id).await.len(), 1);
+    let listed = get_json(r, "/api/v1/schedules").await;
+    assert_eq!(listed["schedules"][0]["cron"], Value::Null);
+
+    let nightly = create(
+        r,
+        json!({"name": "nightly", "cron": "0 2 * * *", "command": ["true"]}),
+    )
+    .await;
+    let nid = nightly["id"].as_i64().unwrap();
+    assert!(nightly["next_fire"].is_string());
+    let reply = patch(
+        r,
+        &format!("/api/v1/schedules/{nid}"),
+        &json!({"cron": null}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(reply.json()["next_fire"], Value::Null, "{}", reply.text());
     t.shutdown().await;
 }

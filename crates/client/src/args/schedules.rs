@@ -16,19 +16,15 @@ pub struct ScheduleArgs {
 #[derive(Subcommand, Debug)]
 pub enum ScheduleCommand {
     /// Create a schedule that runs CMD (or --script) at each fire of
-    /// --cron in --tz, or after another schedule's jobs end (--after).
+    /// --cron in --tz, or after another schedule's jobs end (--after); with
+    /// neither, a saved job that runs only when run (`schedule run-now`).
     Add {
         /// Name of the schedule (unique); its jobs take it.
         #[arg(long)]
         name: String,
         /// When it fires: 5 fields (minute hour day-of-month month
         /// day-of-week), 6 with seconds first, or @hourly, @daily, …
-        #[arg(
-            long,
-            value_name = "EXPR",
-            required_unless_present = "after",
-            conflicts_with = "after"
-        )]
+        #[arg(long, value_name = "EXPR", conflicts_with = "after")]
         cron: Option<String>,
         #[command(flatten)]
         trigger: TriggerArgs,

@@ -61,7 +61,7 @@ fn when(s: &ScheduleView, name_of: impl Fn(i64) -> Option<String>) -> String {
             format!("after {by} on {}", text(&after.states.join(",")))
         }
         (Some(cron), None) => text(cron),
-        (None, None) => "-".into(),
+        (None, None) => "on demand".into(),
     }
 }
 
@@ -80,15 +80,16 @@ pub(super) fn schedules_table(schedules: &[ScheduleView]) -> String {
                 s.id.to_string(),
                 text(&s.name),
                 when(s, name_of),
-                if s.after.is_some() {
+                if s.cron.is_none() {
                     "-".into()
                 } else {
                     text(&s.timezone)
                 },
-                match (s.enabled, &s.after) {
-                    (false, _) => "disabled".into(),
-                    (true, Some(_)) => "on its trigger".into(),
-                    (true, None) => short_time(s.next_fires.first().map(String::as_str)),
+                match (s.enabled, &s.after, &s.cron) {
+                    (false, _, _) => "disabled".into(),
+                    (true, Some(_), _) => "on its trigger".into(),
+                    (true, None, None) => "when run".into(),
+                    (true, None, Some(_)) => short_time(s.next_fires.first().map(String::as_str)),
                 },
                 last_run(s),
                 what_it_runs(s),
@@ -239,12 +240,17 @@ mod tests {
                    "after": {"schedule_id": 3, "states": ["succeeded", "failed"]},
                    "last_run": null, "next_fires": []}),
         );
+        let saved = view(
+            json!({"id": 15, "name": "restore", "cron": null, "script": null, "command": ["true"],
+                   "last_run": null, "next_fires": []}),
+        );
         assert_eq!(
-            schedules_table(&[view(json!({})), off, after]),
+            schedules_table(&[view(json!({})), off, after, saved]),
             "ID  NAME      WHEN                               TZ             NEXT FIRE                LAST RUN                                RUNS\n \
              3  nightly   30 2 * * *                         Europe/Berlin  2026-11-25 01:30:00 UTC  #812 succeeded 2026-11-24 01:30:00 UTC  pg_dump app …\n\
              12  tick\\x1b  30 2 * * *                         Europe/Berlin  disabled                 -                                       true\n\
-             14  report    after nightly on succeeded,failed  -              on its trigger           -                                       true\n"
+             14  report    after nightly on succeeded,failed  -              on its trigger           -                                       true\n\
+             15  restore   on demand                          -              when run                 -                                       true\n"
         );
     }
 

@@ -14,13 +14,16 @@ use crate::{Job, JobId, JobState, Timestamp, ValidationError};
 /// that would run deeper is not queued.
 pub const MAX_CHAIN: u32 = 32;
 
-/// When a schedule fires: on its cron expression, or after another
-/// schedule's jobs end.
+/// When a schedule fires: on its cron expression, after another
+/// schedule's jobs end, or never by itself (a saved job, run when asked).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Firing {
     /// Boxed: a parsed expression is large, a trigger small.
     Cron(Box<Timing>),
     After(After),
+    /// A saved job: neither `cron` nor `after`; it runs only when someone
+    /// runs it (`POST /api/v1/schedules/{id}/run`).
+    OnDemand,
 }
 
 impl Firing {
@@ -29,20 +32,20 @@ impl Firing {
     pub fn next_after(&self, now: Timestamp) -> Option<Timestamp> {
         match self {
             Firing::Cron(timing) => timing.next_after(now),
-            Firing::After(_) => None,
+            Firing::After(_) | Firing::OnDemand => None,
         }
     }
 
     pub fn cron(&self) -> Option<&Timing> {
         match self {
             Firing::Cron(timing) => Some(&**timing),
-            Firing::After(_) => None,
+            Firing::After(_) | Firing::OnDemand => None,
         }
     }
 
     pub fn after(&self) -> Option<&After> {
         match self {
-            Firing::Cron(_) => None,
+            Firing::Cron(_) | Firing::OnDemand => None,
             Firing::After(after) => Some(after),
         }
     }

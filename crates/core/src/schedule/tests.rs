@@ -466,11 +466,14 @@ fn a_bad_schedule_is_refused_naming_its_field() {
             ),
             "after: a schedule fires on cron or after another schedule, not both",
         ),
-        (with("cron", serde_json::Value::Null), "cron: missing"),
     ] {
         let err = new_schedule(body).unwrap_err();
         assert!(err.contains(says), "{err:?} should say {says:?}");
     }
+    // Neither cron nor after: a saved job, which never fires by itself.
+    let saved = new_schedule(with("cron", serde_json::Value::Null)).map(|s| s.firing);
+    assert_eq!(saved, Ok(Firing::OnDemand));
+    assert_eq!(Firing::OnDemand.next_after(Timestamp(0)), None);
     let mut neither = base();
     neither.as_object_mut().unwrap().remove("command");
     assert!(new_schedule(neither)

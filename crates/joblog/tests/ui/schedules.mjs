@@ -332,6 +332,16 @@ await scenario("schedules", async (step) => {
   await shot(page, "job-triggered");
   step("a run of the other triggered it; the run's page links back to its trigger");
 
+  // A saved job: neither cron nor after; it runs when run.
+  const saved = await api("POST", "/api/v1/schedules", { name: "restore-db", command: ["echo", "restored"] });
+  await page.goto(`${URL}/schedules/${saved.id}`);
+  await until("its page", () => page.$("#on-demand"));
+  assert.match(await page.textContent("#next-fire"), /when run/);
+  await page.click("#run-now");
+  const savedRun = await until("its run", async () => (await api("GET", `/api/v1/jobs?schedule_id=${saved.id}`)).jobs[0]);
+  assert.equal(savedRun.fire_time, null);
+  step("a saved job: its page says on demand, and Run now runs it");
+
   // The expected refusals (400, 409) were reported by the browser.
   b.problems.splice(0, b.problems.length, ...b.problems.filter((p) => !/status of (400|409)/.test(p)));
   await b.close();

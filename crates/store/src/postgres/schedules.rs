@@ -54,3 +54,11 @@ ALTER TABLE schedules ADD CONSTRAINT schedules_cron_or_after
     CHECK ((cron IS NULL) <> (after_id IS NULL));
 CREATE INDEX schedules_after ON schedules (after_id) WHERE after_id IS NOT NULL;
 "#;
+
+/// The migration after folders: saved jobs. A schedule may have neither `cron` nor
+/// `after_id` (it runs only when run), never both.
+pub(super) const SAVED_JOBS_MIGRATION: &str = r#"
+ALTER TABLE schedules DROP CONSTRAINT schedules_cron_or_after;
+ALTER TABLE schedules ADD CONSTRAINT schedules_cron_or_after
+    CHECK (cron IS NULL OR after_id IS NULL);
+"#;

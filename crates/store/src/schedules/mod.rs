@@ -175,7 +175,7 @@ impl SavedColumns {
         let (cron, zone) = match &s.firing {
             Firing::Cron(t) => (Some(t.cron.as_str().to_owned()), t.zone),
             // Only a cron expression reads a zone.
-            Firing::After(_) => (None, Zone::UTC),
+            Firing::After(_) | Firing::OnDemand => (None, Zone::UTC),
         };
         let after = s.firing.after();
         Ok(SavedColumns {

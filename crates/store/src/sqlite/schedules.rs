@@ -76,3 +76,39 @@ ALTER TABLE schedules_new RENAME TO schedules;
 CREATE INDEX schedules_next_fire ON schedules(next_fire) WHERE next_fire IS NOT NULL;
 CREATE INDEX schedules_after ON schedules(after_id) WHERE after_id IS NOT NULL;
 "#;
+
+/// The migration after folders: saved jobs. A schedule may have neither `cron` nor
+/// `after_id` (it runs only when run), never both. SQLite cannot change a
+/// `CHECK`: the table is made again as migration 13 made it, its
+/// AUTOINCREMENT counter carried over.
+pub(super) const SAVED_JOBS_MIGRATION: &str = r#"
+CREATE TABLE schedules_new (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    name          TEXT NOT NULL UNIQUE,
+    cron          TEXT,
+    timezone      TEXT NOT NULL,
+    spec          TEXT NOT NULL,
+    overlap       TEXT NOT NULL,
+    missed        TEXT NOT NULL,
+    attempts      INTEGER NOT NULL,
+    backoff_s     REAL NOT NULL,
+    enabled       INTEGER NOT NULL,
+    next_fire     INTEGER,
+    skipped_fires INTEGER NOT NULL DEFAULT 0,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    after_id      INTEGER,
+    after_states  TEXT,
+    CHECK (cron IS NULL OR after_id IS NULL)
+);
+INSERT INTO schedules_new SELECT id, name, cron, timezone, spec, overlap, missed, attempts,
+    backoff_s, enabled, next_fire, skipped_fires, created_at, updated_at, after_id, after_states
+    FROM schedules;
+DELETE FROM sqlite_sequence WHERE name = 'schedules_new';
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'schedules_new', seq FROM sqlite_sequence WHERE name = 'schedules';
+DROP TABLE schedules;
+ALTER TABLE schedules_new RENAME TO schedules;
+CREATE INDEX schedules_next_fire ON schedules(next_fire) WHERE next_fire IS NOT NULL;
+CREATE INDEX schedules_after ON schedules(after_id) WHERE after_id IS NOT NULL;
+"#;

@@ -73,6 +73,7 @@ CREATE TABLE results (
     Sql(crate::accounts::MIGRATION),
     Sql(crate::accounts::SSO_MIGRATION),
     Sql(crate::accounts::FOLDERS_MIGRATION),
+    Sql(schedules::SAVED_JOBS_MIGRATION),
 ];
 
 /// Drain and pause (`crate::controls`): since when a node is asked to

@@ -18,6 +18,7 @@ joblog_store::backend_tests! {
     a_failed_run_is_retried_after_its_backoff_and_no_more,
     jobs_over_their_concurrency_limit_stay_queued_without_blocking_others,
     each_schedules_last_success_and_failure_are_read_per_state,
+    a_saved_job_is_kept_without_cron_or_trigger_and_never_fires,
 }
 
 const MIN: i64 = 60_000_000;
@@ -530,4 +531,40 @@ async fn each_schedules_last_success_and_failure_are_read_per_state(db: TestData
             row(b.id, JobState::TimedOut, &b_timed_out),
         ]
     );
+}
+
+/// A schedule with neither cron nor trigger (a saved job) is kept as
+/// such, never fires, and comes back as one; a cron schedule can be
+/// made one.
+async fn a_saved_job_is_kept_without_cron_or_trigger_and_never_fires(db: TestDatabase) {
+    let mut t = open_store(db);
+    let s = match t.save(
+        None,
+        valid(json!({"name": "restore-db", "cron": null})),
+        None,
+    ) {
+        ScheduleSaved::Saved(s) => *s,
+        other => panic!("not saved: {other:?}"),
+    };
+    assert_eq!(
+        (s.cron.as_deref(), s.after.as_ref(), s.next_fire),
+        (None, None, None)
+    );
+    let kept = t.store.get_schedule(s.id).await.unwrap().unwrap();
+    assert_eq!((kept.cron, kept.after, kept.next_fire), (None, None, None));
+    assert!(
+        t.fire(at(60 * 24 * 365)).jobs.is_empty(),
+        "a year on: no fire"
+    );
+    assert!(t.runs(s.id).await.is_empty());
+    // A cron schedule made a saved job.
+    let nightly = t.create(json!({"name": "nightly", "cron": "0 2 * * *"}), at(120));
+    match t.save(
+        Some(nightly.id),
+        valid(json!({"name": "nightly", "cron": null})),
+        None,
+    ) {
+        ScheduleSaved::Saved(s) => assert_eq!((s.cron, s.next_fire), (None, None)),
+        other => panic!("not saved: {other:?}"),
+    }
 }
