@@ -234,22 +234,9 @@ async fn a_session_opened_on_one_node_works_on_another_until_signed_out_there() 
     assert_eq!(with_session(&a, &ada, "GET", "/api/v1/jobs").await, 401);
 }
 
-/// The CLI with `token`, nothing on stdin.
+/// The CLI with `token`, nothing on stdin (the suite's `cli`).
 fn cli_as(server: &Server, token: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .arg("--server")
-        .arg(&server.url)
-        .args(["--token", token])
-        .args(args)
-        .env_remove("JOBLOG_TOKEN")
-        .stdin(Stdio::null())
-        .output()
-        .expect("running the joblog CLI");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    super::cli(server, &[&["--token", token], args].concat())
 }
 
 /// Folders from the command line: a token limited to one submits there
