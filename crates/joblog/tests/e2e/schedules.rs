@@ -579,6 +579,21 @@ async fn a_scheduled_run_its_node_took_is_tried_again_once_elsewhere() {
     let first = a.run_now(backup).await;
     a.wait_until(first, "running", |j| j.state == "running")
         .await;
+    // "running" is recorded at spawn, before the shell has run `touch`; a
+    // node killed then takes the child with it (parent-death signal) and
+    // the next attempt would be a first one.
+    eventually(
+        "the first attempt to leave its marker",
+        PATIENCE,
+        || async {
+            if marker.exists() {
+                Ok(())
+            } else {
+                Err("no marker yet".to_owned())
+            }
+        },
+    )
+    .await;
     let (ran_on, living) = kill_the_node_running(&mut a, &mut b, first).await;
     let runs = living
         .wait_runs(backup, "the lost run tried again", |r| {
