@@ -28,66 +28,97 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         // A body of another type is how a web page posts across sites
         // without asking first (a "simple" request); JSON never is.
-        let content_type = req
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !is_json(content_type) {
-            return Err(ApiError::new(
-                ErrorCode::UnsupportedMediaType,
-                format!(
-                    "the request body must be JSON sent with Content-Type: application/json, not {:?}",
-                    content_type
-                ),
-            ));
-        }
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|rej| {
-                match crate::limits::body::BodyError::find(std::error::Error::source(&rej)) {
-                    Some(crate::limits::body::BodyError::TooSlow) => {
-                        return ApiError::new(
-                            ErrorCode::RequestTimeout,
-                            format!(
-                                "the request body came slower than {} bytes a second",
-                                crate::limits::body::MIN_RATE
-                            ),
-                        )
-                    }
-                    Some(crate::limits::body::BodyError::Busy) => {
-                        return ApiError::new(
-                            ErrorCode::ServerBusy,
-                            "the server is receiving too many request bodies at once (on this connection or in all); retry shortly",
-                        )
-                    }
-                    None => {}
-                }
-                if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(
-                        ErrorCode::BodyTooLarge,
-                        "request body is larger than the server accepts",
+        check_json_type(&req)?;
+        let bytes = read_body(req, state).await?;
+        decode_json(&bytes).map(JsonBody)
+    }
+}
+
+fn check_json_type(req: &Request) -> Result<(), ApiError> {
+    let content_type = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if is_json(content_type) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::UnsupportedMediaType,
+        format!(
+            "the request body must be JSON sent with Content-Type: application/json, not {:?}",
+            content_type
+        ),
+    ))
+}
+
+/// The whole body, within the limits on its size and its rate.
+async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<axum::body::Bytes, ApiError> {
+    axum::body::Bytes::from_request(req, state)
+        .await
+        .map_err(|rej| {
+            match crate::limits::body::BodyError::find(std::error::Error::source(&rej)) {
+                Some(crate::limits::body::BodyError::TooSlow) => {
+                    return ApiError::new(
+                        ErrorCode::RequestTimeout,
+                        format!(
+                            "the request body came slower than {} bytes a second",
+                            crate::limits::body::MIN_RATE
+                        ),
                     )
-                } else {
-                    ApiError::new(ErrorCode::InvalidBody, rej.body_text())
                 }
-            })?;
-        // serde reads a struct from an array too (its fields in order):
-        // `[["true"]]` would submit a job. Every body is an object.
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if first.is_some_and(|b| *b != b'{') {
-            return Err(ApiError::new(
-                ErrorCode::InvalidJson,
-                "request body: must be a JSON object ({…})",
-            ));
+                Some(crate::limits::body::BodyError::Busy) => {
+                    return ApiError::new(
+                        ErrorCode::ServerBusy,
+                        "the server is receiving too many request bodies at once (on this connection or in all); retry shortly",
+                    )
+                }
+                None => {}
+            }
+            if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    ErrorCode::BodyTooLarge,
+                    "request body is larger than the server accepts",
+                )
+            } else {
+                ApiError::new(ErrorCode::InvalidBody, rej.body_text())
+            }
+        })
+}
+
+fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // serde reads a struct from an array too (its fields in order):
+    // `[["true"]]` would submit a job. Every body is an object.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        return Err(ApiError::new(
+            ErrorCode::InvalidJson,
+            "request body: must be a JSON object ({…})",
+        ));
+    }
+    match serde_json::from_slice(bytes) {
+        Ok(body) => Ok(body),
+        Err(e) => integral_floats_as_integers(bytes)
+            .and_then(|v| serde_json::from_value(v).ok())
+            .ok_or_else(|| ApiError::new(ErrorCode::InvalidJson, format!("request body: {e}"))),
+    }
+}
+
+/// A JSON body that may be left out: an empty body (of any type, or
+/// none) is `T::default()`; any other is read as [`JsonBody`] reads one. For actions that took no body before they took one.
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let typed = check_json_type(&req);
+        let bytes = read_body(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(T::default()));
         }
-        match serde_json::from_slice(&bytes) {
-            Ok(body) => Ok(JsonBody(body)),
-            Err(e) => integral_floats_as_integers(&bytes)
-                .and_then(|v| serde_json::from_value(v).ok())
-                .map(JsonBody)
-                .ok_or_else(|| ApiError::new(ErrorCode::InvalidJson, format!("request body: {e}"))),
-        }
+        typed?;
+        decode_json(&bytes).map(OptionalJsonBody)
     }
 }
 

@@ -24,6 +24,8 @@ mod listing;
 mod navigation;
 #[path = "api/notifications.rs"]
 mod notifications;
+#[path = "api/params.rs"]
+mod params;
 #[path = "api/placement.rs"]
 mod placement;
 #[path = "api/responses.rs"]

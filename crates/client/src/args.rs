@@ -339,6 +339,14 @@ pub struct RunArgs {
     /// The folder it belongs to (who may see and act on it).
     #[arg(long, value_name = "FOLDER", value_parser = parse_folder)]
     pub folder: Option<String>,
+    /// The parameters it takes: a JSON Schema file (`-`: standard input),
+    /// as a saved job's `params` (docs/params.md).
+    #[arg(long, value_name = "FILE")]
+    pub params_schema: Option<String>,
+    /// A parameter's value, read as --params-schema types it (`count=3`
+    /// an integer); `K` alone passes this shell's value of K.
+    #[arg(long = "param", value_name = "K=V", value_parser = parse_kv, requires = "params_schema")]
+    pub param: Vec<KeyValue>,
     /// Print the job id and return instead of following the log.
     #[arg(long)]
     pub detach: bool,
@@ -373,6 +381,11 @@ pub struct RerunArgs {
     /// kept); `K` alone passes this shell's value of K.
     #[arg(long = "secret", value_name = "K=V", value_parser = parse_kv)]
     pub secret: Vec<KeyValue>,
+    /// A parameter in place of the value the original ran with, and each
+    /// secret parameter again (never kept); `K` alone passes this shell's
+    /// value of K.
+    #[arg(long = "param", value_name = "K=V", value_parser = parse_kv)]
+    pub param: Vec<KeyValue>,
     /// Print the new job's id and return instead of following its log.
     #[arg(long)]
     pub detach: bool,

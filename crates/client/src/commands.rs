@@ -138,14 +138,33 @@ pub(super) async fn run(api: &Api, a: RunArgs, sink: &mut impl Sink) -> anyhow::
     if let Some(folder) = &a.folder {
         body.insert("folder".into(), json!(folder));
     }
+    if let Some(file) = &a.params_schema {
+        let schema = super::params::read_schema(file)?;
+        let params = super::params::typed(Some(&schema), a.param)?;
+        body.insert("params_schema".into(), schema);
+        body.insert("params".into(), Value::Object(params));
+    }
     let url = api.url("/api/v1/jobs", &[])?;
     submit_and_follow(api, url, Value::Object(body), a.detach, a.json, sink).await
 }
 
 pub(super) async fn rerun(api: &Api, a: RerunArgs, sink: &mut impl Sink) -> anyhow::Result<i32> {
     let secrets = resolve_kvs("--secret", a.secret)?;
+    // The original's parameters' types read each --param's text.
+    let params = if a.param.is_empty() {
+        Map::new()
+    } else {
+        let raw = api
+            .get_raw(
+                api.url(&format!("/api/v1/jobs/{}", a.id), &[])?,
+                super::api::REQUEST_TIMEOUT,
+            )
+            .await?;
+        let job: Value = api.decode(&raw)?;
+        super::params::typed(job.get("params_schema"), a.param)?
+    };
     let url = api.url(&format!("/api/v1/jobs/{}/rerun", a.id), &[])?;
-    let body = json!({ "secrets": secrets });
+    let body = json!({ "secrets": secrets, "params": params });
     submit_and_follow(api, url, body, a.detach, a.json, sink).await
 }
 

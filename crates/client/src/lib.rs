@@ -17,6 +17,7 @@ mod commands;
 mod health;
 mod nodes;
 mod notify;
+mod params;
 pub mod progress;
 mod render;
 mod schedules;

@@ -1,4 +1,4 @@
-//! `joblog schedule add|list|show|edit|enable|disable|delete|run-now`:
+//! `joblog schedule add|list|show|edit|enable|disable|delete|run`:
 //! schedules over `/api/v1/schedules`. Like every command, these produce
 //! an [`Answer`] and print nothing.
 
@@ -86,8 +86,19 @@ pub(super) async fn run(api: &Api, cmd: ScheduleCommand) -> anyhow::Result<Answe
             }
             Ok(Answer::ScheduleDeleted(a.id))
         }
-        ScheduleCommand::RunNow(a) => {
-            let raw = api.post_raw(one(api, a.id, "/run")?, &json!({})).await?;
+        ScheduleCommand::Run(a) => {
+            let id = schedule_id(api, &a.schedule, "schedule run").await?;
+            // Its parameters' types read each --param's text.
+            let params = if a.param.is_empty() {
+                Map::new()
+            } else {
+                let raw = api.get_raw(one(api, id, "")?, REQUEST_TIMEOUT).await?;
+                let shown: Value = api.decode(&raw)?;
+                super::params::typed(shown.get("params"), a.param)?
+            };
+            let raw = api
+                .post_raw(one(api, id, "/run")?, &json!({"params": params}))
+                .await?;
             if a.json {
                 return Ok(Answer::Raw(raw));
             }
@@ -113,23 +124,28 @@ async fn after_body(api: &Api, t: TriggerArgs) -> anyhow::Result<Option<Value>> 
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-    let id = match after.parse::<i64>() {
-        Ok(id) => id,
-        Err(_) => {
-            let all = api
-                .every_page("/api/v1/schedules", "schedules", REQUEST_TIMEOUT)
-                .await?;
-            all.iter()
-                .find(|s| s["name"] == after.as_str())
-                .and_then(|s| s["id"].as_i64())
-                .ok_or_else(|| {
-                    super::UsageError(format!(
-                        "--after: no schedule is named {after:?} (`joblog schedule list` shows them)"
-                    ))
-                })?
-        }
-    };
+    let id = schedule_id(api, &after, "--after").await?;
     Ok(Some(json!({"schedule_id": id, "states": states})))
+}
+
+/// The id of the schedule `given` names: an id as it is, a name looked up.
+async fn schedule_id(api: &Api, given: &str, flag: &str) -> anyhow::Result<i64> {
+    if let Ok(id) = given.parse::<i64>() {
+        return Ok(id);
+    }
+    let all = api
+        .every_page("/api/v1/schedules", "schedules", REQUEST_TIMEOUT)
+        .await?;
+    let id = all
+        .iter()
+        .find(|s| s["name"] == given)
+        .and_then(|s| s["id"].as_i64())
+        .ok_or_else(|| {
+            super::UsageError(format!(
+                "{flag}: no schedule is named {given:?} (`joblog schedule list` shows them)"
+            ))
+        })?;
+    Ok(id)
 }
 
 /// A schedule shown, with the name of the schedule it runs after (one
@@ -195,6 +211,29 @@ fn body_of(f: ScheduleFields) -> anyhow::Result<Map<String, Value>> {
     let env = resolve_kvs("--env", f.env)?;
     if !env.is_empty() {
         body.insert("env".into(), json!(env));
+    }
+    match f.params_schema.as_deref() {
+        Some("none") => {
+            body.insert("params".into(), Value::Null);
+        }
+        Some(file) => {
+            body.insert("params".into(), super::params::read_schema(file)?);
+        }
+        None => {}
+    }
+    if !f.param_from_result.is_empty() {
+        let mut mapping = Map::new();
+        for kv in f.param_from_result {
+            let Some(pointer) = kv.value else {
+                return Err(super::UsageError(format!(
+                    "--param-from-result {}: give NAME=POINTER, such as db=/database",
+                    kv.key
+                ))
+                .into());
+            };
+            mapping.insert(kv.key, json!(pointer));
+        }
+        body.insert("params_from_result".into(), Value::Object(mapping));
     }
     if !f.secret.is_empty() {
         body.insert("secrets".into(), json!(f.secret));

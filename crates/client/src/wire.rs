@@ -56,6 +56,9 @@ pub struct JobView {
     /// The folder it belongs to.
     #[serde(default)]
     pub folder: Option<String>,
+    /// The values of its parameters, a secret one `null`.
+    #[serde(default)]
+    pub params: Option<serde_json::Map<String, serde_json::Value>>,
     /// Why it waits while no node can take it.
     #[serde(default)]
     pub waiting_for: Option<String>,
@@ -261,6 +264,11 @@ pub struct ScheduleView {
     pub node_selector: BTreeMap<String, String>,
     #[serde(default)]
     pub folder: Option<String>,
+    /// The parameters each run takes (a JSON Schema subset).
+    #[serde(default)]
+    pub params: Option<serde_json::Value>,
+    #[serde(default)]
+    pub params_from_result: BTreeMap<String, String>,
     pub overlap: String,
     pub missed: String,
     pub retries: RetriesView,

@@ -52,6 +52,13 @@ pub struct Given {
     /// The folder it belongs to; absent: none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
+    /// The parameters it declares (its saved job's, or its own), so that
+    /// a rerun asks the same; absent: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params_schema: Option<crate::params::ParamsSchema>,
+    /// The values it ran with, a secret one `null`; absent: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Given {
@@ -72,6 +79,8 @@ impl Given {
             max_concurrent: spec.concurrency.as_ref().map(|c| c.max),
             node_selector: spec.node_selector.clone(),
             folder: spec.folder.clone(),
+            params_schema: spec.params_schema.clone(),
+            params: spec.params.clone(),
         }
     }
 }
@@ -80,10 +89,12 @@ impl Job {
     /// The request that submits this job again: same name, command (or
     /// script and shell), environment, timeout and directory, marked as a
     /// rerun of it. Its secrets' values are not kept: `secrets` must give
-    /// every one of them again.
+    /// every one of them again, and `params` every secret parameter
+    /// (any other it gives replaces the value the job ran with).
     pub fn rerun_request(
         &self,
         secrets: BTreeMap<String, String>,
+        params: serde_json::Map<String, serde_json::Value>,
     ) -> Result<NewJobRequest, ValidationError> {
         let missing: Vec<&str> = self
             .spec
@@ -102,6 +113,7 @@ impl Job {
                 ),
             ));
         }
+        let params = self.rerun_params(params)?;
         let (command, script, shell) = match (self.spec.script(), &self.spec.shell) {
             (Some(script), Some(shell)) => (None, Some(script.to_owned()), Some(shell.clone())),
             _ => (Some(self.spec.command.clone()), None, None),
@@ -130,7 +142,38 @@ impl Job {
             node_selector: (!self.spec.node_selector.is_empty())
                 .then(|| self.spec.node_selector.clone().into()),
             folder: self.spec.folder.clone(),
+            params_schema: self.spec.params_schema.as_ref().map(|s| s.to_json()),
+            params,
             rerun_of: Some(self.id),
         })
+    }
+
+    /// The parameters of its rerun: the values it ran with, `given` in
+    /// place of any, and each secret one (never kept) from `given`.
+    fn rerun_params(
+        &self,
+        given: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Option<serde_json::Map<String, serde_json::Value>>, ValidationError> {
+        let Some(ran_with) = &self.spec.params else {
+            return Ok((!given.is_empty()).then_some(given));
+        };
+        if let Some(name) = crate::params::secret_names(ran_with)
+            .find(|n| given.get(*n).is_none_or(|v| v.is_null()))
+        {
+            return Err(ValidationError {
+                field: format!("params.{name}").into(),
+                message: format!(
+                    "job {} was given this secret parameter, whose value joblog never keeps: give it again",
+                    self.id
+                ),
+            });
+        }
+        let mut params: serde_json::Map<String, serde_json::Value> = ran_with
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        params.extend(given);
+        Ok(Some(params))
     }
 }

@@ -236,6 +236,22 @@ pub struct JobSpec {
     /// The folder it belongs to: who may see and act on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
+    /// The parameters it declares: a saved job's, kept with each of its
+    /// jobs so that a rerun asks the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params_schema: Option<crate::params::ParamsSchema>,
+    /// The values it runs with, a secret one `null` (its value is kept
+    /// in the memory of the node that runs it, never stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Why its values could not be made (a trigger's result the schema
+    /// refuses): it does not start, and its log says this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params_error: Option<String>,
+    /// A schedule's only: its parameters taken from the triggering job's
+    /// result, each by JSON Pointer (`{"db": "/database"}`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params_from_result: BTreeMap<String, String>,
 }
 
 /// A concurrency limit by name: of the jobs that carry `key`, at most
@@ -299,6 +315,18 @@ impl Concurrency {
 }
 
 impl JobSpec {
+    /// Whether it carries secrets kept only in the memory of the node it
+    /// was submitted to (a submission's own, or secret parameters): such
+    /// a job runs on that node alone. A schedule's named secrets come
+    /// from the environment of whichever node runs it.
+    pub fn holds_secrets_in_memory(&self) -> bool {
+        (!self.secret_names.is_empty() && self.schedule.is_none())
+            || self
+                .params
+                .as_ref()
+                .is_some_and(|p| crate::params::secret_names(p).next().is_some())
+    }
+
     /// The script, for a job submitted as one.
     pub fn script(&self) -> Option<&str> {
         self.shell.as_ref()?;

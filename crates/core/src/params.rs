@@ -3,11 +3,16 @@
 //! it is saved — a keyword outside the subset is refused, so a form shows
 //! exactly what is checked — and the values of each run checked against
 //! it before a job exists, defaults filling the rest. What a job is given
-//! of them is [`Params::env`]: one variable per parameter, never a shell.
+//! of them is [`Params::env`]: one variable per parameter, never a shell;
+//! `values.rs` holds one run's values and what a job records of them.
+
+mod values;
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
+
+pub use values::{env_name, env_text, secret_names, whole, ParamValue, Params, ENV_PREFIX};
 
 /// Most parameters one schema declares.
 pub const MAX_PARAMS: usize = 100;
@@ -36,6 +41,15 @@ fn refuse(at: impl Into<String>, message: impl Into<String>) -> ParamsError {
     ParamsError {
         at: at.into(),
         message: message.into(),
+    }
+}
+
+impl From<ParamsError> for crate::ValidationError {
+    fn from(e: ParamsError) -> crate::ValidationError {
+        crate::ValidationError {
+            field: e.at.into(),
+            message: e.message,
+        }
     }
 }
 
@@ -386,6 +400,123 @@ impl ParamsSchema {
         Value::Object(o)
     }
 
+    /// The values of a run nobody gave any: the defaults (a cron fire).
+    /// A required parameter without one is left out: a schedule that
+    /// fires by itself has none (refused at save).
+    pub fn defaults(&self) -> Params {
+        let values = self
+            .params
+            .iter()
+            .filter_map(|p| {
+                let value = p.default.clone()?;
+                Some((
+                    p.name.clone(),
+                    ParamValue {
+                        value,
+                        secret: p.secret,
+                    },
+                ))
+            })
+            .collect();
+        Params { values }
+    }
+
+    /// Checks a trigger's `params_from_result`: each key a parameter of
+    /// this schema, not a secret one (a result is stored, a secret never
+    /// is), each value a JSON Pointer (`/database`, `""` the whole).
+    pub fn check_mapping(&self, mapping: &BTreeMap<String, String>) -> Result<(), ParamsError> {
+        for (name, pointer) in mapping {
+            let at = format!("params_from_result.{name}");
+            match self.get(name) {
+                None => return Err(refuse(at, "not a parameter in params")),
+                Some(p) if p.secret => {
+                    return Err(refuse(
+                        at,
+                        "a secret parameter is never taken from a result: results are stored, secrets never are",
+                    ))
+                }
+                Some(_) => {}
+            }
+            if !(pointer.is_empty() || pointer.starts_with('/')) {
+                return Err(refuse(
+                    at,
+                    format!("{pointer:?} is not a JSON Pointer (such as \"/database\")"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The values of a triggered run: each mapped parameter taken from
+    /// the triggering job's result (`result`, its JSON, if it left one)
+    /// at its pointer, checked as a given value is; what the result
+    /// lacks falls to the default.
+    pub fn fill_from_result(
+        &self,
+        mapping: &BTreeMap<String, String>,
+        result: Option<&Value>,
+        job: crate::JobId,
+    ) -> Result<Params, ParamsError> {
+        let mut given = Map::new();
+        for (name, pointer) in mapping {
+            match result.and_then(|r| r.pointer(pointer)) {
+                Some(v) => {
+                    given.insert(name.clone(), v.clone());
+                }
+                None if self
+                    .get(name)
+                    .is_some_and(|p| p.required && p.default.is_none()) =>
+                {
+                    let had = if result.is_some() {
+                        format!("job {job}'s result has nothing at {pointer:?}")
+                    } else {
+                        format!("job {job} left no result to take {pointer:?} from")
+                    };
+                    return Err(refuse(format!("params.{name}"), had));
+                }
+                None => {}
+            }
+        }
+        self.fill(&given).map_err(|e| ParamsError {
+            message: format!("{} (from job {job}'s result)", e.message),
+            ..e
+        })
+    }
+
+    /// A value given as text (`joblog schedule run --param count=3`) as
+    /// the parameter's type reads it: `3` an integer, `true` a boolean.
+    /// A name it does not declare stays text (the server names it).
+    pub fn typed(&self, name: &str, text: &str) -> Result<Value, ParamsError> {
+        let Some(p) = self.get(name) else {
+            return Ok(Value::String(text.to_owned()));
+        };
+        let at = || format!("params.{name}");
+        match p.kind {
+            ParamType::String => Ok(Value::String(text.to_owned())),
+            ParamType::Boolean => match text {
+                "true" => Ok(Value::Bool(true)),
+                "false" => Ok(Value::Bool(false)),
+                _ => Err(refuse(at(), format!("{text:?} is not true or false"))),
+            },
+            ParamType::Integer => text
+                .trim()
+                .parse::<i64>()
+                .map(Value::from)
+                .map_err(|_| refuse(at(), format!("{text:?} is not an integer"))),
+            ParamType::Number => text
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number)
+                .ok_or_else(|| refuse(at(), format!("{text:?} is not a number"))),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.params.is_empty()
     }
@@ -446,6 +577,21 @@ impl ParamsSchema {
             );
         }
         Ok(Params { values })
+    }
+}
+
+// Kept in a job's spec as the schema's JSON, read back through the same
+// checks (a spec that fails them was not written by joblog).
+impl serde::Serialize for ParamsSchema {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ParamsSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ParamsSchema, D::Error> {
+        let v = Value::deserialize(d)?;
+        ParamsSchema::parse(&v).map_err(serde::de::Error::custom)
     }
 }
 
@@ -643,73 +789,6 @@ fn property(name: &str, spec: &Value, required: bool) -> Result<Param, ParamsErr
         param.default = Some(d.clone());
     }
     Ok(param)
-}
-
-/// One run's parameter values, by name.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Params {
-    pub values: BTreeMap<String, ParamValue>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParamValue {
-    pub value: Value,
-    pub secret: bool,
-}
-
-/// The prefix of each parameter's environment variable.
-pub const ENV_PREFIX: &str = "JOBLOG_PARAM_";
-
-impl Params {
-    /// Each parameter as the job's environment gives it:
-    /// `JOBLOG_PARAM_<NAME>` (upper-cased) = the string itself, or the
-    /// JSON text of a number or a boolean. No shell reads it.
-    pub fn env(&self) -> Vec<(String, String, bool)> {
-        self.values
-            .iter()
-            .map(|(name, v)| {
-                let text = match &v.value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                (
-                    format!("{ENV_PREFIX}{}", name.to_ascii_uppercase()),
-                    text,
-                    v.secret,
-                )
-            })
-            .collect()
-    }
-
-    /// Every value as one JSON object (the file `JOBLOG_PARAMS` names).
-    pub fn to_json(&self) -> Value {
-        Value::Object(
-            self.values
-                .iter()
-                .map(|(k, v)| (k.clone(), v.value.clone()))
-                .collect(),
-        )
-    }
-
-    /// What the job records of them: each value, a secret one by name
-    /// only (`null`).
-    pub fn recorded(&self) -> Value {
-        Value::Object(
-            self.values
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        if v.secret {
-                            Value::Null
-                        } else {
-                            v.value.clone()
-                        },
-                    )
-                })
-                .collect(),
-        )
-    }
 }
 
 #[cfg(test)]

@@ -18,10 +18,13 @@ use serde::Deserialize;
 pub use after::{After, AfterSpec, Firing, Follower, TriggeredBy, MAX_CHAIN};
 pub use plan::{due, Due, MAX_COUNTED, MISSED_AFTER};
 pub use policy::{Missed, Overlap, Retries, MAX_ATTEMPTS, MAX_MISSED_RUNS};
-pub use stored::{fire_job, LastRun, Schedule, ScheduleId, ScheduledRun, MAX_SCHEDULE_LIMIT};
+pub use stored::{
+    fire_job, triggered_job, LastRun, Schedule, ScheduleId, ScheduledRun, MAX_SCHEDULE_LIMIT,
+};
 pub use timing::{CronExpr, Timing, Zone};
 
 use crate::job::invalid;
+use crate::params::ParamsSchema;
 use crate::{NewJobRequest, Timestamp, ValidJob, ValidationError};
 
 /// Fires a schedule shows ahead (`joblog schedule show`, the API).
@@ -76,6 +79,14 @@ pub struct NewSchedule {
     pub retries: Option<Retries>,
     #[serde(default = "enabled_by_default")]
     pub enabled: bool,
+    /// The parameters each run takes: a JSON Schema subset
+    /// ([`crate::params`]). `null`: none.
+    #[serde(default)]
+    pub params: Option<serde_json::Value>,
+    /// On a schedule that runs `after` another: parameters taken from
+    /// the triggering job's result, each by JSON Pointer.
+    #[serde(default)]
+    pub params_from_result: Option<BTreeMap<String, String>>,
 }
 
 fn enabled_by_default() -> bool {
@@ -167,6 +178,12 @@ impl NewSchedule {
                 "a schedule with overlap \"queue\" queues its runs behind a key of its own: leave concurrency_key out, or choose overlap \"allow\"",
             ));
         }
+        let params_schema = match &self.params {
+            None | Some(serde_json::Value::Null) => None,
+            Some(schema) => Some(ParamsSchema::parse(schema)?),
+        };
+        let params_from_result = self.params_from_result.unwrap_or_default();
+        check_params(&firing, params_schema.as_ref(), &params_from_result)?;
         let mut secret_names = Vec::with_capacity(self.secrets.len());
         for name in self.secrets {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -193,10 +210,14 @@ impl NewSchedule {
             max_concurrent: self.max_concurrent,
             node_selector: self.node_selector,
             folder: self.folder,
+            params_schema: None,
+            params: None,
             rerun_of: None,
         }
         .validate()?;
         job.spec.secret_names = secret_names;
+        job.spec.params_schema = params_schema;
+        job.spec.params_from_result = params_from_result;
         let retries = self.retries.unwrap_or(Retries::NONE).validate()?;
         Ok(ValidSchedule {
             name: self.name,
@@ -208,6 +229,56 @@ impl NewSchedule {
             enabled: self.enabled,
         })
     }
+}
+
+/// A schedule that fires by itself must be able to fill each run's
+/// parameters: a required one without a default is refused unless a
+/// trigger maps it from the result. Mapping goes with `after` alone.
+fn check_params(
+    firing: &Firing,
+    schema: Option<&ParamsSchema>,
+    mapping: &BTreeMap<String, String>,
+) -> Result<(), ValidationError> {
+    if !mapping.is_empty() {
+        if firing.after().is_none() {
+            return Err(invalid(
+                "params_from_result",
+                "takes a triggering job's result: it goes with after",
+            ));
+        }
+        let Some(schema) = schema else {
+            return Err(invalid(
+                "params_from_result",
+                "maps a result to parameters: declare them in params",
+            ));
+        };
+        schema.check_mapping(mapping)?;
+    }
+    let Some(schema) = schema else {
+        return Ok(());
+    };
+    let lacking: Vec<&str> = schema
+        .unfillable()
+        .into_iter()
+        .filter(|name| !mapping.contains_key(*name))
+        .collect();
+    let how = match firing {
+        Firing::OnDemand => return Ok(()),
+        Firing::Cron(_) => "on cron",
+        Firing::After(_) => "after another",
+    };
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    Err(invalid(
+        "params",
+        format!(
+            "a schedule that fires {how} runs with the defaults, and {} {} required without a default: give each a default{}, or make it a saved job (neither cron nor after)",
+            lacking.join(", "),
+            if lacking.len() == 1 { "is" } else { "are" },
+            if how == "after another" { " or map it in params_from_result" } else { "" },
+        ),
+    ))
 }
 
 #[cfg(test)]

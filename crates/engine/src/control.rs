@@ -22,6 +22,17 @@ impl Engine {
         } = request.validate()?;
         self.check_placement(&spec.node_selector)?;
         self.check_writable()?;
+        self.queue(name, spec, secrets).await
+    }
+
+    /// Queues a checked job, its `secrets` (a submission's, secret
+    /// parameters) kept in this node's memory alone.
+    pub(crate) async fn queue(
+        &self,
+        name: Option<String>,
+        spec: joblog_core::JobSpec,
+        secrets: std::collections::BTreeMap<String, String>,
+    ) -> Result<Job, EngineError> {
         self.check_queue().await?;
         let submitting = if secrets.is_empty() {
             None
@@ -52,7 +63,7 @@ impl Engine {
             format!("the labels {labels}")
         };
         Err(EngineError::Invalid(joblog_core::ValidationError {
-            field: "node_selector",
+            field: "node_selector".into(),
             message: format!(
                 "{selector} asks for labels this server lacks: it is the store's one node and has {has} (node.labels)"
             ),

@@ -27,6 +27,7 @@ mod config;
 mod control;
 mod dispatch;
 mod error;
+mod job_input;
 mod metrics;
 mod nodes;
 mod notify;

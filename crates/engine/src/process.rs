@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 
+use joblog_core::params::ENV_PREFIX;
 use joblog_core::{JobId, JobSpec};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -18,6 +19,7 @@ const SERVER_ONLY_ENV: &[&str] = &[
     "JOBLOG_TRIGGER_JOB_ID",
     "JOBLOG_TRIGGER_STATE",
     "JOBLOG_TRIGGER_RESULT",
+    "JOBLOG_PARAMS",
 ];
 
 /// How a job's process is set up besides its spec.
@@ -31,6 +33,8 @@ pub(crate) struct Setup<'a> {
     pub umask: Option<u32>,
     /// The user it runs as, when not the server's.
     pub run_as: Option<&'a crate::RunAs>,
+    /// Its parameters, when it has any (`JOBLOG_PARAM_*`, `JOBLOG_PARAMS`).
+    pub params: Option<&'a crate::job_input::ParamsInput>,
 }
 
 /// Where a job writes its result.
@@ -67,6 +71,12 @@ pub(crate) fn spawn(
     for k in SERVER_ONLY_ENV {
         cmd.env_remove(k);
     }
+    // Only its own parameters, never ones the server was started with.
+    for (k, _) in std::env::vars_os() {
+        if k.to_str().is_some_and(|k| k.starts_with(ENV_PREFIX)) {
+            cmd.env_remove(k);
+        }
+    }
     if let Some(user) = setup.run_as {
         // Its own, not the server's (which a job could otherwise take
         // for where to write).
@@ -101,6 +111,15 @@ pub(crate) fn spawn(
         if let Some(path) = trigger.result() {
             cmd.env("JOBLOG_TRIGGER_RESULT", path.named());
         }
+    }
+    if let Some(params) = setup.params {
+        // Set last: a variable of its env or secrets of the same name
+        // does not hide a parameter.
+        use std::os::fd::AsRawFd;
+        cmd.envs(params.env.iter().map(|(k, v)| (k, v))).env(
+            "JOBLOG_PARAMS",
+            format!("/dev/fd/{}", params.file.as_raw_fd()),
+        );
     }
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
@@ -165,6 +184,10 @@ fn prepare_child(cmd: &mut Command, setup: &Setup<'_>) {
             .trigger
             .and_then(|t| t.result())
             .and_then(ResultPath::fd),
+        setup.params.map(|p| {
+            use std::os::fd::AsRawFd;
+            p.file.as_raw_fd()
+        }),
     ];
     // Made before the fork: nothing is allocated after it.
     let user = setup.run_as.map(|u| {

@@ -35,91 +35,26 @@ impl Engine {
                 .queue_wait
                 .observe(created.millis_until(s).max(0.0) / 1000.0);
         }
-        // A schedule's runs take their secrets from this node's
-        // environment (the schedule keeps names only); a submission's are
-        // in this node's memory.
-        let from_node = job.spec.schedule.is_some();
-        // Only to the schedules each is allowed to (`node_secret_scopes`):
-        // whoever may create a schedule must not get every node secret.
-        let schedule_name = job.name.as_deref().unwrap_or("");
-        let refused: Vec<&String> = if from_node {
-            job.spec
-                .secret_names
-                .iter()
-                .filter(|n| !secret_allowed(&cfg.node_secret_scopes, n, schedule_name))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let secrets = if from_node {
-            Some(
-                job.spec
-                    .secret_names
-                    .iter()
-                    .filter(|n| !refused.contains(n))
-                    .filter_map(|n| cfg.node_secrets.get(n).map(|v| (n.clone(), v.clone())))
-                    .collect(),
-            )
-        } else {
-            let mut secrets = self.lock_secrets().remove(&id);
-            if secrets.is_none() && !job.spec.secret_names.is_empty() {
-                // Claimed before its submission here stored the secrets:
-                // wait for submissions in flight, then look again.
-                drop(self.inner.jobs.submitting.write().await);
-                secrets = self.lock_secrets().remove(&id);
-            }
-            secrets
-        };
-        let secrets = secrets.unwrap_or_default();
-        let masks = secrets.values().chain(&cfg.server_secrets).cloned();
+        let secrets = self.secrets_of(&job).await;
+        let masks = secrets.values.values().chain(&cfg.server_secrets).cloned();
         let mut log = OutputParser::new(cfg.log_limits.clone(), masks);
         let mut out = Vec::new();
         let result_path = cfg.data_dir.join("results").join(format!("{id}.json"));
         remove_result_path(&result_path);
 
-        let missing: Vec<&String> = job
-            .spec
-            .secret_names
-            .iter()
-            .filter(|n| !secrets.contains_key(*n))
-            .collect();
-        let ending = if !refused.is_empty() {
-            let names: Vec<&str> = refused.iter().map(|s| s.as_str()).collect();
-            let vars: Vec<String> = names
-                .iter()
-                .map(|n| format!("JOBLOG_ALLOW_SECRET_{n}"))
-                .collect();
+        let params = crate::job_input::ParamsInput::of(&job, &secrets.values);
+        let ending = if let Some(why) = secrets.why_not_started(&job, &cfg.node) {
+            log.note(Stream::Error, &why, None, Timestamp::now(), &mut out);
+            Ending::NotStarted
+        } else if let Err(e) = &params {
+            tracing::error!(job = id, error = %e, "cannot make the parameters file of a job");
             log.note(
                 Stream::Error,
-                &format!(
-                    "joblog: not started: node {} does not allow the schedule {schedule_name:?} its secrets {}; list the schedule's name in {} in that server's environment",
-                    cfg.node,
-                    names.join(", "),
-                    vars.join(", ")
-                ),
+                &format!("joblog: not started: its parameters could not be given to it ({e})"),
                 None,
                 Timestamp::now(),
                 &mut out,
             );
-            Ending::NotStarted
-        } else if !missing.is_empty() {
-            let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-            let why = if from_node {
-                let vars: Vec<String> =
-                    names.iter().map(|n| format!("JOBLOG_SECRET_{n}")).collect();
-                format!(
-                    "joblog: not started: its schedule gives it secrets that node {} does not have ({}); set {} in that server's environment",
-                    cfg.node,
-                    names.join(", "),
-                    vars.join(", ")
-                )
-            } else {
-                format!(
-                    "joblog: not started: its secrets ({}) are kept only in the memory of the node it was submitted to, and that is gone (server restarted?); submit the job again",
-                    names.join(", ")
-                )
-            };
-            log.note(Stream::Error, &why, None, Timestamp::now(), &mut out);
             Ending::NotStarted
         } else if let Some(cwd) = job.spec.cwd.as_deref().filter(|c| !Path::new(c).is_dir()) {
             // Said plainly: spawning would report the *program* missing.
@@ -132,6 +67,7 @@ impl Engine {
             );
             Ending::NotStarted
         } else {
+            let params = params.ok().flatten();
             // Under `run_as` the job reaches its result file only through
             // a descriptor it inherits: the results directory is the
             // server's alone.
@@ -175,10 +111,11 @@ impl Engine {
                         job_key: &key,
                     },
                     &job.spec,
-                    &secrets,
+                    &secrets.values,
                     &crate::process::Setup {
                         result,
                         trigger: trigger.as_ref(),
+                        params: params.as_ref(),
                         umask: cfg.job_umask,
                         run_as: cfg.run_as.as_ref(),
                     },
@@ -191,6 +128,7 @@ impl Engine {
             // The job has its own copy; the server reads the file by its
             // path once the job has ended.
             drop(result_file);
+            drop(params);
             if let Some(t) = &mut trigger {
                 t.spawned();
             }
@@ -233,6 +171,8 @@ impl Engine {
             Ending::NotStarted => (JobState::Failed, None),
         };
 
+        // A last line without newline may be the ::set-result::.
+        log.end_of_output(Timestamp::now(), &mut out);
         // A result file (large results) wins over ::set-result:: (small).
         // A file's JSON is still unchecked; a ::set-result:: line's was
         // checked as it was read.

@@ -228,7 +228,7 @@ impl Engine {
             .map(|n| format!("JOBLOG_ALLOW_SECRET_{n}"))
             .collect();
         Err(EngineError::Invalid(joblog_core::ValidationError {
-            field: "secrets",
+            field: "secrets".into(),
             message: format!(
                 "this server does not give {} to a schedule named {:?}; its administrator lists the schedules allowed each secret in {}",
                 refused.join(", "),
@@ -252,7 +252,7 @@ impl Engine {
             ScheduleSaved::NameTaken => Err(EngineError::ScheduleNameTaken(name)),
             ScheduleSaved::NotFound => Err(EngineError::ScheduleNotFound(id.unwrap_or(0))),
             ScheduleSaved::BadTrigger(why) => Err(EngineError::Invalid(ValidationError {
-                field: "after",
+                field: "after".into(),
                 message: why,
             })),
         }
@@ -282,17 +282,26 @@ impl Engine {
 
     /// Queues a run of the schedule now, outside its fires (its
     /// `fire_time` is `null`): whatever the overlap policy, except that
-    /// with `queue` it waits for the running one like any run.
-    pub async fn run_schedule_now(&self, id: ScheduleId) -> Result<Job, EngineError> {
+    /// with `queue` it waits for the running one like any run. `params`
+    /// are checked against its schema before the job exists, defaults
+    /// filling the rest; secret ones stay in this node's memory.
+    pub async fn run_schedule_now(
+        &self,
+        id: ScheduleId,
+        params: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Job, EngineError> {
         if !self.is_accepting() {
             return Err(EngineError::ShuttingDown);
         }
         self.check_writable()?;
         let s = self.get_schedule(id).await?;
-        let spec = fire_job(id, &s.spec, s.overlap, s.retries, None, None);
-        self.check_queue().await?;
-        let job = self.inner.pipeline.insert_job(Some(s.name), spec).await?;
-        self.inner.dispatcher.wake.notify_one();
-        Ok(job)
+        let mut spec = fire_job(id, &s.spec, s.overlap, s.retries, None, None);
+        let schema = s.spec.params_schema.clone().unwrap_or_default();
+        let filled = schema.fill(&params).map_err(ValidationError::from)?;
+        let secrets = filled.secrets();
+        if s.spec.params_schema.is_some() {
+            spec.params = Some(filled.recorded());
+        }
+        self.queue(Some(s.name), spec, secrets).await
     }
 }

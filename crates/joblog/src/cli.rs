@@ -25,10 +25,11 @@ pub struct Cli {
 enum Command {
     /// Run a joblog node: job engine, HTTP API and log pipeline.
     Serve(config::ServeArgs),
+    // Boxed: the client's and the bench's arguments are large, serve's small.
     #[command(flatten)]
-    Client(client::ClientCommand),
+    Client(Box<client::ClientCommand>),
     /// Run a benchmark scenario and print a Markdown table.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
 }
 
 /// Threads of the runtime's blocking pool, at most (tokio's default is
@@ -55,11 +56,11 @@ impl Cli {
                 Command::Serve(args) => serve::run(args, env.unwrap_or_default()).await,
                 Command::Client(cmd) => {
                     let global = self.global.with(cmd.connection());
-                    client::run(cmd, global).await
+                    client::run(*cmd, global).await
                 }
                 Command::Bench(args) => {
                     let global = self.global.with(&args.connection);
-                    bench::run(args, global).await
+                    bench::run(*args, global).await
                 }
             }
         })

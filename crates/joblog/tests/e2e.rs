@@ -20,6 +20,8 @@ mod nodes;
 mod notify;
 #[path = "e2e/notify_cli.rs"]
 mod notify_cli;
+#[path = "e2e/params.rs"]
+mod params;
 #[path = "e2e/people.rs"]
 mod people;
 #[path = "e2e/placement.rs"]

@@ -45,7 +45,13 @@ impl Pipeline {
         name: Option<String>,
         spec: JobSpec,
     ) -> Result<Job, PipelineError> {
-        match self.execute(WriteOp::InsertJob { name, spec }).await? {
+        match self
+            .execute(WriteOp::InsertJob {
+                name,
+                spec: Box::new(spec),
+            })
+            .await?
+        {
             Outcome::Job(job) => Ok(job),
             other => Err(mismatch("insert_job", other)),
         }

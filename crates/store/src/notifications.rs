@@ -236,7 +236,8 @@ pub(crate) async fn on_interrupted<T: ScheduleWrites>(
     ended.state = JobState::Interrupted;
     ended.finished_at = Some(Timestamp(now));
     if !crate::schedules::writes::retry(tx, &ended, Timestamp(now)).await? {
-        crate::schedules::triggers::on_end(tx, &ended, now).await?;
+        // Its result, if it wrote one, was never read.
+        crate::schedules::triggers::on_end(tx, &ended, None, now).await?;
     }
     on_end(tx, &ended, now).await
 }

@@ -19,7 +19,11 @@ use crate::{sealed, AccountOp, Fired, Result, RuleSaved, ScheduleDeleted, Schedu
 #[derive(Debug)]
 pub enum WriteOp {
     /// Adds a queued job. → [`Outcome::Job`]
-    InsertJob { name: Option<String>, spec: JobSpec },
+    InsertJob {
+        name: Option<String>,
+        /// Boxed: a spec is large, most ops small.
+        spec: Box<JobSpec>,
+    },
     /// Takes the oldest queued job for `node` that may start: not
     /// waiting for a retry's backoff, and not held back by its
     /// concurrency key (as many of that key's jobs running, on every

@@ -126,7 +126,8 @@ pub(crate) async fn finish<T: ScheduleWrites>(
     }
     // A retried job triggers once, at its last attempt's end.
     if !retry(tx, &done, *at).await? {
-        triggers::on_end(tx, &done, now).await?;
+        let result = result.as_ref().map(|b| b.as_bytes());
+        triggers::on_end(tx, &done, result, now).await?;
     }
     notifications::on_end(tx, &done, now).await?;
     Ok(Outcome::MaybeJob(Some(done)))
@@ -141,7 +142,7 @@ pub(crate) async fn cancel_queued<T: ScheduleWrites>(
     let params = [job.into(), now.into()];
     let cancelled: Option<joblog_core::Job> = query_opt(tx, &CANCEL_QUEUED, &params).await?;
     if let Some(job) = &cancelled {
-        triggers::on_end(tx, job, now).await?;
+        triggers::on_end(tx, job, None, now).await?;
         notifications::on_end(tx, job, now).await?;
     }
     Ok(Outcome::MaybeJob(cancelled))

@@ -262,7 +262,7 @@ fn spec(args: &[&str]) -> JobSpec {
 fn insert_op(name: Option<&str>) -> WriteOp {
     WriteOp::InsertJob {
         name: name.map(str::to_owned),
-        spec: spec(&["sh", "-c", "echo hi"]),
+        spec: Box::new(spec(&["sh", "-c", "echo hi"])),
     }
 }
 
@@ -726,7 +726,7 @@ async fn groom_keeps_unnamed_jobs_per_command(db: TestDatabase) {
     let finished = |t: &mut TestStore, command: &[&str]| {
         let Outcome::Job(job) = t.apply_one(WriteOp::InsertJob {
             name: None,
-            spec: spec(command),
+            spec: Box::new(spec(command)),
         }) else {
             panic!("insert")
         };
@@ -1076,10 +1076,10 @@ async fn postgres_a_lapsed_nodes_running_and_pinned_jobs_are_interrupted() {
     let pinned = dead
         .apply(&[WriteOp::InsertJob {
             name: None,
-            spec: JobSpec {
+            spec: Box::new(JobSpec {
                 secret_names: vec!["K".into()],
                 ..spec(&["true"])
-            },
+            }),
         }])
         .unwrap();
     let Outcome::Job(pinned) = &pinned[0] else {

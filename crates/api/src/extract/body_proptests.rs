@@ -269,6 +269,8 @@ fn valid_submission() -> impl Strategy<Value = NewJobRequest> {
                 max_concurrent: None,
                 node_selector: None,
                 folder: None,
+                params_schema: None,
+                params: None,
                 rerun_of: None,
             },
         )
@@ -420,6 +422,7 @@ proptest! {
                 concurrency: None,
                 node_selector: Default::default(),
                 folder: None,
+                ..JobSpec::default()
             },
             secrets: req.secrets,
         });
@@ -439,7 +442,7 @@ proptest! {
         let read: NewJobRequest = json_body(&body)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let e = read.validate().expect_err("a fault must be refused");
-        prop_assert_eq!(e.field, field);
+        prop_assert_eq!(&e.field, field);
         let message = e.to_string();
         prop_assert!(message.starts_with(&format!("{field}: ")), "{}", message);
         prop_assert!(!message.contains("s3cr3t"), "{}", message);

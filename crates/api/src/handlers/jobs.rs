@@ -88,6 +88,9 @@ pub struct RerunRequest {
     /// Values of the original job's secrets (by name), which joblog never
     /// kept.
     pub(crate) secrets: BTreeMap<String, String>,
+    /// Values of its secret parameters (never kept), and any other
+    /// parameter to run with in place of the original's value.
+    pub(crate) params: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Submits a job again as it was submitted (name, command or script,
@@ -99,7 +102,7 @@ pub async fn rerun(
 ) -> Result<Response, ApiError> {
     let original = load_job(&state, id).await?;
     let request = original
-        .rerun_request(req.secrets)
+        .rerun_request(req.secrets, req.params)
         .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.to_string()))?;
     let job = state.engine.submit(request).await?;
     audit_submitted(&job, Some(id));

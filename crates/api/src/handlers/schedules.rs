@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorCode};
-use crate::extract::{positive_id, JsonBody, QueryParams};
+use crate::extract::{positive_id, JsonBody, OptionalJsonBody, QueryParams};
 use crate::handlers::jobs::may_file;
 use crate::AppState;
 
@@ -144,12 +144,22 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Queues a run of the schedule now (`fire_time` `null`).
+/// The body of `POST /api/v1/schedules/{id}/run`, which may be left out.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunRequest {
+    /// Values of the schedule's parameters, checked against its schema.
+    params: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Queues a run of the schedule now (`fire_time` `null`) with the
+/// parameters given, checked before the job exists.
 pub async fn run_now(
     State(state): State<AppState>,
     ScheduleIdPath(id): ScheduleIdPath,
+    OptionalJsonBody(req): OptionalJsonBody<RunRequest>,
 ) -> Result<Response, ApiError> {
-    let job = state.engine.run_schedule_now(id).await?;
+    let job = state.engine.run_schedule_now(id, req.params).await?;
     tracing::Span::current().record("job_id", job.id);
     tracing::info!(
         audit = "schedule.run",

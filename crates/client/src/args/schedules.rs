@@ -17,7 +17,7 @@ pub struct ScheduleArgs {
 pub enum ScheduleCommand {
     /// Create a schedule that runs CMD (or --script) at each fire of
     /// --cron in --tz, or after another schedule's jobs end (--after); with
-    /// neither, a saved job that runs only when run (`schedule run-now`).
+    /// neither, a saved job that runs only when run (`schedule run`).
     Add {
         /// Name of the schedule (unique); its jobs take it.
         #[arg(long)]
@@ -71,8 +71,25 @@ pub enum ScheduleCommand {
     Disable(ScheduleIdArgs),
     /// Delete a schedule (its jobs stay).
     Delete(ScheduleIdArgs),
-    /// Queue a run of the schedule now and print the job's id.
-    RunNow(ScheduleIdArgs),
+    /// Queue a run of the schedule (a saved job) now with the parameters
+    /// given, and print the job's id.
+    #[command(alias = "run-now")]
+    Run(ScheduleRunArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ScheduleRunArgs {
+    /// The schedule: its name or its id.
+    #[arg(value_name = "SCHEDULE")]
+    pub schedule: String,
+    /// A parameter's value, read as the schedule's params type it
+    /// (`count=3` an integer); `K` alone passes this shell's value of K
+    /// (for a secret: keeps it off the command line).
+    #[arg(long = "param", value_name = "K=V", value_parser = parse_kv)]
+    pub param: Vec<KeyValue>,
+    /// Print the API's JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -114,6 +131,14 @@ pub struct ScheduleFields {
     /// Environment variable for its jobs; `K` alone passes this shell's value of K.
     #[arg(long = "env", value_name = "K=V", value_parser = parse_kv)]
     pub env: Vec<KeyValue>,
+    /// The parameters each run takes: a JSON Schema file (`-`: standard
+    /// input; docs/params.md); `none` drops them.
+    #[arg(long, value_name = "FILE")]
+    pub params_schema: Option<String>,
+    /// With --after: a parameter taken from the triggering job's result
+    /// at a JSON Pointer (`db=/database`).
+    #[arg(long = "param-from-result", value_name = "NAME=POINTER", value_parser = parse_kv)]
+    pub param_from_result: Vec<KeyValue>,
     /// Name of a secret its jobs get (never a value): each node that runs
     /// one gives it from its environment variable JOBLOG_SECRET_<NAME>.
     #[arg(long = "secret", value_name = "NAME")]

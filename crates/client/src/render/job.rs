@@ -178,6 +178,14 @@ fn given_rows(j: &JobView) -> Vec<(String, String)> {
     if let Some(folder) = &j.folder {
         rows.push(("folder".into(), text(folder)));
     }
+    for (k, v) in j.params.iter().flatten() {
+        let shown = match v {
+            serde_json::Value::Null => format!("{} (secret, not kept)", text(k)),
+            serde_json::Value::String(s) => format!("{}={}", text(k), text(s)),
+            other => format!("{}={other}", text(k)),
+        };
+        rows.push(("param".into(), shown));
+    }
     rows
 }
 

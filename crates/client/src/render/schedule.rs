@@ -153,6 +153,9 @@ pub(super) fn show_text(s: &ScheduleView) -> String {
     if let Some(folder) = &s.folder {
         rows.push(("folder".into(), text(folder)));
     }
+    for line in params_lines(s) {
+        rows.push(("param".into(), line));
+    }
     rows.push(("overlap".into(), text(&s.overlap)));
     rows.push(("missed".into(), text(&s.missed)));
     rows.push((
@@ -205,6 +208,51 @@ pub(super) fn key_values(rows: Vec<(String, String)>) -> String {
         out.push_str(&format!("{:<w$} {v}\n", format!("{k}:")));
     }
     out
+}
+
+/// One line per parameter: `env: string, one of prod, staging (required)`.
+fn params_lines(s: &ScheduleView) -> Vec<String> {
+    let Some(schema) = s
+        .params
+        .as_ref()
+        .and_then(|p| p.get("properties"))
+        .and_then(|p| p.as_object())
+    else {
+        return Vec::new();
+    };
+    let required: Vec<&str> = s
+        .params
+        .as_ref()
+        .and_then(|p| p.get("required"))
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    schema
+        .iter()
+        .map(|(name, p)| {
+            let mut parts = vec![p["type"].as_str().unwrap_or("?").to_owned()];
+            if let Some(choices) = p.get("enum").and_then(|e| e.as_array()) {
+                let shown: Vec<String> = choices
+                    .iter()
+                    .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned))
+                    .collect();
+                parts.push(format!("one of {}", shown.join(", ")));
+            }
+            if let Some(d) = p.get("default") {
+                parts.push(format!("default {d}"));
+            }
+            if p.get("secret") == Some(&serde_json::Value::Bool(true)) {
+                parts.push("secret".into());
+            }
+            if required.contains(&name.as_str()) {
+                parts.push("required".into());
+            }
+            if let Some(pointer) = s.params_from_result.get(name) {
+                parts.push(format!("from the result at {pointer}"));
+            }
+            text(&format!("{name}: {}", parts.join(", ")))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! checked before anything is stored, and a refusal names the field.
 
 use super::*;
+use crate::params::ParamsSchema;
 
 /// The body of `POST /api/v1/jobs`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -23,6 +24,11 @@ pub struct NewJobRequest {
     pub node_selector: Option<BTreeMap<String, String>>,
     /// The folder it belongs to (`team-a`): who may see and act on it.
     pub folder: Option<String>,
+    /// The parameters it takes (`joblog run --params-schema`): the
+    /// schema a saved job's `params` is, checked alike.
+    pub params_schema: Option<serde_json::Value>,
+    /// Its parameters' values, checked against `params_schema`.
+    pub params: Option<serde_json::Map<String, serde_json::Value>>,
     /// Set by a rerun (`POST /jobs/{id}/rerun`), never by a client.
     #[serde(skip)]
     pub rerun_of: Option<JobId>,
@@ -32,13 +38,14 @@ pub struct NewJobRequest {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct ValidationError {
-    pub field: &'static str,
+    /// `command`, or a path into one (`params.env`).
+    pub field: std::borrow::Cow<'static, str>,
     pub message: String,
 }
 
 pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> ValidationError {
     ValidationError {
-        field,
+        field: field.into(),
         message: message.into(),
     }
 }
@@ -159,6 +166,9 @@ impl NewJobRequest {
                 ));
             }
         }
+        let secret_names = self.secrets.keys().cloned().collect();
+        let mut secrets = self.secrets;
+        let (params_schema, params) = params(self.params_schema, self.params, &mut secrets)?;
         let concurrency = Concurrency::from_request(self.concurrency_key, self.max_concurrent)?;
         let node_selector = node_selector(self.node_selector)?;
         let folder = folder(self.folder)?;
@@ -169,15 +179,50 @@ impl NewJobRequest {
                 env: self.env,
                 timeout_s: self.timeout_s,
                 cwd: self.cwd,
-                secret_names: self.secrets.keys().cloned().collect(),
+                secret_names,
                 shell: shell_used,
                 rerun_of: self.rerun_of,
                 schedule: None,
                 concurrency,
                 node_selector,
                 folder,
+                params_schema,
+                params,
+                params_error: None,
+                params_from_result: BTreeMap::new(),
             },
-            secrets: self.secrets,
+            secrets,
         })
     }
 }
+
+/// A submission's parameters: its schema checked, its values filled
+/// against it (the secret ones added to `secrets`), and what the job
+/// records of them.
+fn params(
+    schema: Option<serde_json::Value>,
+    given: Option<serde_json::Map<String, serde_json::Value>>,
+    secrets: &mut BTreeMap<String, String>,
+) -> Result<RecordedParams, ValidationError> {
+    let Some(schema) = schema else {
+        return match given {
+            Some(g) if !g.is_empty() => Err(invalid(
+                "params",
+                "this job declares no parameters: give their schema in params_schema",
+            )),
+            _ => Ok((None, None)),
+        };
+    };
+    let schema = ParamsSchema::parse(&schema).map_err(|e| ValidationError {
+        field: e.at.replacen("params", "params_schema", 1).into(),
+        message: e.message,
+    })?;
+    let filled = schema.fill(&given.unwrap_or_default())?;
+    secrets.extend(filled.secrets());
+    Ok((Some(schema), Some(filled.recorded())))
+}
+
+type RecordedParams = (
+    Option<ParamsSchema>,
+    Option<serde_json::Map<String, serde_json::Value>>,
+);

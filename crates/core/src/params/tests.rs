@@ -191,7 +191,7 @@ fn a_secret_is_recorded_by_name_only_and_each_value_is_its_own_variable() {
         ]
     );
     assert_eq!(p.recorded()["password"], Value::Null);
-    assert!(!p.recorded().to_string().contains("hunter2"));
+    assert!(!Value::Object(p.recorded()).to_string().contains("hunter2"));
     assert_eq!(p.to_json()["password"], "hunter2");
 }
 
@@ -232,4 +232,86 @@ proptest! {
         let s = schema(json!({"properties": {"e": {"type": "string", "enum": list}}})).unwrap();
         prop_assert_eq!(fill(&s, json!({"e": given})).is_ok(), choices.contains(&given));
     }
+}
+
+#[test]
+fn text_from_a_command_line_is_read_as_the_parameter_s_type() {
+    let s = restore();
+    assert_eq!(s.typed("count", "3").unwrap(), json!(3));
+    assert_eq!(s.typed("ratio", "0.75").unwrap(), json!(0.75));
+    assert_eq!(s.typed("dry_run", "true").unwrap(), json!(true));
+    assert_eq!(
+        s.typed("env", "007").unwrap(),
+        json!("007"),
+        "a string stays text"
+    );
+    assert_eq!(s.typed("unknown", "x").unwrap(), json!("x"));
+    let e = s.typed("count", "three").unwrap_err();
+    assert_eq!(e.to_string(), r#"params.count: "three" is not an integer"#);
+    assert!(s.typed("dry_run", "yes").is_err());
+    assert!(s.typed("ratio", "NaN").is_err());
+}
+
+#[test]
+fn a_schema_travels_in_a_spec_as_its_json() {
+    let s = restore();
+    let text = serde_json::to_string(&s).unwrap();
+    let back: ParamsSchema = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, s);
+    let bad = serde_json::from_str::<ParamsSchema>(r#"{"properties": {"a": {"type": "x"}}}"#);
+    assert!(bad
+        .unwrap_err()
+        .to_string()
+        .contains("params.properties.a.type"));
+}
+
+#[test]
+fn a_trigger_s_mapping_takes_values_from_the_result() {
+    let s = schema(json!({
+        "properties": {
+            "db": {"type": "string", "pattern": "^[a-z]+$"},
+            "keep": {"type": "integer", "default": 7},
+            "pw": {"type": "string", "secret": true}
+        },
+        "required": ["db"]
+    }))
+    .unwrap();
+    let mapping: BTreeMap<String, String> =
+        [("db".to_string(), "/out/database".to_string())].into();
+    s.check_mapping(&mapping).unwrap();
+    let to_secret: BTreeMap<String, String> = [("pw".to_string(), "/pw".to_string())].into();
+    assert!(s
+        .check_mapping(&to_secret)
+        .unwrap_err()
+        .message
+        .contains("secret"));
+    let not_pointer: BTreeMap<String, String> = [("db".to_string(), "db".to_string())].into();
+    assert!(s.check_mapping(&not_pointer).is_err());
+    let result = json!({"out": {"database": "sales"}});
+    let p = s.fill_from_result(&mapping, Some(&result), 4).unwrap();
+    assert_eq!(p.to_json(), json!({"db": "sales", "keep": 7}));
+    let e = s
+        .fill_from_result(&mapping, Some(&json!({})), 4)
+        .unwrap_err();
+    assert_eq!(e.at, "params.db");
+    assert!(
+        e.message
+            .contains("job 4's result has nothing at \"/out/database\""),
+        "{e}"
+    );
+    let e = s.fill_from_result(&mapping, None, 4).unwrap_err();
+    assert!(e.message.contains("left no result"), "{e}");
+    let e = s
+        .fill_from_result(&mapping, Some(&json!({"out": {"database": "Bad Name"}})), 4)
+        .unwrap_err();
+    assert!(e.message.ends_with("(from job 4's result)"), "{e}");
+}
+
+#[test]
+fn defaults_fill_a_run_nobody_gave_values() {
+    let s = restore();
+    assert_eq!(
+        s.defaults().to_json(),
+        json!({"count": 3, "dry_run": false})
+    );
 }

@@ -45,6 +45,11 @@ pub struct Schedule {
     /// The folder it and each of its jobs belong to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
+    /// The parameters each run takes (`null`: none).
+    pub params: Option<crate::params::ParamsSchema>,
+    /// Parameters taken from the triggering job's result, by JSON
+    /// Pointer (`{}` unless it runs `after` another).
+    pub params_from_result: BTreeMap<String, String>,
     pub overlap: Overlap,
     pub missed: Missed,
     pub retries: Retries,
@@ -95,6 +100,8 @@ impl Schedule {
         self.max_concurrent = spec.concurrency.as_ref().map(|c| c.max);
         self.node_selector = spec.node_selector.clone();
         self.folder = spec.folder.clone();
+        self.params = spec.params_schema.clone();
+        self.params_from_result = spec.params_from_result.clone();
         self
     }
 
@@ -157,6 +164,8 @@ impl Schedule {
         put("max_concurrent", json!(self.max_concurrent));
         put("node_selector", json!(self.node_selector));
         put("folder", json!(self.folder));
+        put("params", json!(self.params));
+        put("params_from_result", json!(self.params_from_result));
         put("overlap", json!(self.overlap));
         put("missed", json!(self.missed));
         put("retries", json!(self.retries));
@@ -242,6 +251,12 @@ pub fn fire_job(
     trigger: Option<TriggeredBy>,
 ) -> JobSpec {
     let mut spec = spec.clone();
+    // The schedule's own, not its jobs'.
+    spec.params_from_result = BTreeMap::new();
+    spec.params = spec
+        .params_schema
+        .as_ref()
+        .map(|schema| schema.defaults().recorded());
     spec.schedule = Some(ScheduledRun {
         schedule_id: id,
         fire_us: fire.map(Timestamp::micros),
@@ -254,6 +269,46 @@ pub fn fire_job(
             key: format!("{RESERVED_KEY_PREFIX}{id}"),
             max: 1,
         });
+    }
+    spec
+}
+
+/// The job of a triggered run of a schedule whose spec is `schedule`:
+/// [`fire_job`]'s, with each parameter `params_from_result` maps taken
+/// from `result` (the triggering job's, its JSON text). A result the
+/// schema refuses leaves the job `params_error`: it is queued (the
+/// trigger happened) but does not start, and says why.
+pub fn triggered_job(
+    id: ScheduleId,
+    schedule: &JobSpec,
+    overlap: Overlap,
+    retries: Retries,
+    trigger: TriggeredBy,
+    result: Option<&[u8]>,
+) -> JobSpec {
+    let mut spec = fire_job(id, schedule, overlap, retries, None, Some(trigger));
+    let (Some(schema), false) = (
+        &schedule.params_schema,
+        schedule.params_from_result.is_empty(),
+    ) else {
+        return spec;
+    };
+    let parsed = result.map(serde_json::from_slice::<serde_json::Value>);
+    let filled = match parsed {
+        Some(Err(e)) => Err(format!(
+            "params_from_result: job {}'s result is not JSON ({e})",
+            trigger.job_id
+        )),
+        Some(Ok(v)) => schema
+            .fill_from_result(&schedule.params_from_result, Some(&v), trigger.job_id)
+            .map_err(|e| e.to_string()),
+        None => schema
+            .fill_from_result(&schedule.params_from_result, None, trigger.job_id)
+            .map_err(|e| e.to_string()),
+    };
+    match filled {
+        Ok(params) => spec.params = Some(params.recorded()),
+        Err(why) => spec.params_error = Some(why),
     }
     spec
 }

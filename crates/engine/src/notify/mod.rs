@@ -200,13 +200,13 @@ impl Engine {
                     .sender
                     .check_target(&w.url)
                     .map_err(|message| joblog_core::ValidationError {
-                        field: "webhook.url",
+                        field: "webhook.url".into(),
                         message,
                     })?;
             }
             Target::Email(_) if self.inner.notifier.mailer.is_none() => {
                 return Err(EngineError::Invalid(joblog_core::ValidationError {
-                    field: "email",
+                    field: "email".into(),
                     message:
                         "this server sends no e-mail: set notify.smtp_url (docs/notifications.md)"
                             .into(),

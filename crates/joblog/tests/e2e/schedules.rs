@@ -43,14 +43,19 @@ impl Server {
 
     /// Queues a run of schedule `id` now; the job's id.
     async fn run_now(&self, id: i64) -> i64 {
+        self.run_with(id, json!({})).await
+    }
+
+    /// Runs schedule `id` now with `body` (`{"params": …}`): the job.
+    pub(crate) async fn run_with(&self, id: i64, body: Value) -> i64 {
         let r = self
             .http
             .post(format!("{}/api/v1/schedules/{id}/run", self.url))
-            .json(&json!({}))
+            .json(&body)
             .send()
             .await
             .expect("run now");
-        assert_eq!(r.status(), 201, "run schedule {id} now");
+        assert_eq!(r.status(), 201, "run schedule {id} now with {body}");
         view::<Job>(&r.json::<Value>().await.unwrap()).id
     }
 

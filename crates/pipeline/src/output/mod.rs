@@ -133,6 +133,14 @@ impl OutputParser {
         self.emit(stream, message.to_owned(), fields, ts, out);
     }
 
+    /// End of the job's output (its pipes closed): unterminated last
+    /// lines are handled as complete lines. Called before the result is
+    /// taken, so that a final `::set-result::{}` without newline sets it;
+    /// [`OutputParser::finish`] does it too, for whoever has no result to take.
+    pub fn end_of_output(&mut self, ts: Timestamp, out: &mut Vec<Record>) {
+        self.finish_lines(ts, out);
+    }
+
     /// End of the job: unterminated last lines are handled as complete lines
     /// (so a final `::set-result::{}` without newline still counts); then, if
     /// the cap dropped records, the truncation marker and the kept tail.

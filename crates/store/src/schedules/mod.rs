@@ -136,6 +136,8 @@ impl ScheduleRow {
             max_concurrent: None,
             node_selector: Default::default(),
             folder: None,
+            params: None,
+            params_from_result: Default::default(),
             overlap,
             missed,
             retries: Retries {

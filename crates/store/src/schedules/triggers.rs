@@ -6,8 +6,10 @@
 //! row's update is taken once) queues it. The triggered schedule's
 //! overlap, retries, concurrency and secrets apply as to a cron fire.
 
-use joblog_core::schedule::{fire_job, After, Overlap, Retries, ScheduleId, TriggeredBy};
-use joblog_core::Job;
+use joblog_core::schedule::{
+    fire_job, triggered_job, After, Overlap, Retries, ScheduleId, TriggeredBy,
+};
+use joblog_core::{result_blob, Job};
 
 use super::writes::{insert_job, ScheduleWrites};
 use super::{policies, spec_of};
@@ -53,8 +55,15 @@ impl Decode for FollowerRow {
 /// of `ended` follows). A schedule whose row cannot be read triggers
 /// nothing rather than fail the batch, which carries other jobs'
 /// records; a run that overlap `skip`, the chain's depth or a paused
-/// scheduler keeps from running counts as a skipped fire.
-pub(crate) async fn on_end<T: ScheduleWrites>(tx: &mut T, ended: &Job, now: i64) -> Result<()> {
+/// scheduler keeps from running counts as a skipped fire. `result` is
+/// the ended job's result blob, if it left one: a follower may take
+/// parameters from it.
+pub(crate) async fn on_end<T: ScheduleWrites>(
+    tx: &mut T,
+    ended: &Job,
+    result: Option<&[u8]>,
+    now: i64,
+) -> Result<()> {
     let Some(run) = ended.spec.schedule else {
         return Ok(());
     };
@@ -86,7 +95,22 @@ pub(crate) async fn on_end<T: ScheduleWrites>(tx: &mut T, ended: &Job, now: i64)
             attempts: u32::try_from(f.attempts).unwrap_or(1),
             backoff_s: f.backoff_s,
         };
-        let spec = fire_job(f.id, &spec, overlap, retries, None, Some(trigger));
+        let decoded = match (result, spec.params_from_result.is_empty()) {
+            (Some(blob), false) => Some(result_blob::decode(blob).map_err(|e| e.to_string())),
+            _ => None,
+        };
+        let spec = match &decoded {
+            Some(Err(why)) => {
+                let mut spec = fire_job(f.id, &spec, overlap, retries, None, Some(trigger));
+                spec.params_error = Some(format!(
+                    "params_from_result: job {}'s result could not be read ({why})",
+                    trigger.job_id
+                ));
+                spec
+            }
+            Some(Ok(json)) => triggered_job(f.id, &spec, overlap, retries, trigger, Some(json)),
+            None => triggered_job(f.id, &spec, overlap, retries, trigger, None),
+        };
         insert_job(tx, Some(&f.name), &spec, None, now).await?;
     }
     Ok(())

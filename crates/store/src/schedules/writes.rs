@@ -146,9 +146,10 @@ pub(crate) trait ScheduleWrites: Conn + Sized {
 }
 
 /// Queues a job; `None` when it is a fire (schedule, fire time,
-/// attempt) that already has its job. A job with secrets is pinned to
-/// this node (they are in its memory), unless it is a schedule's: the
-/// node that runs it takes them from its environment.
+/// attempt) that already has its job. A job with secrets in memory (a
+/// submission's, or secret parameters) is pinned to this node, which
+/// holds them; a schedule's named secrets are not: the node that runs
+/// it takes them from its environment.
 pub(crate) async fn insert_job<T: ScheduleWrites>(
     tx: &mut T,
     name: Option<&str>,
@@ -159,7 +160,7 @@ pub(crate) async fn insert_job<T: ScheduleWrites>(
     let spec_json = serde_json::to_string(spec)
         .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
     let node = tx.node();
-    let pinned = node.filter(|_| !spec.secret_names.is_empty() && spec.schedule.is_none());
+    let pinned = node.filter(|_| spec.holds_secrets_in_memory());
     let keys = JobKeys::of(spec);
     let params = [
         name.into(),

@@ -137,10 +137,10 @@ mod tests {
     fn insert(name: &str) -> WriteOp {
         WriteOp::InsertJob {
             name: Some(name.into()),
-            spec: JobSpec {
+            spec: Box::new(JobSpec {
                 command: vec!["true".into()],
                 ..JobSpec::default()
-            },
+            }),
         }
     }
 

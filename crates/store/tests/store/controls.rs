@@ -72,7 +72,10 @@ async fn selectors_and_concurrency_keys_hold_together(db: TestDatabase) {
             key: k.into(),
             max: 1,
         });
-        WriteOp::InsertJob { name: None, spec }
+        WriteOp::InsertJob {
+            name: None,
+            spec: Box::new(spec),
+        }
     };
     let ids: Vec<JobId> = t
         .apply(vec![

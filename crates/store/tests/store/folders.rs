@@ -17,11 +17,11 @@ joblog_store::backend_tests! {
 fn insert_in(t: &mut TestStore, folder: Option<&str>, name: &str) -> JobId {
     let op = WriteOp::InsertJob {
         name: Some(name.into()),
-        spec: JobSpec {
+        spec: Box::new(JobSpec {
             command: vec!["true".into()],
             folder: folder.map(str::to_owned),
             ..JobSpec::default()
-        },
+        }),
     };
     match t.apply_one(op) {
         Outcome::Job(job) => {

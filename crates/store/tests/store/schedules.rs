@@ -345,7 +345,7 @@ fn keyed(key: &str, max: u32) -> WriteOp {
     });
     WriteOp::InsertJob {
         name: Some(key.into()),
-        spec,
+        spec: Box::new(spec),
     }
 }
 

@@ -28,10 +28,10 @@ fn request_queries_use_indexes_and_never_sort() {
         .apply(&[
             WriteOp::InsertJob {
                 name: Some("retried".into()),
-                spec: JobSpec {
+                spec: Box::new(JobSpec {
                     command: vec!["true".into()],
                     ..JobSpec::default()
-                },
+                }),
             },
             WriteOp::ClaimNext {
                 labels: Default::default(),
@@ -131,11 +131,11 @@ fn a_claim_walks_only_the_queues_of_selectors_the_node_satisfies() {
     let mut w = PgWriter::new(store.target.clone(), "n".into()).unwrap();
     let job = |selector: &str| WriteOp::InsertJob {
         name: None,
-        spec: JobSpec {
+        spec: Box::new(JobSpec {
             command: vec!["true".into()],
             node_selector: joblog_core::Labels::parse(selector).unwrap(),
             ..JobSpec::default()
-        },
+        }),
     };
     let others: Vec<WriteOp> = (0..2000).map(|_| job("gpu=yes")).collect();
     w.apply(&others).unwrap();

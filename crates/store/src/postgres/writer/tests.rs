@@ -12,10 +12,10 @@ fn ops(node: &str) -> Vec<WriteOp> {
     vec![
         WriteOp::InsertJob {
             name: Some("retried".into()),
-            spec: JobSpec {
+            spec: Box::new(JobSpec {
                 command: vec!["true".into()],
                 ..JobSpec::default()
-            },
+            }),
         },
         WriteOp::ClaimNext {
             labels: Default::default(),
