@@ -31,7 +31,8 @@
 //!   every UI path, and `whoami`. In `ui/`: `app.js` routes, `api.js`
 //!   calls the API (Server-Sent Events through `fetch`, so they carry the
 //!   token); `jobs.js`, `job.js`, `schedules.js`, `schedule*.js`,
-//!   `submit.js` and `audit.js` are the pages; `viewer.js` (fixed-height
+//!   `submit.js` and `audit.js` are the pages, `params-form.js` the form
+//!   a saved job's parameters make; `viewer.js` (fixed-height
 //!   rows) and `sources.js` (pages by seq range) the virtualized log,
 //!   `ansi.js` its colours; `result.js` and `result-worker.js` a result
 //!   as a tree parsed off the page's thread.

@@ -46,6 +46,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
     ("job.js", JS, include_str!("../ui/job.js")),
     ("job-log.js", JS, include_str!("../ui/job-log.js")),
+    ("params-form.js", JS, include_str!("../ui/params-form.js")),
     ("result.js", JS, include_str!("../ui/result.js")),
     ("schedules.js", JS, include_str!("../ui/schedules.js")),
     ("schedule.js", JS, include_str!("../ui/schedule.js")),

@@ -10,6 +10,7 @@ import { JobLog } from "./job-log.js";
 import { JobNotifications } from "./deliveries.js";
 import { el, text, stateBadge, duration, when, can, fail, clear, button, labelList, timeCell } from "./dom.js";
 import { live } from "./live.js";
+import { paramsForm, paramValues } from "./params-form.js";
 
 // What a job's page needs: the job, its log's outline (groups, first
 // error, progress) and the notifications sent of its end, asked for
@@ -202,6 +203,8 @@ class JobPage {
     if (j.script !== undefined && j.script !== null) {
       const pre = el("pre", "script");
       pre.textContent = j.script;
+      // A long line scrolls it: the keyboard must reach it too.
+      pre.tabIndex = 0;
       row(`script (${j.shell ?? "sh"})`, pre);
     }
     if (j.cwd) row("working directory", j.cwd);
@@ -215,6 +218,7 @@ class JobPage {
     if ((j.secret_names ?? []).length) {
       row("secrets", `${j.secret_names.join(", ")} (values are never shown)`);
     }
+    if (j.params) row("parameters", paramValues(j.params));
     if (j.schedule_id) {
       const a = el("a");
       a.href = `/schedules/${j.schedule_id}`;
@@ -279,13 +283,20 @@ class JobPage {
   }
 
   // A job with secrets asks for their values first (never kept, so never
-  // prefilled), in the page; one without reruns at once.
+  // prefilled), in the page, and one with parameters shows them (the
+  // values it ran with, secret ones asked again); one without either
+  // reruns at once.
   rerun() {
     const names = this.job.secret_names ?? [];
-    if (!names.length) return this.sendRerun({});
+    const schema = this.job.params_schema;
+    if (!names.length && !schema) return this.sendRerun({});
     if (this.header.querySelector(".rerun-secrets")) return;
-    const form = el("form", "rerun-secrets");
-    form.append(text("Its secrets are not kept: give them again to rerun. ", "muted"));
+    const params = schema ? paramsForm(schema, this.job.params ?? {}, "rerun-param") : null;
+    const form = params ? params.form : el("form", "rerun-secrets");
+    form.classList.add("rerun-secrets");
+    this.refusedParam = params ? params.refused : () => false;
+    if (params) form.prepend(text("Rerun with these parameters (secret ones are not kept: give them again). ", "muted full"));
+    else form.append(text("Its secrets are not kept: give them again to rerun. ", "muted"));
     const inputs = names.map((name) => {
       const label = el("label");
       const input = el("input");
@@ -306,10 +317,10 @@ class JobPage {
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const secrets = Object.fromEntries(inputs.map((i) => [i.name, i.value]));
-      this.sendRerun({ secrets });
+      this.sendRerun(params ? { secrets, params: params.values() } : { secrets });
     });
     this.header.append(form);
-    inputs[0].focus();
+    form.querySelector("input, select, textarea")?.focus();
   }
 
   async sendRerun(body) {
@@ -317,7 +328,7 @@ class JobPage {
       const job = await post(`/api/v1/jobs/${this.job.id}/rerun`, body);
       location.assign(`/jobs/${job.id}`);
     } catch (err) {
-      fail(this.status, err);
+      if (!this.refusedParam?.(err)) fail(this.status, err);
     }
   }
 

@@ -5,6 +5,7 @@
 import { get, patch, del, post } from "./api.js";
 import { el, text, clear, stateBadge, can, fail, link, button, timeCell, tickRelative, zoneMode, labelList } from "./dom.js";
 import { scheduleForm } from "./schedule-form.js";
+import { paramsForm, paramsSummary } from "./params-form.js";
 import { ScheduleRuns } from "./schedule-runs.js";
 import { policies } from "./schedules.js";
 import { live } from "./live.js";
@@ -176,6 +177,8 @@ class SchedulePage {
     };
     if (s.script !== undefined && s.script !== null) {
       const pre = text(s.script, "script", "pre");
+      // A long line scrolls it: the keyboard must reach it too.
+      pre.tabIndex = 0;
       row(`script (${s.shell ?? "sh"})`, pre);
     } else row("command", text(s.command.map(quote).join(" "), null, "code"));
     const env = Object.entries(s.env ?? {});
@@ -185,6 +188,7 @@ class SchedulePage {
       row("environment", list);
     }
     if (s.secrets?.length) row("secrets", `${s.secrets.join(", ")} (names; each node gives the values)`);
+    if (Object.keys(s.params?.properties ?? {}).length) row("parameters", paramsSummary(s.params, s.params_from_result));
     const on = labelList(s.node_selector, "any node");
     on.id = "runs-on";
     row("runs on", on);
@@ -254,16 +258,43 @@ class SchedulePage {
     this.body.querySelector("input")?.focus();
   }
 
-  async runNow(b) {
+  // A saved job with parameters asks for them first, in a form made from
+  // its schema (defaults prefilled, secrets never); one without runs at once.
+  runNow(b) {
+    if (!Object.keys(this.s.params?.properties ?? {}).length) return this.sendRun(b, undefined);
+    const open = this.header.querySelector(".run-params");
+    if (open) return open.querySelector("input, select, textarea")?.focus();
+    const { form, values, refused } = paramsForm(this.s.params, {}, "param");
+    form.classList.add("run-params");
+    form.setAttribute("aria-label", `Parameters of ${this.s.name}`);
+    const actions = el("div", "form-actions");
+    const go = el("button", "button primary");
+    go.type = "submit";
+    go.textContent = "Run with these";
+    go.id = "run-with-params";
+    actions.append(go, button("Cancel", null, () => form.remove()));
+    form.append(actions);
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      if (await this.sendRun(go, { params: values() }, refused)) form.remove();
+    });
+    this.header.append(form);
+    form.querySelector("input, select, textarea")?.focus();
+  }
+
+  async sendRun(b, body, refused = () => false) {
     b.disabled = true;
     try {
-      const job = await post(`/api/v1/schedules/${this.s.id}/run`);
+      const job = await post(`/api/v1/schedules/${this.s.id}/run`, body);
       const msg = el("span");
       msg.append(text("Queued "), link(`/jobs/${job.id}`, `job #${job.id}`), text("."));
       say(this.note, msg);
       this.feed.readSoon();
+      return true;
     } catch (err) {
-      fail(this.note, err);
+      if (!refused(err)) fail(this.note, err);
+      else clear(this.note);
+      return false;
     } finally {
       b.disabled = false;
     }

@@ -20,6 +20,9 @@ pub(crate) struct Secrets {
     /// Named secrets this node does not give the job's schedule
     /// (`node_secret_scopes`).
     pub refused: Vec<String>,
+    /// Those its submission left in this node's memory (a retry of it
+    /// needs them again).
+    pub in_memory: BTreeMap<String, String>,
 }
 
 impl Engine {
@@ -51,8 +54,45 @@ impl Engine {
             drop(self.inner.jobs.submitting.write().await);
             kept = self.lock_secrets().remove(&id);
         }
-        values.extend(kept.unwrap_or_default());
-        Secrets { values, refused }
+        if kept.is_none() {
+            // An attempt after the first: the secrets its first was given.
+            if let Some(previous) = job.spec.schedule.and_then(|r| r.previous) {
+                kept = self.lock_held_for_retry().remove(&previous);
+            }
+        }
+        let in_memory = kept.unwrap_or_default();
+        values.extend(in_memory.clone());
+        Secrets {
+            values,
+            refused,
+            in_memory,
+        }
+    }
+
+    /// Keeps the secrets in memory of `job`, which ended as `state`, for
+    /// its next attempt, if one follows: it runs on this node (pinned),
+    /// and takes them by `previous`.
+    pub(crate) fn hold_for_retry(&self, job: &Job, state: joblog_core::JobState, secrets: Secrets) {
+        let retried = job
+            .spec
+            .schedule
+            .is_some_and(|r| r.retry(state, joblog_core::Timestamp::now()).is_some());
+        if retried && !secrets.in_memory.is_empty() {
+            self.lock_held_for_retry().insert(job.id, secrets.in_memory);
+        }
+    }
+
+    fn lock_held_for_retry(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<joblog_core::JobId, BTreeMap<String, String>>,
+    > {
+        self.inner
+            .jobs
+            .held_for_retry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 }
 

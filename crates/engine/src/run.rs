@@ -227,6 +227,7 @@ impl Engine {
         };
         match self.inner.pipeline.finish(id, ending).await {
             Ok(Some(done)) => {
+                self.hold_for_retry(&job, state, secrets);
                 if let (Some(s), Some(f)) = (done.started_at, done.finished_at) {
                     self.inner
                         .metrics

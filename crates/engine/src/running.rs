@@ -16,6 +16,9 @@ pub(crate) struct Jobs {
     pub(crate) running: Mutex<Running>,
     /// Secrets of queued jobs: held in memory only, never stored.
     pub(crate) secrets: Mutex<HashMap<JobId, BTreeMap<String, String>>>,
+    /// The secrets in memory of jobs that ended with an attempt to follow,
+    /// by the ended job: its next attempt takes them (`previous`).
+    pub(crate) held_for_retry: Mutex<HashMap<JobId, BTreeMap<String, String>>>,
     /// Held (shared) by each submission with secrets from before its insert
     /// until its secrets are in `secrets`: a job claimed in between waits
     /// for it (exclusive) instead of starting without them.

@@ -19,6 +19,7 @@ joblog_store::backend_tests! {
     a_rerun_reuses_the_values_and_asks_for_secret_ones_again,
     an_ad_hoc_job_declares_its_own_parameters,
     a_trigger_takes_parameters_from_the_result,
+    a_retry_is_given_the_secret_parameters_of_its_first_attempt,
 }
 
 /// A restore job's schema: every kind of parameter.
@@ -395,5 +396,38 @@ async fn a_trigger_takes_parameters_from_the_result(db: TestDatabase) {
             .any(|e| e.starts_with("joblog: not started: params.db: ")
                 && e.contains(&format!("job {}'s result", id_of(&second.json())))),
         "{errors:?}"
+    );
+}
+
+async fn a_retry_is_given_the_secret_parameters_of_its_first_attempt(db: TestDatabase) {
+    let t = start_app(db, 2).await;
+    let r = &t.router;
+    let marker = t.path("first-attempt-ran");
+    let s = create(
+        r,
+        json!({"name": "flaky-restore",
+               "script": format!("echo \"token=$JOBLOG_PARAM_TOKEN\"; [ -e {m} ] || {{ touch {m}; exit 1; }}",
+                                 m = marker.display()),
+               "params": {"properties": {"token": {"type": "string", "secret": true}},
+                          "required": ["token"]},
+               "retries": {"attempts": 2, "backoff_s": 0}}),
+    )
+    .await;
+    let id = s["id"].as_i64().unwrap();
+    let first = run(r, id, json!({"token": "tok-retry-7"})).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text());
+    let first = wait_finished(r, id_of(&first.json())).await;
+    assert_eq!(first["state"], "failed");
+    let second = wait_runs(r, id, 2).await.remove(1);
+    let second = wait_finished(r, id_of(&second)).await;
+    assert_eq!(
+        (second["state"].as_str(), second["attempt"].as_u64()),
+        (Some("succeeded"), Some(2)),
+        "{second}"
+    );
+    assert_eq!(
+        messages_of(&whole_log(r, id_of(&second)).await, "output"),
+        ["token=***"],
+        "the second attempt has the secret, masked"
     );
 }

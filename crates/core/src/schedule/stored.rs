@@ -209,6 +209,11 @@ pub struct ScheduledRun {
     /// Set on a run queued by another job's end (`after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<TriggeredBy>,
+    /// On an attempt after the first: the job of the attempt before, whose
+    /// secrets in memory (secret parameters) the node that ran it keeps
+    /// for this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<crate::JobId>,
 }
 
 impl ScheduledRun {
@@ -263,6 +268,7 @@ pub fn fire_job(
         attempt: 1,
         retries,
         trigger,
+        previous: None,
     });
     if overlap == Overlap::Queue {
         spec.concurrency = Some(Concurrency {
@@ -327,6 +333,7 @@ mod tests {
                 backoff_s: 10.0,
             },
             trigger: None,
+            previous: None,
         }
     }
 

@@ -565,6 +565,7 @@ fn a_trigger_goes_one_deeper_up_to_the_longest_chain() {
             depth: MAX_CHAIN - 1,
             ..first
         }),
+        previous: None,
     });
     assert_eq!(TriggeredBy::of(&ended).unwrap().depth, MAX_CHAIN);
     ended

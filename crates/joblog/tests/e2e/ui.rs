@@ -151,6 +151,14 @@ async fn the_schedules_pages_make_list_run_disable_edit_and_delete_a_schedule() 
     run("schedules").await;
 }
 
+/// A saved job with parameters: Run opens a form made from its schema,
+/// hostile descriptions and choices shown as text, a refusal beside its
+/// field, and Rerun asks for the secret again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_saved_job_asks_its_parameters_in_a_form_made_from_its_schema() {
+    run("params").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn every_page_passes_axe_in_both_schemes_and_does_not_shift_on_a_phone() {
     run("a11y").await;

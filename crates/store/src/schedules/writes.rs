@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use joblog_core::schedule::{ScheduleId, ValidSchedule};
+use joblog_core::schedule::{ScheduleId, ScheduledRun, ValidSchedule};
 use joblog_core::{Job, JobSpec, Timestamp};
 
 use super::chain::{self, FOLLOWED_BY};
@@ -359,7 +359,10 @@ pub(crate) async fn retry<T: ScheduleWrites>(
         return Ok(false);
     };
     let mut spec = ended.spec.clone();
-    spec.schedule = Some(next);
+    spec.schedule = Some(ScheduledRun {
+        previous: Some(ended.id),
+        ..next
+    });
     let made = ended_at.micros();
     insert_job(tx, ended.name.as_deref(), &spec, Some(after), made).await?;
     Ok(true)
