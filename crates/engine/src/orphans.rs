@@ -176,14 +176,26 @@ impl Sweeper {
     }
 }
 
-/// The children of `parent`, from `/proc/<pid>/stat`.
+/// The children of `parent`: the pids its threads' `children` files list
+/// (a file per thread of the server, however many processes the machine
+/// runs: a sweep follows every job's end), each checked in its own
+/// `/proc/<pid>/stat`. A kernel without those files (no
+/// `CONFIG_PROC_CHILDREN`) has every process's `stat` read instead.
 fn children_of(parent: i32) -> Vec<Child> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+    let listed = listed_children(parent);
+    let candidates: Box<dyn Iterator<Item = i32>> = match listed {
+        Some(pids) => Box::new(pids.into_iter()),
+        None => {
+            let Ok(entries) = std::fs::read_dir("/proc") else {
+                return Vec::new();
+            };
+            Box::new(entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()))
+        }
     };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    candidates
         .filter_map(|pid| {
+            // Read again: a listed child may have been reaped (and its
+            // pid reused) since.
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             let (state, ppid) = parse_stat(&stat)?;
             (ppid == parent).then_some(Child {
@@ -192,6 +204,31 @@ fn children_of(parent: i32) -> Vec<Child> {
             })
         })
         .collect()
+}
+
+/// The pids in `/proc/<parent>/task/<tid>/children` of each of its
+/// threads (zombies included: they stay their parent's until reaped), or
+/// `None` where the kernel has no such files.
+fn listed_children(parent: i32) -> Option<Vec<i32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{parent}/task")).ok()?;
+    let mut pids = Vec::new();
+    for task in tasks.flatten() {
+        let path = task.path().join("children");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => pids.extend(
+                text.split_ascii_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            ),
+            // The thread ended since the directory was read.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && task.path().exists() => {
+                return None
+            }
+            Err(_) => {}
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    Some(pids)
 }
 
 /// `(state, ppid)` of a `/proc/<pid>/stat` line. The command name may hold
@@ -283,6 +320,56 @@ mod tests {
 
     fn job_id_in(environ: &[u8], instance: &str) -> Option<JobId> {
         mark_in(environ, instance).map(|(job, _)| job)
+    }
+
+    #[test]
+    fn the_children_files_name_the_children_a_scan_of_proc_finds() {
+        let me = std::process::id() as i32;
+        let mut kids: Vec<std::process::Child> = (0..3)
+            .map(|_| {
+                std::process::Command::new("sleep")
+                    .arg("30")
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        // One exits and stays a zombie until reaped: it is still a child.
+        let mut done = std::process::Command::new("true").spawn().unwrap();
+        let done_pid = done.id() as i32;
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let listed = listed_children(me).expect("this kernel lists children");
+        for k in &kids {
+            assert!(listed.contains(&(k.id() as i32)), "{listed:?}");
+        }
+        let found = children_of(me);
+        assert!(
+            found.contains(&Child {
+                pid: done_pid,
+                zombie: true
+            }),
+            "{found:?}"
+        );
+        let scanned: Vec<i32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| parse_stat(&s))
+                    .is_some_and(|(_, ppid)| ppid == me)
+            })
+            .collect();
+        for pid in [done_pid]
+            .into_iter()
+            .chain(kids.iter().map(|k| k.id() as i32))
+        {
+            assert!(scanned.contains(&pid) && found.iter().any(|c| c.pid == pid));
+        }
+        for k in &mut kids {
+            k.kill().unwrap();
+            k.wait().unwrap();
+        }
+        done.wait().unwrap();
     }
 
     #[test]
