@@ -254,7 +254,14 @@ fn check_params(
         };
         schema.check_mapping(mapping)?;
     }
-    let Some(schema) = schema else {
+    let (Some(schema), Some(how)) = (
+        schema,
+        match firing {
+            Firing::OnDemand => None,
+            Firing::Cron(_) => Some("on cron"),
+            Firing::After(_) => Some("after another"),
+        },
+    ) else {
         return Ok(());
     };
     let lacking: Vec<&str> = schema
@@ -262,11 +269,6 @@ fn check_params(
         .into_iter()
         .filter(|name| !mapping.contains_key(*name))
         .collect();
-    let how = match firing {
-        Firing::OnDemand => return Ok(()),
-        Firing::Cron(_) => "on cron",
-        Firing::After(_) => "after another",
-    };
     if lacking.is_empty() {
         return Ok(());
     }

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 
-use joblog_core::params::ENV_PREFIX;
 use joblog_core::{JobId, JobSpec};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -70,12 +69,6 @@ pub(crate) fn spawn(
         .kill_on_drop(true);
     for k in SERVER_ONLY_ENV {
         cmd.env_remove(k);
-    }
-    // Only its own parameters, never ones the server was started with.
-    for (k, _) in std::env::vars_os() {
-        if k.to_str().is_some_and(|k| k.starts_with(ENV_PREFIX)) {
-            cmd.env_remove(k);
-        }
     }
     if let Some(user) = setup.run_as {
         // Its own, not the server's (which a job could otherwise take

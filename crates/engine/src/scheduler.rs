@@ -296,7 +296,8 @@ impl Engine {
         self.check_writable()?;
         let s = self.get_schedule(id).await?;
         let mut spec = fire_job(id, &s.spec, s.overlap, s.retries, None, None);
-        let schema = s.spec.params_schema.clone().unwrap_or_default();
+        let none = joblog_core::params::ParamsSchema::default();
+        let schema = s.spec.params_schema.as_ref().unwrap_or(&none);
         let filled = schema.fill(&params).map_err(ValidationError::from)?;
         let secrets = filled.secrets();
         if s.spec.params_schema.is_some() {

@@ -44,6 +44,15 @@ printf 'count=%s dry_run=%s\n' "$JOBLOG_PARAM_COUNT" "$JOBLOG_PARAM_DRY_RUN"
 printf 'password=%s\n' "$JOBLOG_PARAM_PASSWORD"
 printf '::set-result::'; cat "$JOBLOG_PARAMS""#;
 
+/// The saved job `restore-db`: [`SHOW_PARAMS`] under [`restore_schema`].
+async fn restore_db(r: &axum::Router) -> Value {
+    create(
+        r,
+        json!({"name": "restore-db", "script": SHOW_PARAMS, "params": restore_schema()}),
+    )
+    .await
+}
+
 async fn run(r: &axum::Router, id: i64, params: Value) -> Reply {
     post(
         r,
@@ -62,11 +71,7 @@ async fn result(r: &axum::Router, job: i64) -> Value {
 async fn a_run_is_given_checked_parameters_as_variables_and_a_file(db: TestDatabase) {
     let t = start_app(db, 2).await;
     let r = &t.router;
-    let s = create(
-        r,
-        json!({"name": "restore-db", "script": SHOW_PARAMS, "params": restore_schema()}),
-    )
-    .await;
+    let s = restore_db(r).await;
     let id = s["id"].as_i64().unwrap();
     assert_eq!(
         s["params"]["properties"]["env"]["enum"],
@@ -249,11 +254,7 @@ async fn a_schema_a_form_could_not_show_is_refused_at_save(db: TestDatabase) {
 async fn a_rerun_reuses_the_values_and_asks_for_secret_ones_again(db: TestDatabase) {
     let t = start_app(db, 2).await;
     let r = &t.router;
-    let s = create(
-        r,
-        json!({"name": "restore-db", "script": SHOW_PARAMS, "params": restore_schema()}),
-    )
-    .await;
+    let s = restore_db(r).await;
     let id = s["id"].as_i64().unwrap();
     let first = run(
         r,

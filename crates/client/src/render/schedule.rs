@@ -4,6 +4,7 @@
 use super::escape_display;
 use super::job::{shell_quote, short_time, table};
 use crate::wire::{labels_text, ScheduleView};
+use joblog_core::params::ParamsSchema;
 
 fn text(s: &str) -> String {
     escape_display(s, false).into_owned()
@@ -210,47 +211,34 @@ pub(super) fn key_values(rows: Vec<(String, String)>) -> String {
     out
 }
 
-/// One line per parameter: `env: string, one of prod, staging (required)`.
+/// One line per parameter: `env: string, one of prod, staging, required`.
 fn params_lines(s: &ScheduleView) -> Vec<String> {
-    let Some(schema) = s
-        .params
-        .as_ref()
-        .and_then(|p| p.get("properties"))
-        .and_then(|p| p.as_object())
-    else {
+    let Some(schema) = s.params.as_ref().and_then(|p| ParamsSchema::parse(p).ok()) else {
         return Vec::new();
     };
-    let required: Vec<&str> = s
-        .params
-        .as_ref()
-        .and_then(|p| p.get("required"))
-        .and_then(|r| r.as_array())
-        .map(|r| r.iter().filter_map(|n| n.as_str()).collect())
-        .unwrap_or_default();
+    let shown = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
     schema
+        .params
         .iter()
-        .map(|(name, p)| {
-            let mut parts = vec![p["type"].as_str().unwrap_or("?").to_owned()];
-            if let Some(choices) = p.get("enum").and_then(|e| e.as_array()) {
-                let shown: Vec<String> = choices
-                    .iter()
-                    .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned))
-                    .collect();
-                parts.push(format!("one of {}", shown.join(", ")));
+        .map(|p| {
+            let mut parts = vec![p.kind.name().to_owned()];
+            if let Some(choices) = &p.choices {
+                let list: Vec<String> = choices.iter().map(shown).collect();
+                parts.push(format!("one of {}", list.join(", ")));
             }
-            if let Some(d) = p.get("default") {
+            if let Some(d) = &p.default {
                 parts.push(format!("default {d}"));
             }
-            if p.get("secret") == Some(&serde_json::Value::Bool(true)) {
+            if p.secret {
                 parts.push("secret".into());
             }
-            if required.contains(&name.as_str()) {
+            if p.required {
                 parts.push("required".into());
             }
-            if let Some(pointer) = s.params_from_result.get(name) {
+            if let Some(pointer) = s.params_from_result.get(&p.name) {
                 parts.push(format!("from the result at {pointer}"));
             }
-            text(&format!("{name}: {}", parts.join(", ")))
+            text(&format!("{}: {}", p.name, parts.join(", ")))
         })
         .collect()
 }

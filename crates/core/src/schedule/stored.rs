@@ -281,8 +281,9 @@ pub fn fire_job(
 
 /// The job of a triggered run of a schedule whose spec is `schedule`:
 /// [`fire_job`]'s, with each parameter `params_from_result` maps taken
-/// from `result` (the triggering job's, its JSON text). A result the
-/// schema refuses leaves the job `params_error`: it is queued (the
+/// from `result` (the triggering job's stored result blob, decoded only
+/// when something is mapped). A result that cannot be read, or that the
+/// schema refuses, leaves the job `params_error`: it is queued (the
 /// trigger happened) but does not start, and says why.
 pub fn triggered_job(
     id: ScheduleId,
@@ -299,17 +300,28 @@ pub fn triggered_job(
     ) else {
         return spec;
     };
-    let parsed = result.map(serde_json::from_slice::<serde_json::Value>);
-    let filled = match parsed {
+    let by = trigger.job_id;
+    let json = match result.map(crate::result_blob::decode).transpose() {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            spec.params_error = Some(format!(
+                "params_from_result: job {by}'s result could not be read ({e})"
+            ));
+            return spec;
+        }
+    };
+    let filled = match json
+        .as_deref()
+        .map(serde_json::from_slice::<serde_json::Value>)
+    {
         Some(Err(e)) => Err(format!(
-            "params_from_result: job {}'s result is not JSON ({e})",
-            trigger.job_id
+            "params_from_result: job {by}'s result is not JSON ({e})"
         )),
         Some(Ok(v)) => schema
-            .fill_from_result(&schedule.params_from_result, Some(&v), trigger.job_id)
+            .fill_from_result(&schedule.params_from_result, Some(&v), by)
             .map_err(|e| e.to_string()),
         None => schema
-            .fill_from_result(&schedule.params_from_result, None, trigger.job_id)
+            .fill_from_result(&schedule.params_from_result, None, by)
             .map_err(|e| e.to_string()),
     };
     match filled {

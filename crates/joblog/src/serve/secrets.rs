@@ -77,11 +77,15 @@ pub fn take_environment() -> Environment {
     for var in SECRET_VARS {
         std::env::remove_var(var);
     }
-    let node_secrets: Vec<String> = std::env::vars()
+    // Node secrets, and parameters: a job gets only its own
+    // `JOBLOG_PARAM_*`, never ones the server was started with.
+    let taken: Vec<String> = std::env::vars()
         .map(|(k, _)| k)
-        .filter(|k| k.starts_with(NODE_SECRET_PREFIX))
+        .filter(|k| {
+            k.starts_with(NODE_SECRET_PREFIX) || k.starts_with(joblog_core::params::ENV_PREFIX)
+        })
         .collect();
-    for var in node_secrets {
+    for var in taken {
         std::env::remove_var(var);
     }
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {

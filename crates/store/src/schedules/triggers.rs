@@ -6,10 +6,8 @@
 //! row's update is taken once) queues it. The triggered schedule's
 //! overlap, retries, concurrency and secrets apply as to a cron fire.
 
-use joblog_core::schedule::{
-    fire_job, triggered_job, After, Overlap, Retries, ScheduleId, TriggeredBy,
-};
-use joblog_core::{result_blob, Job};
+use joblog_core::schedule::{triggered_job, After, Overlap, Retries, ScheduleId, TriggeredBy};
+use joblog_core::Job;
 
 use super::writes::{insert_job, ScheduleWrites};
 use super::{policies, spec_of};
@@ -95,22 +93,7 @@ pub(crate) async fn on_end<T: ScheduleWrites>(
             attempts: u32::try_from(f.attempts).unwrap_or(1),
             backoff_s: f.backoff_s,
         };
-        let decoded = match (result, spec.params_from_result.is_empty()) {
-            (Some(blob), false) => Some(result_blob::decode(blob).map_err(|e| e.to_string())),
-            _ => None,
-        };
-        let spec = match &decoded {
-            Some(Err(why)) => {
-                let mut spec = fire_job(f.id, &spec, overlap, retries, None, Some(trigger));
-                spec.params_error = Some(format!(
-                    "params_from_result: job {}'s result could not be read ({why})",
-                    trigger.job_id
-                ));
-                spec
-            }
-            Some(Ok(json)) => triggered_job(f.id, &spec, overlap, retries, trigger, Some(json)),
-            None => triggered_job(f.id, &spec, overlap, retries, trigger, None),
-        };
+        let spec = triggered_job(f.id, &spec, overlap, retries, trigger, result);
         insert_job(tx, Some(&f.name), &spec, None, now).await?;
     }
     Ok(())
