@@ -225,9 +225,11 @@ impl Engine {
             summary,
             at: self.inner.clock.now(),
         };
+        // Before the end is stored: the transaction that stores it queues
+        // the next attempt, which a dispatcher may start at once.
+        self.hold_for_retry(&job, state, secrets);
         match self.inner.pipeline.finish(id, ending).await {
             Ok(Some(done)) => {
-                self.hold_for_retry(&job, state, secrets);
                 if let (Some(s), Some(f)) = (done.started_at, done.finished_at) {
                     self.inner
                         .metrics
