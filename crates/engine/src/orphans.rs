@@ -26,9 +26,9 @@
 //! Invariants: only children of this process that carry this engine's mark
 //! are killed, so other engines in the same process (tests) and anything
 //! else it started are left alone; a running job's processes are never
-//! touched, nor a job's main process (tokio waits for those); zombies are
+//! touched, nor a job's main process (their jobs' tasks wait for those); zombies are
 //! reaped by pid, never with a wait for any child, which would steal a
-//! main process's exit status from tokio.
+//! main process's exit status from its job's task.
 
 use std::collections::{HashMap, HashSet};
 
@@ -128,7 +128,7 @@ impl Sweeper {
     /// is asked after the children are read, and must answer under the
     /// same lock a job's spawn and the recording of its pid are made
     /// under: then a main process seen here is always known as one, and is
-    /// never reaped here (tokio waits for it).
+    /// never reaped here (its job's task waits for it).
     ///
     /// With `reap_all`, every zombie child but a main process is reaped,
     /// marked or not (see the module documentation).

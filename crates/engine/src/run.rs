@@ -121,7 +121,7 @@ impl Engine {
                     },
                 );
                 if let Ok(child) = &spawned {
-                    self.set_started(id, child.id(), key);
+                    self.set_started(id, Some(child.id()), key);
                 }
                 spawned
             };
@@ -257,12 +257,12 @@ impl Engine {
     async fn supervise(
         &self,
         job: &Job,
-        mut child: tokio::process::Child,
+        mut child: crate::process::JobProcess,
         log: &mut OutputParser,
         stop: &mut watch::Receiver<Option<StopReason>>,
     ) -> Ending {
         let cfg = &self.inner.config;
-        let pgid = child.id();
+        let pgid = Some(child.id());
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
         let mut buf_out = vec![0u8; READ_CHUNK];
