@@ -324,13 +324,14 @@ async fn through_pipeline(
         let pipeline = pipeline.clone();
         tasks.push(tokio::spawn(async move {
             let mut summary = LogSummary::default();
+            let share = pipeline.job_share();
             for chunk in chunks {
                 for r in &chunk {
                     summary.records += 1;
                     summary.bytes += r.message.len() as u64;
                     summary.streams.add(r.stream, 1);
                 }
-                pipeline.append(id, chunk, summary).await?;
+                pipeline.append(&share, id, chunk, summary).await?;
             }
             Ok::<_, joblog_pipeline::PipelineError>(())
         }));

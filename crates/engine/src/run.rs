@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use joblog_core::{Job, JobId, JobState, Record, Stream, Timestamp};
-use joblog_pipeline::{Finish, OutputParser, ResultText, Source};
+use joblog_pipeline::{Finish, JobShare, OutputParser, ResultText, Source};
 use nix::sys::signal::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
@@ -38,6 +38,8 @@ impl Engine {
         let secrets = self.secrets_of(&job).await;
         let masks = secrets.values.values().chain(&cfg.server_secrets).cloned();
         let mut log = OutputParser::new(cfg.log_limits.clone(), masks);
+        // Its part of the pipeline's memory: a flood waits at its own.
+        let share = self.inner.pipeline.job_share();
         let mut out = Vec::new();
         let result_path = cfg.data_dir.join("results").join(format!("{id}.json"));
         remove_result_path(&result_path);
@@ -133,7 +135,10 @@ impl Engine {
                 t.spawned();
             }
             match spawned {
-                Ok(child) => self.supervise(&job, child, &mut log, &mut stop).await,
+                Ok(child) => {
+                    self.supervise(&job, child, &share, &mut log, &mut stop)
+                        .await
+                }
                 Err(e) => {
                     log.note(
                         Stream::Error,
@@ -210,7 +215,7 @@ impl Engine {
 
         log.finish(Timestamp::now(), &mut out);
         let summary = log.summary();
-        if let Err(e) = self.inner.pipeline.append(id, out, summary).await {
+        if let Err(e) = self.inner.pipeline.append(&share, id, out, summary).await {
             tracing::error!(job = id, error = %e, "could not hand the last records over");
         }
         let unit = tracing::Span::current();
@@ -258,6 +263,7 @@ impl Engine {
         &self,
         job: &Job,
         mut child: crate::process::JobProcess,
+        share: &JobShare,
         log: &mut OutputParser,
         stop: &mut watch::Receiver<Option<StopReason>>,
     ) -> Ending {
@@ -365,7 +371,7 @@ impl Engine {
             if !out.is_empty() {
                 // Waits only while the writer is behind: then the pipes are
                 // not read and the job blocks on its own writes.
-                self.hand_over(job.id, &mut out, log).await;
+                self.hand_over(job.id, share, &mut out, log).await;
                 // Time spent waiting for the writer is not the pipe's idleness.
                 last_data = Instant::now();
             }
@@ -385,7 +391,7 @@ impl Engine {
                 stopped = Some(state);
             }
         }
-        self.hand_over(job.id, &mut out, log).await;
+        self.hand_over(job.id, share, &mut out, log).await;
         // Whatever else is left of the group goes with the job.
         signal_group(pgid, Signal::SIGKILL);
         match (stopped, status) {
@@ -396,7 +402,13 @@ impl Engine {
     }
 
     /// Hands the records in `out` to the pipeline, with the job's counters.
-    async fn hand_over(&self, job: JobId, out: &mut Vec<Record>, log: &OutputParser) {
+    async fn hand_over(
+        &self,
+        job: JobId,
+        share: &JobShare,
+        out: &mut Vec<Record>,
+        log: &OutputParser,
+    ) {
         if out.is_empty() {
             return;
         }
@@ -404,7 +416,7 @@ impl Engine {
         if let Err(e) = self
             .inner
             .pipeline
-            .append(job, records, log.summary())
+            .append(share, job, records, log.summary())
             .await
         {
             tracing::error!(job, error = %e, "log pipeline closed under a running job");

@@ -27,7 +27,7 @@ pub use joblog_store::Committed;
 pub use output::fuzzing;
 pub use output::{LogLimits, OutputParser, ResultText, Source};
 pub use requests::{Dropped, Finish};
-pub use writer::{Health, Pipeline, PipelineConfig, WriterThread};
+pub use writer::{Health, JobShare, Pipeline, PipelineConfig, WriterThread};
 
 /// Why the pipeline could not take or apply an op.
 #[derive(Debug, thiserror::Error)]

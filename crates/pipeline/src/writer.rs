@@ -8,7 +8,17 @@
 //! their job's pipes) instead of buffering without limit. There is no
 //! timer: when idle a record costs one commit; under load batches grow by
 //! themselves up to the size bound.
+//!
+//! Fair under a flood: a job holds at most half of the budget (its
+//! [`JobShare`]), so a job writing as fast as it can waits at its own
+//! share while others' records still get permits; and the writer takes a
+//! job's records past a quarter of a batch only after everyone else's
+//! (`batching`), so another job's line goes into the next commit instead
+//! of queueing behind the flood.
 
+mod batching;
+
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -49,6 +59,29 @@ struct Msg {
     op: WriteOp,
     reply: Option<oneshot::Sender<Result<Outcome, PipelineError>>>,
     permits: u32,
+    /// The job's share its permits were also taken from.
+    share: Option<Arc<Semaphore>>,
+}
+
+impl batching::Weighed for Msg {
+    fn log_of(&self) -> Option<JobId> {
+        self.op.log_of()
+    }
+    fn records(&self) -> usize {
+        self.op.record_count()
+    }
+    fn bytes(&self) -> usize {
+        self.permits as usize
+    }
+}
+
+/// A job's part of the pipeline's memory budget: half of it, so that one
+/// job cannot hold all of it. One per running job, made by
+/// [`Pipeline::job_share`].
+#[derive(Debug, Clone)]
+pub struct JobShare {
+    permits: Arc<Semaphore>,
+    total: usize,
 }
 
 // `Close` is sent once per pipeline: boxing every op instead would put an
@@ -139,7 +172,7 @@ pub enum Health {
 struct Shared {
     tx: Mutex<Option<mpsc::Sender<Envelope>>>,
     budget: Arc<Semaphore>,
-    budget_total: usize,
+    share_total: usize,
     commits: broadcast::Sender<Arc<Committed>>,
     healthy: AtomicBool,
     last_error: Mutex<Option<String>>,
@@ -174,7 +207,7 @@ impl Pipeline {
         let shared = Arc::new(Shared {
             tx: Mutex::new(Some(tx.clone())),
             budget: Arc::new(Semaphore::new(budget_total)),
-            budget_total,
+            share_total: budget_total / 2,
             commits: broadcast::channel(1024).0,
             healthy: AtomicBool::new(true),
             last_error: Mutex::new(None),
@@ -189,10 +222,20 @@ impl Pipeline {
         (Pipeline { shared, tx }, WriterThread(handle))
     }
 
-    /// Hands records to the writer. Waits (without blocking a thread) only
-    /// while the memory budget is used up.
+    /// A running job's part of the memory budget, for its appends.
+    pub fn job_share(&self) -> JobShare {
+        JobShare {
+            permits: Arc::new(Semaphore::new(self.shared.share_total)),
+            total: self.shared.share_total,
+        }
+    }
+
+    /// Hands records of `job` to the writer. Waits (without blocking a
+    /// thread) only while the job's share or the whole memory budget is
+    /// used up.
     pub async fn append(
         &self,
+        share: &JobShare,
         job: JobId,
         records: Vec<Record>,
         summary: LogSummary,
@@ -201,13 +244,22 @@ impl Pipeline {
             return Ok(());
         }
         let bytes: usize = records.iter().map(Record::size).sum();
-        let permits = bytes.min(self.shared.budget_total) as u32;
-        self.shared
-            .budget
+        // Its share first: a job over it waits here, not in the budget's
+        // queue ahead of other jobs.
+        let permits = bytes.min(share.total) as u32;
+        share
+            .permits
             .acquire_many(permits)
             .await
             .map_err(|_| PipelineError::Closed)?
             .forget();
+        match self.shared.budget.acquire_many(permits).await {
+            Ok(taken) => taken.forget(),
+            Err(_) => {
+                share.permits.add_permits(permits as usize);
+                return Err(PipelineError::Closed);
+            }
+        }
         self.shared
             .pending
             .fetch_add(u64::from(permits), Ordering::Relaxed);
@@ -219,9 +271,11 @@ impl Pipeline {
             },
             reply: None,
             permits,
+            share: Some(share.permits.clone()),
         };
         self.tx.send(Envelope::Op(msg)).map_err(|_| {
             self.shared.budget.add_permits(permits as usize);
+            share.permits.add_permits(permits as usize);
             PipelineError::Closed
         })
     }
@@ -235,6 +289,7 @@ impl Pipeline {
                 op,
                 reply: Some(reply),
                 permits: 0,
+                share: None,
             }))
             .map_err(|_| PipelineError::Closed)?;
         rx.await.map_err(|_| PipelineError::Closed)?
@@ -287,38 +342,41 @@ fn run_writer(
     shared: Arc<Shared>,
     metrics: Metrics,
 ) {
+    let limits = batching::Limits {
+        records: config.max_batch_records,
+        bytes: config.max_batch_bytes,
+    };
+    let mut waiting: VecDeque<Msg> = VecDeque::new();
     let mut batch: Vec<Msg> = Vec::new();
     let mut closing = false;
-    while !closing {
-        match rx.recv() {
-            Ok(Envelope::Op(m)) => batch.push(m),
-            Ok(Envelope::Close) | Err(_) => break,
-        }
-        let mut records = batch[0].op.record_count();
-        let mut bytes = batch[0].permits as usize;
-        while records < config.max_batch_records && bytes < config.max_batch_bytes {
-            match rx.try_recv() {
-                Ok(Envelope::Op(m)) => {
-                    records += m.op.record_count();
-                    bytes += m.permits as usize;
-                    batch.push(m);
-                }
-                Ok(Envelope::Close) => {
+    loop {
+        if waiting.is_empty() {
+            // Once Close was asked, whatever raced in after it is still
+            // committed, so nothing handed over is lost.
+            let next = if closing {
+                rx.try_recv().ok()
+            } else {
+                rx.recv().ok()
+            };
+            match next {
+                Some(Envelope::Op(m)) => waiting.push_back(m),
+                Some(Envelope::Close) | None if !closing => {
                     closing = true;
-                    break;
+                    continue;
                 }
-                Err(_) => break,
+                Some(Envelope::Close) | None => break,
             }
         }
-        commit_batch(writer.as_mut(), &mut batch, &shared, &metrics);
-    }
-    // Close was asked: whatever raced in after it is still committed, so
-    // nothing handed over is lost.
-    while let Ok(env) = rx.try_recv() {
-        if let Envelope::Op(m) = env {
-            batch.push(m);
-            commit_batch(writer.as_mut(), &mut batch, &shared, &metrics);
+        // All that waits, so that the batch is chosen among every job's
+        // (it is in memory either way: the budget bounds it).
+        while let Ok(envelope) = rx.try_recv() {
+            match envelope {
+                Envelope::Op(m) => waiting.push_back(m),
+                Envelope::Close => closing = true,
+            }
         }
+        batching::next_batch(&mut waiting, limits, &mut batch);
+        commit_batch(writer.as_mut(), &mut batch, &shared, &metrics);
     }
 }
 
@@ -331,7 +389,7 @@ fn commit_batch(
     // The ops go to the store; the reply slots and permits stay here.
     let (ops, waiting): (Vec<WriteOp>, Vec<_>) = batch
         .drain(..)
-        .map(|m| (m.op, (m.reply, m.permits)))
+        .map(|m| (m.op, (m.reply, m.permits, m.share)))
         .unzip();
     let mut backoff = store_backoff();
     let outcomes = loop {
@@ -387,8 +445,11 @@ fn commit_batch(
         .sum();
     metrics.batch_records.observe(n_records as f64);
     metrics.commits.inc();
-    for ((reply, op_permits), outcome) in waiting.into_iter().zip(outcomes) {
+    for ((reply, op_permits, share), outcome) in waiting.into_iter().zip(outcomes) {
         permits += op_permits as usize;
+        if let Some(share) = share {
+            share.add_permits(op_permits as usize);
+        }
         if let Some(reply) = reply {
             let _ = reply.send(outcome);
         }
@@ -454,3 +515,6 @@ fn mark_failing(shared: &Shared, metrics: &Metrics, e: &StoreError) {
     metrics.healthy.set(0);
     *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
 }
+
+#[cfg(test)]
+mod tests;

@@ -226,6 +226,16 @@ impl WriteOp {
         }
     }
 
+    /// The job whose log this op continues (its records, its end): the
+    /// writer keeps such ops of one job in order when it puts a job's
+    /// flood after others' records.
+    pub fn log_of(&self) -> Option<JobId> {
+        match self {
+            WriteOp::Append { job, .. } | WriteOp::Finish { job, .. } => Some(*job),
+            _ => None,
+        }
+    }
+
     /// Records this op carries, for batch sizing.
     pub fn record_count(&self) -> usize {
         match self {

@@ -1,0 +1,112 @@
+//! The writer under a flood: a job's share and the batches' order.
+
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use joblog_core::{LogSummary, Record, Stream, Timestamp};
+use joblog_store::{Outcome, StoreWriter, WriteOp};
+use prometheus_client::registry::Registry;
+
+use super::{Pipeline, PipelineConfig};
+
+/// A store that holds its first transaction until told, and records the
+/// appends of each transaction as (job, records).
+struct Held {
+    first: Option<std_mpsc::Receiver<()>>,
+    batches: Arc<Mutex<Vec<Vec<(i64, usize)>>>>,
+}
+
+impl StoreWriter for Held {
+    fn apply(&mut self, ops: &[WriteOp]) -> joblog_store::Result<Vec<Outcome>> {
+        if let Some(go) = self.first.take() {
+            let _ = go.recv();
+        }
+        let appends = ops
+            .iter()
+            .filter_map(|op| match op {
+                WriteOp::Append { job, records, .. } => Some((*job, records.len())),
+                _ => None,
+            })
+            .collect();
+        self.batches.lock().unwrap().push(appends);
+        Ok(ops.iter().map(|_| Outcome::Done).collect())
+    }
+}
+
+fn record(seq: u64, bytes: usize) -> Record {
+    Record {
+        seq,
+        ts: Timestamp(1),
+        stream: Stream::Output,
+        message: "x".repeat(bytes),
+        fields: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_waits_at_its_share_and_another_jobs_line_goes_into_the_next_commit() {
+    let (go, held) = std_mpsc::channel();
+    let batches = Arc::new(Mutex::new(Vec::new()));
+    let (p, writer) = Pipeline::start(
+        Box::new(Held {
+            first: Some(held),
+            batches: batches.clone(),
+        }),
+        PipelineConfig {
+            max_batch_records: 20,
+            max_batch_bytes: 8 << 20,
+            memory_budget: 1 << 20,
+        },
+        &mut Registry::default(),
+    );
+    // Job 1 writes 10 KiB lines as fast as it can, one per append, while
+    // the store holds the first commit.
+    let flood_share = p.job_share();
+    let flood = {
+        let (p, share) = (p.clone(), flood_share.clone());
+        tokio::spawn(async move {
+            for seq in 1..=200 {
+                let r = record(seq, 10 << 10);
+                p.append(&share, 1, vec![r], LogSummary::default())
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    // It stops at its share, half the budget, not at the whole budget.
+    while flood_share.permits.available_permits() >= record(0, 10 << 10).size() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert!(!flood.is_finished());
+    assert!(p.shared.budget.available_permits() >= (1 << 19) - (10 << 10));
+    // Job 2's line is taken at once although the store is still held.
+    let other = p.job_share();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        p.append(&other, 2, vec![record(1, 10)], LogSummary::default()),
+    )
+    .await
+    .expect("another job's append waited behind the flood")
+    .unwrap();
+    go.send(()).unwrap();
+    flood.await.unwrap();
+    p.close();
+    tokio::task::spawn_blocking(move || writer.join())
+        .await
+        .unwrap();
+    let batches = batches.lock().unwrap();
+    // The first (held) commit had only the flood; job 2's line is in the
+    // next, after the flood's part of a batch (a quarter: 5 records).
+    assert!(batches[0].iter().all(|(job, _)| *job == 1), "{batches:?}");
+    let second = &batches[1];
+    let at = second.iter().position(|(job, _)| *job == 2);
+    assert_eq!(at, Some(5), "{batches:?}");
+    // Nothing lost, and the flood's lines all committed.
+    let flooded: usize = batches
+        .iter()
+        .flatten()
+        .filter(|(j, _)| *j == 1)
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(flooded, 200);
+}
