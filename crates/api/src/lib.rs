@@ -203,6 +203,7 @@ pub fn app(state: AppState) -> Router {
         // Outside the guards, so that their refusals are compressed and
         // carry the security headers too.
         .layer(compress::layer())
+        .layer(middleware::map_request(compress::prefer_cheaper))
         .layer(middleware::map_response(headers::add))
         // Outermost: the request's unit holds every layer's doing and
         // counts the bytes as sent.

@@ -17,7 +17,9 @@ impl Engine {
         path: &std::path::Path,
     ) -> Result<Option<Vec<u8>>, String> {
         let max = self.inner.config.max_result_bytes;
-        let meta = match tokio::fs::symlink_metadata(path).await {
+        // One lstat, here: most jobs write no file, and a hop to a
+        // blocking thread at every job's end cost more than the call.
+        let meta = match std::fs::symlink_metadata(path) {
             Ok(m) => m,
             Err(_) => return Ok(None),
         };

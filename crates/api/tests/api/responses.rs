@@ -100,6 +100,12 @@ async fn answers_are_compressed_as_asked_but_never_streams_or_backups(db: TestDa
     // The client's preference wins among those offered.
     let (_, headers, _) = fetch(r, &page, &[("accept-encoding", "gzip;q=0.5, zstd")]).await;
     assert_eq!(encoding(&headers), Some("zstd"));
+    // Weighed alike, the cheaper to make: brotli only when asked for above
+    // the others.
+    let (_, headers, _) = fetch(r, &page, &[("accept-encoding", "gzip, br")]).await;
+    assert_eq!(encoding(&headers), Some("gzip"));
+    let (_, headers, _) = fetch(r, &page, &[("accept-encoding", "br, gzip;q=0.5")]).await;
+    assert_eq!(encoding(&headers), Some("br"));
 
     // Event streams never, even when every encoding is offered: a live
     // tail (of a finished job, so that it ends) and the job-list feed.

@@ -9,11 +9,14 @@ use prometheus_client::registry::Registry;
 
 use super::{Pipeline, PipelineConfig};
 
+/// Each transaction's appends, as (job, records).
+type Batches = Arc<Mutex<Vec<Vec<(i64, usize)>>>>;
+
 /// A store that holds its first transaction until told, and records the
 /// appends of each transaction as (job, records).
 struct Held {
     first: Option<std_mpsc::Receiver<()>>,
-    batches: Arc<Mutex<Vec<Vec<(i64, usize)>>>>,
+    batches: Batches,
 }
 
 impl StoreWriter for Held {
