@@ -1,6 +1,7 @@
 //! When the sweep for orphans runs (`orphans` says how): after each job,
 //! at each SIGCHLD and every [`ORPHAN_SWEEP`], one sweep at a time, each
-//! serving every ask made before it started.
+//! serving every ask made before it started, at most one per
+//! `SWEEP_GAP`.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -11,6 +12,12 @@ use crate::{orphans, Engine};
 
 /// How often processes that outlived their jobs are looked for.
 pub(crate) const ORPHAN_SWEEP: Duration = Duration::from_secs(5);
+
+/// The least time from one sweep's start to the next's. A sweep reads a
+/// `/proc` file per server thread; with jobs ending a thousand times a
+/// second, one sweep per end (and per SIGCHLD) kept a blocking thread
+/// busy for little: a leftover now waits at most this much longer.
+const SWEEP_GAP: Duration = Duration::from_millis(10);
 
 /// The sweeper's state.
 pub(crate) struct Sweeps {
@@ -84,9 +91,11 @@ impl Engine {
             let Ok(now) = asked.wait_for(|a| *a > done).await.map(|a| *a) else {
                 return;
             };
+            let started = tokio::time::Instant::now();
             let engine = self.clone();
             let _ = tokio::task::spawn_blocking(move || engine.sweep_orphans()).await;
             self.inner.sweeps.done.send_replace(now);
+            tokio::time::sleep_until(started + SWEEP_GAP).await;
         }
     }
 
