@@ -51,7 +51,13 @@ pub(super) async fn run(args: BenchArgs) -> anyhow::Result<Report> {
     // Jobs are `true`: enough slots that the pool never holds a fire's
     // job back from being queued (it never does: fires are queued by the
     // scheduler whatever the pool).
-    let flags = ["--max-concurrency".to_string(), "32".to_string()];
+    // The server's limit on schedules (1,000 by default) raised to the
+    // bench's count.
+    let flags = [
+        "--max-concurrency".to_string(),
+        "32".to_string(),
+        format!("--max-schedules={}", args.schedules.max(1)),
+    ];
     let figures = on_own_server(&args, "schedule", &flags, async |server| {
         measure(&args, server).await
     })
