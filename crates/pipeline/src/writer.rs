@@ -81,7 +81,6 @@ impl batching::Weighed for Msg {
 #[derive(Debug, Clone)]
 pub struct JobShare {
     permits: Arc<Semaphore>,
-    total: usize,
 }
 
 // `Close` is sent once per pipeline: boxing every op instead would put an
@@ -226,7 +225,6 @@ impl Pipeline {
     pub fn job_share(&self) -> JobShare {
         JobShare {
             permits: Arc::new(Semaphore::new(self.shared.share_total)),
-            total: self.shared.share_total,
         }
     }
 
@@ -246,7 +244,7 @@ impl Pipeline {
         let bytes: usize = records.iter().map(Record::size).sum();
         // Its share first: a job over it waits here, not in the budget's
         // queue ahead of other jobs.
-        let permits = bytes.min(share.total) as u32;
+        let permits = bytes.min(self.shared.share_total) as u32;
         share
             .permits
             .acquire_many(permits)

@@ -13,10 +13,11 @@
 //! The safety argument (also in ARCHITECTURE.md):
 //! - Everything the child needs (paths, argv, envp, descriptors, ids) is
 //!   made by the parent before the clone. The child allocates nothing,
-//!   takes no lock, and writes no memory but its own stack and the one
-//!   error word of [`ChildArgs`], which the parent reads after the clone
-//!   returns: with `CLONE_VFORK` the calling thread is suspended until the
-//!   child has exec'd or exited, and no other thread knows the arguments.
+//!   takes no lock, and writes no memory but its own stack, a slot of the
+//!   `/bin/sh` argv made for it, and the one error word of [`ChildArgs`],
+//!   which the parent reads after the clone returns: with `CLONE_VFORK`
+//!   the calling thread is suspended until the child has exec'd or
+//!   exited, and no other thread knows the arguments.
 //! - Other threads of the server go on running; the child touches none of
 //!   their data. It runs on a stack of its own, mapped for it.
 //! - No handler of the server runs in the child: every signal is blocked

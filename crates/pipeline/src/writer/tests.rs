@@ -12,16 +12,17 @@ use super::{Pipeline, PipelineConfig};
 /// Each transaction's appends, as (job, records).
 type Batches = Arc<Mutex<Vec<Vec<(i64, usize)>>>>;
 
-/// A store that holds its first transaction until told, and records the
-/// appends of each transaction as (job, records).
+/// A store that says when its first transaction begins, holds it until
+/// told, and records the appends of each transaction as (job, records).
 struct Held {
-    first: Option<std_mpsc::Receiver<()>>,
+    first: Option<(std_mpsc::Sender<()>, std_mpsc::Receiver<()>)>,
     batches: Batches,
 }
 
 impl StoreWriter for Held {
     fn apply(&mut self, ops: &[WriteOp]) -> joblog_store::Result<Vec<Outcome>> {
-        if let Some(go) = self.first.take() {
+        if let Some((holding, go)) = self.first.take() {
+            let _ = holding.send(());
             let _ = go.recv();
         }
         let appends = ops
@@ -49,10 +50,11 @@ fn record(seq: u64, bytes: usize) -> Record {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_waits_at_its_share_and_another_jobs_line_goes_into_the_next_commit() {
     let (go, held) = std_mpsc::channel();
+    let (holding, writer_holds) = std_mpsc::channel();
     let batches = Arc::new(Mutex::new(Vec::new()));
     let (p, writer) = Pipeline::start(
         Box::new(Held {
-            first: Some(held),
+            first: Some((holding, held)),
             batches: batches.clone(),
         }),
         PipelineConfig {
@@ -62,13 +64,25 @@ async fn a_flood_waits_at_its_share_and_another_jobs_line_goes_into_the_next_com
         },
         &mut Registry::default(),
     );
-    // Job 1 writes 10 KiB lines as fast as it can, one per append, while
-    // the store holds the first commit.
+    // Job 1's first line is in the first commit, which the store holds;
+    // then it writes 10 KiB lines as fast as it can, one per append.
     let flood_share = p.job_share();
+    p.append(
+        &flood_share,
+        1,
+        vec![record(1, 10 << 10)],
+        LogSummary::default(),
+    )
+    .await
+    .unwrap();
+    tokio::task::spawn_blocking(move || writer_holds.recv())
+        .await
+        .unwrap()
+        .unwrap();
     let flood = {
         let (p, share) = (p.clone(), flood_share.clone());
         tokio::spawn(async move {
-            for seq in 1..=200 {
+            for seq in 2..=200 {
                 let r = record(seq, 10 << 10);
                 p.append(&share, 1, vec![r], LogSummary::default())
                     .await
