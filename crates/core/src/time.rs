@@ -36,7 +36,13 @@ impl Timestamp {
 
     /// `2026-11-22T10:15:02.123456Z`
     pub fn to_rfc3339(self) -> String {
-        humantime::format_rfc3339_micros(self.to_system_time()).to_string()
+        self.rfc3339().to_string()
+    }
+
+    /// The time as [`Timestamp::to_rfc3339`] writes it, to be written
+    /// into a buffer without a string of its own.
+    pub fn rfc3339(self) -> impl std::fmt::Display {
+        humantime::format_rfc3339_micros(self.to_system_time())
     }
 }
 

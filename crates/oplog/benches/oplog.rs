@@ -31,7 +31,7 @@ fn request() -> Unit {
 }
 
 fn bench(c: &mut Criterion) {
-    let unit = request();
+    let unit = std::sync::Arc::new(request());
     let options = RouteOptions {
         slow_threshold: Duration::from_secs(1),
         node: "node-1".into(),

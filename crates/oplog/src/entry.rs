@@ -8,6 +8,8 @@ use std::fmt;
 use joblog_core::Timestamp;
 use serde::{Deserialize, Serialize};
 
+pub use super::fields::{EntryFields, FieldValue};
+
 /// Severity, as `tracing` has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -130,5 +132,5 @@ pub struct Entry {
     pub message: String,
     /// Everything else, structured. An `events` array holds a slow
     /// operation's timeline.
-    pub fields: serde_json::Map<String, serde_json::Value>,
+    pub fields: EntryFields,
 }

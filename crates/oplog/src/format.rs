@@ -7,7 +7,7 @@ use std::io::Write;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::entry::Entry;
+use super::entry::{Entry, FieldValue};
 
 /// A sink's line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +32,7 @@ pub fn write_line(entry: &Entry, format: Format, out: &mut Vec<u8>) {
 /// The entry as one JSON object, without a newline (syslog frames it).
 pub fn json_line(entry: &Entry, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"ts\":\"");
-    out.extend_from_slice(entry.at.to_rfc3339().as_bytes());
+    let _ = write!(out, "{}", entry.at.rfc3339());
     out.extend_from_slice(b"\",\"log\":\"");
     out.extend_from_slice(entry.log.as_str().as_bytes());
     out.extend_from_slice(b"\",\"level\":\"");
@@ -41,15 +41,14 @@ pub fn json_line(entry: &Entry, out: &mut Vec<u8>) {
     json_string(&entry.kind, out);
     out.extend_from_slice(b",\"msg\":");
     json_string(&entry.message, out);
-    for (key, value) in &entry.fields {
-        if matches!(key.as_str(), "ts" | "log" | "level" | "type" | "msg") {
+    for (key, value) in entry.fields.iter() {
+        if matches!(key, "ts" | "log" | "level" | "type" | "msg") {
             continue;
         }
         out.push(b',');
         json_string(key, out);
         out.push(b':');
-        // Writing into a Vec cannot fail, and a Value always serializes.
-        let _ = serde_json::to_writer(&mut *out, value);
+        value.write_json(out);
     }
     out.push(b'}');
 }
@@ -65,21 +64,21 @@ pub fn human_line(entry: &Entry, out: &mut Vec<u8>) {
     let _ = write!(
         out,
         "{} {:<5} {} {}: ",
-        entry.at.to_rfc3339(),
+        entry.at.rfc3339(),
         entry.level.as_str().to_ascii_uppercase(),
         entry.log,
         plain(&entry.kind)
     );
     out.extend_from_slice(plain(&entry.message).as_bytes());
-    for (key, value) in &entry.fields {
+    for (key, value) in entry.fields.iter() {
         // Where in the code and which node: in the JSON, noise to a
         // person reading one server's terminal.
-        if matches!(key.as_str(), "events" | "file" | "line" | "node") {
+        if matches!(key, "events" | "file" | "line" | "node") {
             continue;
         }
-        let _ = write!(out, " {}={}", plain(key), human_value(value));
+        let _ = write!(out, " {}={}", plain(key), human_value(&value.to_json()));
     }
-    if let Some(Value::Array(events)) = entry.fields.get("events") {
+    if let Some(Value::Array(events)) = entry.fields.get("events").and_then(FieldValue::as_json) {
         for event in events {
             out.extend_from_slice(b"\n    ");
             human_event(event, out);
@@ -162,10 +161,10 @@ mod tests {
     use crate::entry::{Level, Log};
 
     fn entry() -> Entry {
-        let mut fields = serde_json::Map::new();
-        fields.insert("status".into(), json!(200));
-        fields.insert("path".into(), json!("/api/v1/jobs/7\n200 forged"));
-        fields.insert("msg".into(), json!("shadowed"));
+        let mut fields = crate::entry::EntryFields::new();
+        fields.insert("status", json!(200));
+        fields.insert("path", json!("/api/v1/jobs/7\n200 forged"));
+        fields.insert("msg", json!("shadowed"));
         Entry {
             log: Log::Access,
             level: Level::Info,
@@ -214,7 +213,7 @@ mod tests {
     fn human_text_escapes_bidi_and_invisible_format_characters() {
         let mut e = entry();
         e.message = "job \u{202E}gnp.exe\u{202C} ended".into();
-        e.fields.insert("name".into(), json!("a\u{2066}b\u{200B}c"));
+        e.fields.insert("name", json!("a\u{2066}b\u{200B}c"));
         let mut out = Vec::new();
         human_line(&e, &mut out);
         let text = String::from_utf8(out).unwrap();
@@ -231,7 +230,7 @@ mod tests {
         let mut e = entry();
         e.log = Log::Slow;
         e.fields.insert(
-            "events".into(),
+            "events",
             json!([{"offset_ms": 1.5, "level": "warn", "target": "joblog_api", "msg": "slow store", "file": "a.rs", "line": 3, "rows": 9}]),
         );
         let mut out = Vec::new();

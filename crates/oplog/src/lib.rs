@@ -18,13 +18,15 @@
 //! each), `runner` and `queue` (a sink's thread and bounded queue),
 //! `config` and `plan` (the `[logging]` shape, checked whole into one plan
 //! per sink, API-given paths confined), `open` (a plan to a sink),
-//! `entry` and `format` (lines as text or JSON), `metrics`, and `sinks`
+//! `entry`, `fields` and `format` (lines, their fields shared with
+//! their unit, as text or JSON), `metrics`, and `sinks`
 //! (files with rotation, stdout/stderr, syslog, the database).
 //! `benches/oplog.rs` measures the part joblog writes.
 
 pub mod config;
 pub mod entry;
 mod event;
+mod fields;
 pub mod format;
 mod layer;
 mod metrics;
@@ -39,7 +41,7 @@ pub mod sinks;
 mod unit;
 
 pub use config::{LoggingConfig, SinkConfig, SinkKind};
-pub use entry::{Entry, Level, Log, LogSet};
+pub use entry::{Entry, EntryFields, FieldValue, Level, Log, LogSet};
 pub use event::{Event, Value};
 pub use format::Format;
 pub use layer::OplogLayer;

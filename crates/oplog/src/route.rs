@@ -8,11 +8,13 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value as Json};
 
-use super::entry::{Entry, Level, Log, LogSet};
+use super::entry::{Entry, EntryFields, Level, Log, LogSet};
 use super::event::{Event, Value};
-use super::unit::{Unit, UnitKind, UNIT_FIELD};
+use super::unit::{Unit, UnitKind};
 
 /// The event field that makes an event an audit entry; its value is the
 /// action: `tracing::info!(audit = "job.submitted", job_id, "…")`.
@@ -37,7 +39,7 @@ pub struct RouteOptions {
 }
 
 /// The lines `unit` makes, in the logs `options.wanted` holds.
-pub fn entries(unit: &Unit, options: &RouteOptions) -> Vec<Entry> {
+pub fn entries(unit: &Arc<Unit>, options: &RouteOptions) -> Vec<Entry> {
     let wanted = |log| options.wanted.contains(log);
     let mut out = Vec::new();
     match unit.kind {
@@ -82,23 +84,14 @@ fn millis(d: Duration) -> Json {
     Json::from((d.as_secs_f64() * 1e6).round() / 1e3)
 }
 
-fn unit_fields(unit: &Unit, options: &RouteOptions) -> Map<String, Json> {
-    let mut fields = Map::new();
-    for (name, value) in &unit.fields {
-        if *name != UNIT_FIELD {
-            fields.insert((*name).to_string(), value.to_json());
-        }
-    }
-    fields.insert("node".into(), Json::from(options.node.as_str()));
+/// The unit's own fields (shared with it, not copied) and the node's.
+fn unit_fields(unit: &Arc<Unit>, options: &RouteOptions) -> EntryFields {
+    let mut fields = EntryFields::of_unit(unit);
+    fields.insert("node", Json::from(options.node.as_str()));
     fields
 }
 
-fn access(unit: &Unit, options: &RouteOptions) -> Entry {
-    let text = |name| {
-        unit.field(name)
-            .map(ToString::to_string)
-            .unwrap_or_default()
-    };
+fn access(unit: &Arc<Unit>, options: &RouteOptions) -> Entry {
     let status = unit.field("status").and_then(Value::as_u64).unwrap_or(0);
     let level = match status {
         500.. => Level::Error,
@@ -109,8 +102,9 @@ fn access(unit: &Unit, options: &RouteOptions) -> Entry {
         .str_field("route")
         .or(unit.str_field("path"))
         .unwrap_or("");
+    let text = |name| Shown(unit.field(name));
     let mut fields = unit_fields(unit, options);
-    fields.insert("duration_ms".into(), millis(unit.duration));
+    fields.insert("duration_ms", millis(unit.duration));
     Entry {
         log: Log::Access,
         level,
@@ -127,6 +121,19 @@ fn access(unit: &Unit, options: &RouteOptions) -> Entry {
     }
 }
 
+/// A unit's value as text in a message, nothing when it has none
+/// (written straight into the message: no string of its own).
+struct Shown<'a>(Option<&'a Value>);
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(value) => value.fmt(f),
+            None => Ok(()),
+        }
+    }
+}
+
 /// How long a request took to answer: to its headers when known.
 fn answer_time(unit: &Unit) -> Duration {
     unit.field("headers_us")
@@ -135,16 +142,16 @@ fn answer_time(unit: &Unit) -> Duration {
         .unwrap_or(unit.duration)
 }
 
-fn slow(unit: &Unit, options: &RouteOptions) -> Option<Entry> {
+fn slow(unit: &Arc<Unit>, options: &RouteOptions) -> Option<Entry> {
     let took = answer_time(unit);
     if took <= options.slow_threshold {
         return None;
     }
     let mut fields = unit_fields(unit, options);
-    fields.insert("duration_ms".into(), millis(unit.duration));
-    fields.insert("answer_ms".into(), millis(took));
+    fields.insert("duration_ms", millis(unit.duration));
+    fields.insert("answer_ms", millis(took));
     fields.insert(
-        "events".into(),
+        "events",
         Json::Array(
             unit.events
                 .iter()
@@ -153,7 +160,7 @@ fn slow(unit: &Unit, options: &RouteOptions) -> Option<Entry> {
         ),
     );
     if unit.events_dropped > 0 {
-        fields.insert("events_dropped".into(), Json::from(unit.events_dropped));
+        fields.insert("events_dropped", Json::from(unit.events_dropped));
     }
     let text = |name| {
         unit.field(name)
@@ -194,14 +201,14 @@ fn timeline_event(unit: &Unit, event: &Event) -> Json {
     Json::Object(map)
 }
 
-fn job_end(unit: &Unit, options: &RouteOptions) -> Entry {
+fn job_end(unit: &Arc<Unit>, options: &RouteOptions) -> Entry {
     let text = |name| {
         unit.field(name)
             .map(ToString::to_string)
             .unwrap_or_default()
     };
     let mut fields = unit_fields(unit, options);
-    fields.insert("duration_ms".into(), millis(unit.duration));
+    fields.insert("duration_ms", millis(unit.duration));
     let name = unit
         .str_field("name")
         .map(|n| format!(" ({n})"))
@@ -223,23 +230,23 @@ fn job_end(unit: &Unit, options: &RouteOptions) -> Entry {
 
 /// An event with its operation's context.
 fn event_entry(log: Log, unit: &Unit, event: &Event, options: &RouteOptions) -> Entry {
-    let mut fields = Map::new();
+    let mut fields = EntryFields::new();
     if unit.kind != UnitKind::Server {
-        fields.insert("unit".into(), Json::from(unit.kind.as_str()));
+        fields.insert("unit", Json::from(unit.kind.as_str()));
         for name in CONTEXT {
             if let Some(value) = unit.field(name) {
-                fields.insert(name.into(), value.to_json());
+                fields.insert(name, value.to_json());
             }
         }
     }
     for (name, value) in &event.fields {
-        fields.insert((*name).to_string(), value.to_json());
+        fields.insert(*name, value.to_json());
     }
     if let Some(file) = event.file {
-        fields.insert("file".into(), Json::from(file));
-        fields.insert("line".into(), Json::from(event.line.unwrap_or(0)));
+        fields.insert("file", Json::from(file));
+        fields.insert("line", Json::from(event.line.unwrap_or(0)));
     }
-    fields.insert("node".into(), Json::from(options.node.as_str()));
+    fields.insert("node", Json::from(options.node.as_str()));
     Entry {
         log,
         level: event.level,
@@ -252,21 +259,21 @@ fn event_entry(log: Log, unit: &Unit, event: &Event, options: &RouteOptions) -> 
 
 fn audit(unit: &Unit, event: &Event, action: &str, options: &RouteOptions) -> Entry {
     let who = |name: &str| event.field(name).or(unit.field(name)).map(Value::to_json);
-    let mut fields = Map::new();
+    let mut fields = EntryFields::new();
     let actor = who("actor").unwrap_or_else(|| {
         Json::from(match unit.kind {
             UnitKind::Request => "anonymous",
             UnitKind::Job | UnitKind::Server => "system",
         })
     });
-    fields.insert("actor".into(), actor);
-    fields.insert("action".into(), Json::from(action));
+    fields.insert("actor", actor);
+    fields.insert("action", Json::from(action));
     for name in ["job_id", "remote", "request_id"] {
         if let Some(value) = who(name) {
-            fields.insert(name.into(), value);
+            fields.insert(name, value);
         }
     }
-    fields.insert("node".into(), Json::from(options.node.as_str()));
+    fields.insert("node", Json::from(options.node.as_str()));
     let mut detail = Map::new();
     for (name, value) in &event.fields {
         if !matches!(
@@ -276,7 +283,7 @@ fn audit(unit: &Unit, event: &Event, action: &str, options: &RouteOptions) -> En
             detail.insert((*name).to_string(), value.to_json());
         }
     }
-    fields.insert("detail".into(), Json::Object(detail));
+    fields.insert("detail", Json::Object(detail));
     Entry {
         log: Log::Audit,
         level: event.level,
@@ -314,6 +321,11 @@ impl SinkFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::unit::UNIT_FIELD;
+
+    fn entries(unit: &Unit, options: &RouteOptions) -> Vec<Entry> {
+        super::entries(&Arc::new(unit.clone()), options)
+    }
 
     fn options() -> RouteOptions {
         RouteOptions {
@@ -368,30 +380,39 @@ mod tests {
         );
         let access = &entries[0];
         assert_eq!(access.level, Level::Info);
-        assert_eq!(access.fields["status"], 201);
-        assert_eq!(access.fields["actor"], "ci");
-        assert_eq!(access.fields["node"], "n1");
+        assert_eq!(access.fields.get_json("status").unwrap(), 201);
+        assert_eq!(access.fields.get_json("actor").unwrap(), "ci");
+        assert_eq!(access.fields.get_json("node").unwrap(), "n1");
         assert!(access.fields.get("unit").is_none());
         let slow = &entries[1];
-        assert_eq!(slow.fields["events"].as_array().unwrap().len(), 3);
-        assert_eq!(slow.fields["events"][1]["rows"], 9);
-        let audit = &entries[2];
-        assert_eq!(audit.fields["actor"], "ci");
-        assert_eq!(audit.fields["remote"], "10.0.0.9:4242");
-        assert_eq!(audit.fields["request_id"], "r-1");
-        assert_eq!(audit.fields["job_id"], 7);
         assert_eq!(
-            audit.fields["detail"],
+            slow.fields
+                .get_json("events")
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len(),
+            3
+        );
+        assert_eq!(slow.fields.get_json("events").unwrap()[1]["rows"], 9);
+        let audit = &entries[2];
+        assert_eq!(audit.fields.get_json("actor").unwrap(), "ci");
+        assert_eq!(audit.fields.get_json("remote").unwrap(), "10.0.0.9:4242");
+        assert_eq!(audit.fields.get_json("request_id").unwrap(), "r-1");
+        assert_eq!(audit.fields.get_json("job_id").unwrap(), 7);
+        assert_eq!(
+            audit.fields.get_json("detail").unwrap(),
             serde_json::json!({"name": "backup"})
         );
         let error = &entries[3];
         assert_eq!(error.level, Level::Warn);
         assert_eq!(
-            error.fields["request_id"], "r-1",
+            error.fields.get_json("request_id").unwrap(),
+            "r-1",
             "a warning keeps its request's context"
         );
-        assert_eq!(error.fields["path"], "/api/v1/jobs");
-        assert_eq!(error.fields["rows"], 9);
+        assert_eq!(error.fields.get_json("path").unwrap(), "/api/v1/jobs");
+        assert_eq!(error.fields.get_json("rows").unwrap(), 9);
     }
 
     #[test]
@@ -430,10 +451,10 @@ mod tests {
                 (Log::Audit, "config.changed")
             ]
         );
-        assert_eq!(entries[1].fields["actor"], "system");
+        assert_eq!(entries[1].fields.get_json("actor").unwrap(), "system");
         let warn = Unit::server_event(Event::new(Level::Error, "joblog", "disk full"));
         assert_eq!(
-            kinds(&super::entries(&warn, &options())),
+            kinds(&self::entries(&warn, &options())),
             [(Log::Error, "joblog")],
             "once, in the error log"
         );
@@ -458,8 +479,8 @@ mod tests {
         assert!(entries[0]
             .message
             .starts_with("job 12 (backup) ended failed"));
-        assert_eq!(entries[1].fields["job_id"], 12);
-        assert_eq!(entries[1].fields["unit"], "job");
+        assert_eq!(entries[1].fields.get_json("job_id").unwrap(), 12);
+        assert_eq!(entries[1].fields.get_json("unit").unwrap(), "job");
     }
 
     #[test]

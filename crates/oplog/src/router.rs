@@ -57,7 +57,7 @@ enum Source {
 }
 
 pub(crate) enum Item {
-    Unit(Box<Unit>),
+    Unit(Arc<Unit>),
     Flush(mpsc::Sender<()>),
     Reopen,
     Swap(Box<Routes>, mpsc::Sender<()>),
@@ -153,7 +153,7 @@ impl Submitter {
         };
         // After shutdown nothing reads the queue: the unit is dropped
         // (and counted with the router's drops).
-        let _ = self.tx.push_as(Item::Unit(Box::new(unit)), policy);
+        let _ = self.tx.push_as(Item::Unit(Arc::new(unit)), policy);
     }
 }
 
@@ -500,7 +500,7 @@ fn tell_stall(routes: &Routes, sink: &SinkHandle, handed: &Handed) {
     };
     let event =
         Event::new(level, "joblog_oplog", message).with("sink", Value::Str(sink.name.clone()));
-    for entry in route::entries(&Unit::server_event(event), &routes.options) {
+    for entry in route::entries(&Arc::new(Unit::server_event(event)), &routes.options) {
         dispatch(routes, Arc::new(entry));
     }
 }

@@ -152,22 +152,34 @@ fn a_request_logged_through_tracing_reaches_each_log_it_belongs_in() {
     assert!(oplog.flush(WAIT));
     let access = h.received.of("access");
     assert_eq!(access.len(), 1);
-    assert_eq!(access[0].fields["status"], 201);
-    assert_eq!(access[0].fields["actor"], "ci");
+    assert_eq!(access[0].fields.get_json("status").unwrap(), 201);
+    assert_eq!(access[0].fields.get_json("actor").unwrap(), "ci");
     let audit = h.received.of("audit");
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].kind, "job.submitted");
-    assert_eq!(audit[0].fields["actor"], "ci");
+    assert_eq!(audit[0].fields.get_json("actor").unwrap(), "ci");
     let errors = h.received.of("errors");
     assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].fields["path"], "/api/v1/jobs");
-    assert!(errors[0].fields["file"]
+    assert_eq!(errors[0].fields.get_json("path").unwrap(), "/api/v1/jobs");
+    assert!(errors[0]
+        .fields
+        .get_json("file")
+        .unwrap()
         .as_str()
         .unwrap()
         .ends_with("tests.rs"));
     let slow = h.received.of("slow");
     assert_eq!(slow.len(), 1, "60ms against a 50ms threshold");
-    assert_eq!(slow[0].fields["events"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        slow[0]
+            .fields
+            .get_json("events")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     let server = h.received.of("server");
     assert_eq!(server.len(), 1);
     assert_eq!(server[0].message, "outside any request");
@@ -223,7 +235,7 @@ fn drop_newest_counts_what_a_full_queue_drops_and_block_loses_nothing() {
         .received
         .of("slow-blocking")
         .iter()
-        .map(|e| e.fields["i"].as_u64().unwrap())
+        .map(|e| e.fields.get_json("i").unwrap().as_u64().unwrap())
         .collect();
     assert_eq!(
         blocked,
@@ -281,7 +293,7 @@ fn a_failing_sink_does_not_stop_the_others_and_is_retried() {
         .received
         .of("bad")
         .iter()
-        .any(|e| e.fields.get("i") == Some(&1000.into())));
+        .any(|e| e.fields.get_json("i") == Some(1000.into())));
 }
 
 /// Entries the sinks themselves logged (their warnings).
@@ -357,9 +369,9 @@ fn eight_threads_of_100000_events_under_block_lose_nothing_and_keep_each_threads
     assert!(oplog.flush(Duration::from_secs(120)));
     let mut next = vec![0u64; THREADS as usize];
     for e in h.received.of("all") {
-        let t = e.fields["t"].as_u64().unwrap() as usize;
+        let t = e.fields.get_json("t").unwrap().as_u64().unwrap() as usize;
         assert_eq!(
-            e.fields["i"].as_u64().unwrap(),
+            e.fields.get_json("i").unwrap().as_u64().unwrap(),
             next[t],
             "thread {t} out of order"
         );
@@ -429,7 +441,7 @@ fn a_sink_that_stalls_is_counted_and_skipped_and_holds_nobody_up() {
     assert!(
         stuck
             .iter()
-            .any(|e| e.fields.get("i") == Some(&1000.into())),
+            .any(|e| e.fields.get_json("i") == Some(1000.into())),
         "it takes entries again once it writes"
     );
     assert!(h.received.of("good").iter().any(|e| e

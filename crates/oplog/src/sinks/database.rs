@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use joblog_core::NewAudit;
 use serde_json::Value;
 
-use crate::entry::{Entry, Log};
+use crate::entry::{Entry, FieldValue, Log};
 use crate::sink::Sink;
 
 /// Where audit entries are stored: the log pipeline, which commits them
@@ -42,18 +42,18 @@ pub fn to_audit(entry: &Entry) -> NewAudit {
         entry
             .fields
             .get(name)
-            .and_then(Value::as_str)
+            .and_then(FieldValue::as_str)
             .map(str::to_string)
     };
     NewAudit {
         at: entry.at,
         actor: text("actor").unwrap_or_else(|| "system".into()),
         action: entry.kind.clone(),
-        job_id: entry.fields.get("job_id").and_then(Value::as_i64),
+        job_id: entry.fields.get("job_id").and_then(FieldValue::as_i64),
         remote: text("remote"),
         request_id: text("request_id"),
         node: text("node").unwrap_or_default(),
-        detail: match entry.fields.get("detail") {
+        detail: match entry.fields.get("detail").and_then(FieldValue::as_json) {
             Some(Value::Object(map)) => map.clone(),
             _ => serde_json::Map::new(),
         },

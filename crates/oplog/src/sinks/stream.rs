@@ -146,7 +146,7 @@ mod tests {
             at: Timestamp(1_795_488_347_000_000 + i),
             kind: "joblog_api".into(),
             message: format!("warning {i}"),
-            fields: serde_json::Map::new(),
+            fields: Default::default(),
         })
     }
 

@@ -23,7 +23,7 @@ fn entry(i: usize) -> Arc<Entry> {
         at: Timestamp(LATE.0 + i as i64),
         kind: "GET /api/v1/jobs/{id}".into(),
         message: format!("line {i:04}"),
-        fields: serde_json::Map::new(),
+        fields: Default::default(),
     })
 }
 

@@ -142,19 +142,18 @@ fn fit_json(entry: &Entry, budget: usize, out: &mut Vec<u8>) {
     }
     out.truncate(start);
     let mut e = entry.clone();
+    e.fields.make_owned();
     let mut mark = Map::new();
     mark.insert("bytes".into(), json!(original));
     e.fields.remove("truncated");
-    e.fields
-        .insert("truncated".into(), Value::Object(mark.clone()));
+    e.fields.insert("truncated", Value::Object(mark.clone()));
 
     // The beginning of a timeline says how the operation started; keep
     // as much of it as fits.
     if let Some(Value::Array(events)) = e.fields.get_mut("events") {
         let events = std::mem::take(events);
         mark.insert("events_dropped".into(), json!(events.len()));
-        e.fields
-            .insert("truncated".into(), Value::Object(mark.clone()));
+        e.fields.insert("truncated", Value::Object(mark.clone()));
         let mut room = budget.saturating_sub(json_len(&e));
         let kept = events
             .iter()
@@ -166,10 +165,9 @@ fn fit_json(entry: &Entry, budget: usize, out: &mut Vec<u8>) {
             })
             .count();
         mark.insert("events_dropped".into(), json!(events.len() - kept));
+        e.fields.insert("truncated", Value::Object(mark.clone()));
         e.fields
-            .insert("truncated".into(), Value::Object(mark.clone()));
-        e.fields
-            .insert("events".into(), Value::Array(events[..kept].to_vec()));
+            .insert("events", Value::Array(events[..kept].to_vec()));
     }
 
     // Then whatever is largest goes first: a field, or the message's
@@ -184,9 +182,9 @@ fn fit_json(entry: &Entry, budget: usize, out: &mut Vec<u8>) {
             .fields
             .iter()
             .filter(|(k, _)| *k != "truncated")
-            .map(|(k, v)| (value_len(v), k))
+            .map(|(k, v)| (value_len(&v.to_json()), k))
             .max()
-            .map(|(n, k)| (n, k.clone()));
+            .map(|(n, k)| (n, k.to_string()));
         match biggest {
             Some((n, _)) if e.message.len() > ELLIPSIS.len() && e.message.len() >= n => {
                 // No shorter than the field that goes next, so the two
@@ -198,8 +196,7 @@ fn fit_json(entry: &Entry, budget: usize, out: &mut Vec<u8>) {
                 e.fields.remove(&key);
                 dropped += 1;
                 mark.insert("fields_dropped".into(), json!(dropped));
-                e.fields
-                    .insert("truncated".into(), Value::Object(mark.clone()));
+                e.fields.insert("truncated", Value::Object(mark.clone()));
             }
             None => {
                 // Only the fixed keys are left: the kind is all that can
@@ -270,7 +267,7 @@ mod tests {
                     at: Timestamp(1_795_488_347_123_456),
                     kind,
                     message,
-                    fields: map,
+                    fields: map.into(),
                 }
             })
     }
