@@ -3,6 +3,7 @@
 //! jobs' execution times and whole-log retrieval times are measured.
 
 mod designs;
+mod floor;
 pub(super) mod load;
 mod report;
 
@@ -346,6 +347,10 @@ impl<'a> Psu<'a> {
                 }
             }
         }
+        // The same scripts run bare by the bench, between the same
+        // batches: what joblog adds to a job is the difference.
+        let floor =
+            floor::run(&self.script, self.args.batch_jobs, self.args.window_batches).await?;
         let messages = self.jobs * u64::from(self.args.lines);
         let storage = match &self.storage {
             Some(s) => Some(s.per_record(messages).await?),
@@ -367,6 +372,8 @@ impl<'a> Psu<'a> {
             jobs: self.jobs,
             exec_median: median(&durations),
             exec_p90: percentile(&durations, 90.0),
+            floor_median: median(&floor),
+            floor_p90: percentile(&floor, 90.0),
             retr_median: median(&times),
             retr_p90: percentile(&times, 90.0),
             batch_median: median(&walls),
@@ -375,11 +382,12 @@ impl<'a> Psu<'a> {
             elapsed: self.started.elapsed(),
         };
         self.keep(format!(
-            "bench: checkpoint {}: {} jobs, execution median {} ms (p90 {}), retrieval median {} ms (p90 {})",
+            "bench: checkpoint {}: {} jobs, execution median {} ms (p90 {}; the scripts run bare {} ms), retrieval median {} ms (p90 {})",
             format_count(checkpoint),
             row.jobs,
             fmt_ms(row.exec_median),
             fmt_ms(row.exec_p90),
+            fmt_ms(row.floor_median),
             fmt_ms(row.retr_median),
             fmt_ms(row.retr_p90),
         ));
