@@ -53,6 +53,22 @@ fn cpu_per_request(rounds: &[&Round], server: bool) -> Option<f64> {
     }))
 }
 
+/// The median over rounds of on / off (%), each round's on beside the
+/// off loaded next to it: machine noise that drifts over minutes falls on
+/// both halves of a pair.
+fn paired_share(http: &HttpFigures) -> Option<f64> {
+    let of = |setup: usize| {
+        http.rounds
+            .iter()
+            .filter(move |x| x.setup == setup)
+            .map(|x| x.sent.per_second())
+    };
+    med(of(0)
+        .zip(of(1))
+        .filter(|(_, off)| *off > 0.0)
+        .map(|(on, off)| 100.0 * on / off))
+}
+
 fn num(v: Option<f64>, decimals: usize) -> String {
     v.map_or("–".into(), |x| format!("{x:.decimals$}"))
 }
@@ -115,6 +131,7 @@ pub(super) fn figures(r: &OplogReport<'_>) -> (serde_json::Value, Chart) {
         "http": setups,
         "timer_overhead_ns": r.timer.map(|(p50, p99)| json!({"p50": p50, "p99": p99})),
         "caller": caller,
+        "paired_on_percent_of_off": paired_share(r.http),
         "budget_on_percent_of_off": BUDGET,
     });
     let chart = Chart::Bars {
@@ -200,6 +217,12 @@ fn http_section(s: &mut String, r: &OplogReport<'_>) {
                 s,
                 "On / off: **{p:.1} %** ({verdict}; budget ≥ {BUDGET:.0} %, goal ≥ {GOAL:.0} %)."
             );
+            if let Some(paired) = paired_share(h) {
+                let _ = writeln!(
+                    s,
+                    "On / off, the median of the rounds' pairs (each round's on beside the off loaded next to it): {paired:.1} %."
+                );
+            }
         }
         None => {
             let _ = writeln!(s, "On / off: – (not measured).");
@@ -399,6 +422,10 @@ mod tests {
         );
         assert!(
             text.contains("| off | 10000 | 10000, 10200, 9900 | 80.0 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the median of the rounds' pairs (each round's on beside the off loaded next to it): 99.0 %."),
             "{text}"
         );
         assert!(
