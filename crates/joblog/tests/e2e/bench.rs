@@ -341,6 +341,7 @@ async fn bench_psu_writes_its_figures_and_charts(database: Option<&str>) -> serd
     assert_eq!(at, [400, 800], "{doc}");
     for r in rows {
         assert!(r["exec_median_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["floor_median_ms"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["retrieval_median_ms"].as_f64().unwrap() > 0.0, "{r}");
         assert_eq!(r["failed_jobs"], 0, "{r}");
         let designs = r["designs"].as_array().unwrap();
@@ -371,9 +372,15 @@ async fn bench_psu_writes_its_figures_and_charts(database: Option<&str>) -> serd
         doc["charts"],
         serde_json::json!(["psu-execution.svg", "psu-retrieval.svg"])
     );
-    for name in ["psu-execution.svg", "psu-retrieval.svg"] {
+    assert!(
+        report.contains("| Floor median (ms) | joblog − floor (ms) |"),
+        "{report}"
+    );
+    // Execution has the floor's line besides joblog's, the two designs'
+    // and the published reference.
+    for (name, lines) in [("psu-execution.svg", 5), ("psu-retrieval.svg", 4)] {
         let svg = std::fs::read_to_string(dir.path().join(name)).unwrap();
-        assert_eq!(svg.matches("<polyline").count(), 4, "{name}: {svg}");
+        assert_eq!(svg.matches("<polyline").count(), lines, "{name}: {svg}");
         assert!(
             svg.contains(">joblog<") && svg.contains(">one row rewritten per message<"),
             "{name}"
