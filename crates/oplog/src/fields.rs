@@ -60,15 +60,6 @@ impl<'a> FieldValue<'a> {
         }
     }
 
-    pub fn as_u64(self) -> Option<u64> {
-        match self {
-            FieldValue::Unit(Value::U64(n)) => Some(*n),
-            FieldValue::Unit(Value::I64(n)) => u64::try_from(*n).ok(),
-            FieldValue::Unit(_) => None,
-            FieldValue::Json(v) => v.as_u64(),
-        }
-    }
-
     /// The value when it is JSON the entry was given (a timeline, an
     /// audit entry's detail).
     pub fn as_json(self) -> Option<&'a Json> {
@@ -134,15 +125,13 @@ impl EntryFields {
     }
 
     fn shows_unit_field(&self, i: usize, fields: &[(&'static str, Value)]) -> bool {
-        match 1u64.checked_shl(i as u32) {
-            Some(bit) if i < 64 => self.hidden & bit == 0,
-            _ => {
-                let name = fields[i].0;
-                name != UNIT_FIELD
-                    && !fields[i + 1..].iter().any(|(later, _)| *later == name)
-                    && !self.own.iter().any(|(own, _)| own == name)
-            }
+        if i < 64 {
+            return self.hidden & 1 << i == 0;
         }
+        let name = fields[i].0;
+        name != UNIT_FIELD
+            && !fields[i + 1..].iter().any(|(later, _)| *later == name)
+            && !self.own.iter().any(|(own, _)| own == name)
     }
 
     pub fn get(&self, name: &str) -> Option<FieldValue<'_>> {
@@ -175,14 +164,6 @@ impl EntryFields {
                     .iter()
                     .map(|(name, v)| (name.as_ref(), FieldValue::Json(v))),
             )
-    }
-
-    pub fn len(&self) -> usize {
-        self.iter().count()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Copies the unit's values into the entry's own, so that every field
@@ -270,7 +251,7 @@ mod tests {
         assert_eq!(fields.get_json("status"), Some(json!(200)));
         assert_eq!(fields.get_json("actor"), Some(json!("admin")));
         assert_eq!(fields.get(UNIT_FIELD), None);
-        assert_eq!(fields.len(), 4);
+        assert_eq!(fields.iter().count(), 4);
     }
 
     #[test]

@@ -322,7 +322,7 @@ fn a_new_configuration_applies_from_the_next_event_and_an_invalid_one_is_refused
         h.received
             .of(sink)
             .iter()
-            .filter_map(|e| e.fields.get("i")?.as_u64())
+            .filter_map(|e| e.fields.get_json("i")?.as_u64())
             .collect()
     };
     assert_eq!(ids("first"), [1]);
