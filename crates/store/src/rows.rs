@@ -22,6 +22,20 @@ pub(crate) use job_columns;
 /// [`job_columns!`] as a constant, for SQL built at run time.
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
+/// How many columns [`job_columns!`] names: a statement returning more
+/// after them reads those from this position.
+pub(crate) const JOB_COLUMN_COUNT: usize = {
+    let bytes = JOB_COLUMNS.as_bytes();
+    let (mut i, mut n) = (0, 1);
+    while i < bytes.len() {
+        if bytes[i] == b',' {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
 /// A jobs row, as stored.
 pub(crate) struct JobRow {
     pub id: JobId,
@@ -381,4 +395,14 @@ fn finished_by_schedule(
         schedule_id,
         last_finished: Timestamp(last_finished.unwrap_or(0)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// [`Job`]'s decoder reads columns 0 to 14: statements that return
+    /// more after a job read them from [`super::JOB_COLUMN_COUNT`].
+    #[test]
+    fn job_column_count_is_what_the_decoder_reads() {
+        assert_eq!(super::JOB_COLUMN_COUNT, 15);
+    }
 }

@@ -17,9 +17,13 @@ use crate::schedules::writes::{retry, ScheduleWrites};
 use crate::sealed::SealSlice;
 use crate::{Outcome, Result, StoreError, WriteOp};
 
+/// A job that ended with no records is sealed as it ends: there is nothing
+/// for the sealer to move, and one update of the row less (on PostgreSQL
+/// each update of a job writes every index of it again).
 const FINISH: Statement = sql!(concat!(
     "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
-     result_bytes = $5, log_records = $6, log_bytes = $7, log_truncated = $8, log_streams = $9 \
+     result_bytes = $5, log_records = $6, log_bytes = $7, log_truncated = $8, log_streams = $9, \
+     sealed_at = CASE WHEN $6 = CAST(0 AS BIGINT) THEN $4 ELSE sealed_at END \
      WHERE id = $1 AND state IN ('queued', 'running') RETURNING ",
     job_columns!()
 ));
@@ -80,8 +84,9 @@ pub(crate) fn note_summary(summaries: &mut Vec<(JobId, LogSummary)>, job: JobId,
 
 /// [`WriteOp::Finish`]: ends a job stamped `now` (once: a job already
 /// ended is left as it is), stores its result, and queues its schedule's
-/// next attempt if its retries say so, or else the runs it triggers; its counters are noted in
-/// `summaries`. → [`Outcome::MaybeJob`]
+/// next attempt if its retries say so, or else the runs it triggers. Its
+/// counters are written with its end, or, when it had ended already,
+/// noted in `summaries`. → [`Outcome::MaybeJob`]
 pub(crate) async fn finish<T: ScheduleWrites>(
     tx: &mut T,
     op: &WriteOp,
@@ -102,7 +107,6 @@ pub(crate) async fn finish<T: ScheduleWrites>(
             op.name()
         )));
     };
-    note_summary(summaries, *job, *summary);
     let job = *job;
     let params = [
         job.into(),
@@ -118,8 +122,13 @@ pub(crate) async fn finish<T: ScheduleWrites>(
     // None: already ended (on PostgreSQL, elsewhere: its node was
     // declared lapsed).
     let Some(done) = query_opt::<T, joblog_core::Job>(tx, &FINISH, &params).await? else {
+        // Its records were stored all the same: their counters with them.
+        note_summary(summaries, job, *summary);
         return Ok(Outcome::MaybeJob(None));
     };
+    // The end wrote the final counters; the batch's earlier ones for the
+    // job need not be written again.
+    summaries.retain(|(j, _)| *j != job);
     if let Some(body) = result {
         let params = [job.into(), body.as_bytes().to_vec().into()];
         tx.execute(&SAVE_RESULT, &params).await?;

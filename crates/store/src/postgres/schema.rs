@@ -157,7 +157,7 @@ CREATE INDEX deliveries_job ON deliveries (job_id, id);
 -- Where jobs run: a node's labels (`role=db,os=linux`, sorted; empty for
 -- none) and the labels a job asks of its node (its node_selector in the
 -- same form). A claim walks the queue of each selector the node
--- satisfies by this index (`super::jobs::CLAIM_CANDIDATE`): never the
+-- satisfies by this index (`super::jobs::CLAIM_KEYLESS`): never the
 -- jobs only other nodes may take.
 ALTER TABLE nodes ADD COLUMN labels text NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN node_selector text NOT NULL DEFAULT '';

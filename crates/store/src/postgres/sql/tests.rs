@@ -155,24 +155,27 @@ fn a_claim_walks_only_the_queues_of_selectors_the_node_satisfies() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let (client, conn) = store.target.connect().await.unwrap();
+        let (mut client, conn) = store.target.connect().await.unwrap();
         tokio::spawn(conn);
         client.batch_execute("ANALYZE jobs").await.unwrap();
         let none: Vec<String> = Vec::new();
         let held: Vec<i64> = Vec::new();
-        let plan: Vec<String> = client
+        // ANALYZE runs the claim: undone with its transaction.
+        let tx = client.transaction().await.unwrap();
+        let plan: Vec<String> = tx
             .query(
                 &format!(
                     "EXPLAIN (ANALYZE, COSTS OFF) {}",
-                    crate::postgres::jobs::CLAIM_CANDIDATE
+                    crate::postgres::jobs::CLAIM_KEYLESS
                 ),
-                &[&i64::MAX, &"n", &none, &labels.items(), &held],
+                &[&i64::MAX, &"n", &none, &labels.items(), &held, &0i64],
             )
             .await
             .unwrap()
             .iter()
             .map(|r| r.get(0))
             .collect();
+        tx.rollback().await.unwrap();
         let plan = plan.join("\n");
         assert!(!plan.contains("Seq Scan on jobs"), "{plan}");
         for line in plan
