@@ -208,15 +208,37 @@ pub(crate) async fn delete<C: Conn>(c: &mut C, id: RuleId) -> Result<Outcome> {
     Ok(Outcome::Count(c.execute(&DELETE_RULE, &[id.into()]).await?))
 }
 
+/// The enabled rules (id, conditions), as a writer may keep them for the
+/// rest of its batch ([`ScheduleWrites::kept_rules`]).
+pub(crate) type EnabledRules = std::sync::Arc<[(i64, When)]>;
+
+async fn enabled_rules<C: Conn>(c: &mut C) -> Result<EnabledRules> {
+    let rows: Vec<(i64, String)> = c.query(&ENABLED_RULES, &[]).await?;
+    rows.into_iter()
+        .map(|(id, when)| {
+            let when: When = serde_json::from_str(&when)
+                .map_err(|e| StoreError::Corrupt(format!("rule {id}: its conditions: {e}")))?;
+            Ok((id, when))
+        })
+        .collect()
+}
+
 /// Queues a delivery for every enabled rule `job`'s end matches; `job` is
 /// as it ended (its end state). Called in the transaction that ends it.
-pub(crate) async fn on_end<C: Conn>(c: &mut C, job: &Job, now: i64) -> Result<()> {
-    let rules: Vec<(i64, String)> = c.query(&ENABLED_RULES, &[]).await?;
-    for (id, when) in rules {
-        let when: When = serde_json::from_str(&when)
-            .map_err(|e| StoreError::Corrupt(format!("rule {id}: its conditions: {e}")))?;
+pub(crate) async fn on_end<T: ScheduleWrites>(c: &mut T, job: &Job, now: i64) -> Result<()> {
+    let rules = match c.kept_rules().and_then(|kept| kept.clone()) {
+        Some(rules) => rules,
+        None => {
+            let rules = enabled_rules(c).await?;
+            if let Some(kept) = c.kept_rules() {
+                *kept = Some(rules.clone());
+            }
+            rules
+        }
+    };
+    for (id, when) in rules.iter() {
         if when.matches(job) {
-            c.execute(&INSERT_DELIVERY, &[id.into(), job.id.into(), now.into()])
+            c.execute(&INSERT_DELIVERY, &[(*id).into(), job.id.into(), now.into()])
                 .await?;
         }
     }

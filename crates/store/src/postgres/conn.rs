@@ -111,6 +111,9 @@ pub(crate) struct PgTx<'a, 't> {
     pub tx: &'a Transaction<'t>,
     pub statements: &'a mut HashMap<&'static str, tokio_postgres::Statement>,
     pub node: &'a str,
+    /// The enabled notification rules, read once a batch: on PostgreSQL
+    /// each read is a round trip, and a burst of jobs ends many in one.
+    pub rules: &'a mut Option<crate::notifications::EnabledRules>,
 }
 
 impl PgTx<'_, '_> {

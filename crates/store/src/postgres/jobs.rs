@@ -121,6 +121,10 @@ impl ScheduleWrites for PgTx<'_, '_> {
         Some(self.node)
     }
 
+    fn kept_rules(&mut self) -> Option<&mut Option<crate::notifications::EnabledRules>> {
+        Some(self.rules)
+    }
+
     async fn lock_chains(&mut self) -> Result<()> {
         self.tx
             .execute("SELECT pg_advisory_xact_lock($1)", &[&CHAINS_LOCK])

@@ -83,6 +83,12 @@ pub(super) const FORGET_LAPSED: &str =
     "DELETE FROM nodes WHERE name <> $1 AND heartbeat_at < now() - interval '7 days'";
 pub(super) const MARK_BATCH: &str = "INSERT INTO nodes (name, heartbeat_at, started_at, last_batch) \
      VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET last_batch = EXCLUDED.last_batch";
+/// [`MARK_BATCH`] and the NOTIFY of what the batch committed (`$3`,
+/// `$4`), in one round trip.
+pub(super) const MARK_BATCH_AND_NOTIFY: &str = "WITH marked AS (\
+     INSERT INTO nodes (name, heartbeat_at, started_at, last_batch) \
+     VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET last_batch = EXCLUDED.last_batch) \
+     SELECT pg_notify($3, $4)";
 pub(super) const SAVE_SUMMARIES: &str =
     "UPDATE jobs SET log_records = u.records, log_bytes = u.bytes, \
      log_truncated = u.truncated, log_streams = u.streams \
@@ -91,7 +97,6 @@ pub(super) const SAVE_SUMMARIES: &str =
      WHERE jobs.id = u.id";
 pub(super) const COPY_LOG: &str =
     "COPY log (job_id, seq, ts, stream, message, fields) FROM STDIN (FORMAT binary)";
-pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
 #[cfg(test)]
 mod tests;

@@ -96,6 +96,14 @@ pub(crate) trait ScheduleWrites: Conn + Sized {
     /// nodes share PostgreSQL); `None` on a store of one node.
     fn node(&self) -> Option<&str>;
 
+    /// Where this writer keeps the enabled notification rules for the rest
+    /// of its batch (`None` in the slot: not read yet); `None`: read them
+    /// at each job's end. A batch that saves or deletes a rule forgets
+    /// them.
+    fn kept_rules(&mut self) -> Option<&mut Option<crate::notifications::EnabledRules>> {
+        None
+    }
+
     /// Serialises the saves and deletes that change chains of triggers
     /// until the commit, across every node of the store (see
     /// `chain.rs`). A store of one writer has nothing to do.

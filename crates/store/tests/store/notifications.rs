@@ -14,6 +14,7 @@ use super::*;
 joblog_store::backend_tests! {
     rules_are_saved_listed_renamed_and_deleted,
     a_jobs_end_queues_one_delivery_per_matching_enabled_rule,
+    rules_saved_or_deleted_in_a_batch_apply_to_the_ends_after_them,
     a_claim_leases_and_a_try_delivers_retries_or_fails,
     two_nodes_never_claim_the_same_delivery,
 }
@@ -181,6 +182,63 @@ async fn a_jobs_end_queues_one_delivery_per_matching_enabled_rule(db: TestDataba
     });
     t.count(WriteOp::DeleteJob { job: failed.id });
     assert!(t.store.job_deliveries(failed.id).await.unwrap().is_empty());
+}
+
+/// A writer may read the rules once a batch: a rule saved or deleted by
+/// the batch still counts for the ends that follow it there, and only for
+/// them.
+async fn rules_saved_or_deleted_in_a_batch_apply_to_the_ends_after_them(db: TestDatabase) {
+    let mut t = open_store(db);
+    let first = t.create_rule(json!({"name": "first"}));
+    let jobs: Vec<JobId> = (0..3)
+        .map(|_| {
+            let id = t.insert(Some("nightly")).id;
+            assert_eq!(t.claim("node-a").map(|j| j.id), Some(id));
+            id
+        })
+        .collect();
+    let end = |job: JobId| WriteOp::Finish {
+        job,
+        state: JobState::Failed,
+        exit_code: Some(1),
+        result: None,
+        summary: LogSummary::default(),
+        at: Timestamp::now(),
+    };
+    let outcomes = t.apply(vec![
+        end(jobs[0]),
+        WriteOp::SaveRule {
+            id: None,
+            rule: Box::new(rule(json!({"name": "second"}))),
+        },
+        end(jobs[1]),
+        WriteOp::DeleteRule { id: first.id },
+        end(jobs[2]),
+    ]);
+    let RuleSaved::Saved(second) = (match &outcomes[1] {
+        Outcome::Rule(saved) => saved.clone(),
+        other => panic!("SaveRule gave {other:?}"),
+    }) else {
+        panic!("the second rule was not saved")
+    };
+    let told = |t: &TestStore, job: JobId| {
+        let store = t.store.clone();
+        async move {
+            let mut rules: Vec<i64> = store
+                .job_deliveries(job)
+                .await
+                .unwrap()
+                .iter()
+                .map(|d| d.rule_id)
+                .collect();
+            rules.sort_unstable();
+            rules
+        }
+    };
+    // The first rule's deliveries went with it.
+    assert_eq!(told(&t, jobs[0]).await, Vec::<i64>::new());
+    assert_eq!(told(&t, jobs[1]).await, vec![second.id]);
+    assert_eq!(told(&t, jobs[2]).await, vec![second.id]);
 }
 
 async fn a_claim_leases_and_a_try_delivers_retries_or_fails(db: TestDatabase) {

@@ -20,8 +20,9 @@ use crate::postgres::jobs;
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
 use crate::postgres::sql::{
-    victim_from_row, COPY_LOG, FORGET_LAPSED, HEARTBEAT, INTERRUPT_IDS, MARK_BATCH, NODE_STOPPED,
-    NOTIFY, REGISTER_NODE, SAVE_SUMMARIES, VICTIMS_ALL, VICTIMS_LAPSED, VICTIMS_OF_NODE,
+    victim_from_row, COPY_LOG, FORGET_LAPSED, HEARTBEAT, INTERRUPT_IDS, MARK_BATCH,
+    MARK_BATCH_AND_NOTIFY, NODE_STOPPED, REGISTER_NODE, SAVE_SUMMARIES, VICTIMS_ALL,
+    VICTIMS_LAPSED, VICTIMS_OF_NODE,
 };
 use crate::rows::{fields_text, streams_to_text};
 use crate::schedules::writes as schedule_writes;
@@ -63,12 +64,17 @@ pub(super) async fn apply_batch(
     let mut endings: Vec<(JobId, Vec<Record>)> = Vec::new();
     // Audit entries, inserted after every other write of the batch.
     let mut audited: Vec<&joblog_core::NewAudit> = Vec::new();
+    let mut rules = None;
     for op in ops {
+        if let WriteOp::SaveRule { .. } | WriteOp::DeleteRule { .. } = op {
+            rules = None;
+        }
         // The shared ops' view of this transaction (`crate::writes`).
         let mut w = PgTx {
             tx: &tx,
             statements: &mut *statements,
             node,
+            rules: &mut rules,
         };
         let outcome = match op {
             WriteOp::InsertJob { name, spec } => {
@@ -259,17 +265,18 @@ pub(super) async fn apply_batch(
         let insert = prepared(statements, &tx, INSERT_AUDIT).await?;
         audit::append(&tx, &lock, &insert, &audited).await?;
     }
-    let st = prepared(statements, &tx, MARK_BATCH).await?;
-    tx.execute(&st, &[&node, &attempt.marker]).await?;
-
     let mut committed = Committed::default();
     for (op, outcome) in ops.iter().zip(&outcomes) {
         committed.add(op, outcome);
     }
-    if !committed.is_empty() {
+    if committed.is_empty() {
+        let st = prepared(statements, &tx, MARK_BATCH).await?;
+        tx.execute(&st, &[&node, &attempt.marker]).await?;
+    } else {
         let payload = listener::notice(node, committed)?;
-        let st = prepared(statements, &tx, NOTIFY).await?;
-        tx.execute(&st, &[&CHANNEL, &payload]).await?;
+        let st = prepared(statements, &tx, MARK_BATCH_AND_NOTIFY).await?;
+        tx.execute(&st, &[&node, &attempt.marker, &CHANNEL, &payload])
+            .await?;
     }
     let committed = tx.commit().await;
     if partitions_changed {
@@ -331,6 +338,7 @@ impl End<'_> {
             tx,
             statements,
             node: self.writer,
+            rules: &mut None,
         };
         for job in &jobs {
             notifications::on_interrupted(&mut w, job, self.now).await?;
