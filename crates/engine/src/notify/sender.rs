@@ -26,14 +26,30 @@ impl Engine {
                 return;
             }
             let woken = self.inner.notifier.wake.notified();
-            let sent = self.send_due().await;
-            if sent {
-                continue;
-            }
             let now = self.inner.clock.now();
-            let sleep = match self.inner.store.next_delivery_due().await {
-                Ok(Some(t)) => Duration::from_micros(t.0.saturating_sub(now.0).max(0) as u64),
-                _ => LOOK_EVERY,
+            // Every job's end wakes the sender: when nothing is pending
+            // (no rule matched), one read and back to sleep, never a
+            // claim through the writer.
+            let due = self.inner.store.next_delivery_due().await;
+            let sleep = match due {
+                Ok(Some(t)) if t <= now => {
+                    if self.send_due(now).await {
+                        continue;
+                    }
+                    LOOK_EVERY
+                }
+                Ok(Some(t)) => {
+                    self.update_oldest(now).await;
+                    Duration::from_micros(t.0.saturating_sub(now.0).max(0) as u64)
+                }
+                Ok(None) => {
+                    self.inner.notifier.oldest.set(0.0);
+                    LOOK_EVERY
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading when notifications are due failed");
+                    LOOK_EVERY
+                }
             }
             .min(LOOK_EVERY);
             tokio::select! {
@@ -46,8 +62,7 @@ impl Engine {
 
     /// Claims and sends one batch of due deliveries; whether there was
     /// one (more may be due).
-    async fn send_due(&self) -> bool {
-        let now = self.inner.clock.now();
+    async fn send_due(&self, now: Timestamp) -> bool {
         self.update_oldest(now).await;
         let claimed = match self
             .inner
