@@ -70,11 +70,16 @@ impl Engine {
         }))
     }
 
-    /// Refuses a new job while `max_queued` wait already.
+    /// Refuses a new job while `max_queued` wait already (counted only
+    /// now and then: `crate::admission`).
     pub(crate) async fn check_queue(&self) -> Result<(), EngineError> {
+        let admission = &self.inner.admission;
+        if admission.take(std::time::Instant::now()) {
+            return Ok(());
+        }
         let max = self.inner.config.max_queued;
         let queued = self.inner.store.count_queued(max).await?;
-        if queued >= max {
+        if !admission.counted(queued, max, std::time::Instant::now()) {
             return Err(EngineError::QueueFull(queued));
         }
         Ok(())

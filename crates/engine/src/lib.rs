@@ -23,6 +23,7 @@
 //! (claims at once, safety polls, slice sizes) are constants beside the
 //! code they pace.
 
+mod admission;
 mod config;
 mod control;
 mod dispatch;
@@ -73,6 +74,8 @@ struct Inner {
     /// The one clock fires, retries and claims go by.
     clock: Arc<dyn Clock>,
     accepting: AtomicBool,
+    /// Submissions admitted against `max_queued` (`admission`).
+    admission: admission::Admission,
     shutdown: watch::Sender<bool>,
     /// Worker slots and the wake-up of an idle dispatcher (`dispatch`).
     dispatcher: dispatch::Dispatcher,

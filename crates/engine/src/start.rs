@@ -102,6 +102,7 @@ impl Engine {
                 dispatcher: Dispatcher::new(config.max_concurrency),
                 config,
                 accepting: AtomicBool::new(true),
+                admission: Default::default(),
                 shutdown: watch::channel(false).0,
                 jobs: Jobs::default(),
                 sweeps: Sweeps::new(orphans),
