@@ -75,7 +75,7 @@ mod tests {
             let a = Admission::default();
             let now = Instant::now();
             let (mut queued, mut counts) = (0u64, 0u64);
-            let mut submit = |queued: &mut u64, counts: &mut u64| {
+            let submit = |queued: &mut u64, counts: &mut u64| {
                 let admitted = a.take(now) || {
                     *counts += 1;
                     a.counted(*queued, max, now)
