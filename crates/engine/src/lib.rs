@@ -9,7 +9,8 @@
 //! killed.
 //!
 //! Where things are: `start` (recovery, registration, the tasks),
-//! `control` (submit, cancel, tokens, shutdown), `dispatch` (free slots,
+//! `control` (submit, cancel, tokens, shutdown) with `admission` (the
+//! `max_queued` check, counted now and then), `dispatch` (free slots,
 //! then claims in one batch), `run` (one job's task: pipes, timeout,
 //! finish) with `process` (the process group, its environment) and
 //! `result_file`, `scheduler` (fires, and the `Clock` every timed step
