@@ -53,6 +53,18 @@ pub(crate) enum ResultPath<'a> {
     Fd(std::os::fd::RawFd),
 }
 
+/// Runs `f`, which blocks its thread briefly (a process start), telling a
+/// multi-threaded runtime so that the worker's other tasks move to
+/// another thread meanwhile; on a current-thread runtime (tests), just
+/// runs it.
+pub(crate) fn off_workers<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 /// Starts the job's main process (see `launch` for how, and why not
 /// `fork`). Must be called within the runtime.
 pub(crate) fn spawn(

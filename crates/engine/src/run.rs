@@ -95,7 +95,11 @@ impl Engine {
             if let Some(note) = trigger.as_mut().and_then(|t| t.note.take()) {
                 log.note(Stream::Error, &note, None, Timestamp::now(), &mut out);
             }
-            let spawned = {
+            // A start blocks its thread until the child has exec'd (and
+            // waits for the lock while another starts): off the async
+            // workers, whose other tasks read running jobs' pipes
+            // meanwhile (`crate::process::off_workers`).
+            let spawned = crate::process::off_workers(|| {
                 // With the pid recorded under the same lock, the orphan
                 // sweep never mistakes this process for an orphan.
                 let _spawning = self
@@ -126,7 +130,7 @@ impl Engine {
                     self.set_started(id, Some(child.id()), key);
                 }
                 spawned
-            };
+            });
             // The job has its own copy; the server reads the file by its
             // path once the job has ended.
             drop(result_file);
