@@ -125,7 +125,11 @@ settings! {
         key "max_result", env "JOBLOG_MAX_RESULT", flag Some("max-result"),
             range Range::at_least(ByteSize(1));
     /// Jobs that may wait in the queue (of all nodes, on PostgreSQL); a
-    /// submission past it gets `429 queue_full` with `Retry-After`.
+    /// submission past it gets `429 queue_full` with `Retry-After`. The
+    /// queue is counted when a count 250 ms old has admitted half the room
+    /// it found, and before every refusal: submissions alone never pass
+    /// it, but what schedules or other nodes queue in those 250 ms is seen
+    /// at the next count.
     max_queued: u64 = engine().max_queued,
         key "max_queued", env "JOBLOG_MAX_QUEUED", flag Some("max-queued"),
             range Range::at_least(1);
