@@ -81,14 +81,20 @@ pub(super) const NODE_STOPPED: &str =
 /// stopped).
 pub(super) const FORGET_LAPSED: &str =
     "DELETE FROM nodes WHERE name <> $1 AND heartbeat_at < now() - interval '7 days'";
-pub(super) const MARK_BATCH: &str = "INSERT INTO nodes (name, heartbeat_at, started_at, last_batch) \
-     VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET last_batch = EXCLUDED.last_batch";
+macro_rules! mark_batch {
+    () => {
+        "INSERT INTO nodes (name, heartbeat_at, started_at, last_batch) \
+         VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET last_batch = EXCLUDED.last_batch"
+    };
+}
+pub(super) const MARK_BATCH: &str = mark_batch!();
 /// [`MARK_BATCH`] and the NOTIFY of what the batch committed (`$3`,
 /// `$4`), in one round trip.
-pub(super) const MARK_BATCH_AND_NOTIFY: &str = "WITH marked AS (\
-     INSERT INTO nodes (name, heartbeat_at, started_at, last_batch) \
-     VALUES ($1, now(), now(), $2) ON CONFLICT (name) DO UPDATE SET last_batch = EXCLUDED.last_batch) \
-     SELECT pg_notify($3, $4)";
+pub(super) const MARK_BATCH_AND_NOTIFY: &str = concat!(
+    "WITH marked AS (",
+    mark_batch!(),
+    ") SELECT pg_notify($3, $4)"
+);
 pub(super) const SAVE_SUMMARIES: &str =
     "UPDATE jobs SET log_records = u.records, log_bytes = u.bytes, \
      log_truncated = u.truncated, log_streams = u.streams \
