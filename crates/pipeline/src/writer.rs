@@ -14,12 +14,15 @@
 //! share while others' records still get permits; and the writer takes a
 //! job's records past a quarter of a batch only after everyone else's
 //! (`batching`), so another job's line goes into the next commit instead
-//! of queueing behind the flood.
+//! of queueing behind the flood. That next commit waits for the one in
+//! flight, so while more than one job runs a batch is no larger than what
+//! the store commits in about 20 ms (`pace`).
 
 mod batching;
+mod pace;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -81,6 +84,17 @@ impl batching::Weighed for Msg {
 #[derive(Debug, Clone)]
 pub struct JobShare {
     permits: Arc<Semaphore>,
+    _running: Arc<Running>,
+}
+
+/// Counts a job among the running ones while any clone of its share lives.
+#[derive(Debug)]
+struct Running(Arc<AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 // `Close` is sent once per pipeline: boxing every op instead would put an
@@ -176,6 +190,9 @@ struct Shared {
     healthy: AtomicBool,
     last_error: Mutex<Option<String>>,
     pending: AtomicU64,
+    /// Jobs holding a share: while more than one runs, batches keep to
+    /// the pace's bounds.
+    running: Arc<AtomicUsize>,
 }
 
 /// Handle producers use to reach the writer. Cheap to clone.
@@ -211,6 +228,7 @@ impl Pipeline {
             healthy: AtomicBool::new(true),
             last_error: Mutex::new(None),
             pending: AtomicU64::new(0),
+            running: Arc::new(AtomicUsize::new(0)),
         });
         let metrics = Metrics::new(registry);
         let thread_shared = shared.clone();
@@ -223,8 +241,10 @@ impl Pipeline {
 
     /// A running job's part of the memory budget, for its appends.
     pub fn job_share(&self) -> JobShare {
+        self.shared.running.fetch_add(1, Ordering::Relaxed);
         JobShare {
             permits: Arc::new(Semaphore::new(self.shared.share_total)),
+            _running: Arc::new(Running(self.shared.running.clone())),
         }
     }
 
@@ -340,10 +360,10 @@ fn run_writer(
     shared: Arc<Shared>,
     metrics: Metrics,
 ) {
-    let limits = batching::Limits {
+    let mut pace = pace::Pace::new(batching::Limits {
         records: config.max_batch_records,
         bytes: config.max_batch_bytes,
-    };
+    });
     let mut waiting: VecDeque<Msg> = VecDeque::new();
     let mut batch: Vec<Msg> = Vec::new();
     let mut closing = false;
@@ -373,8 +393,10 @@ fn run_writer(
                 Envelope::Close => closing = true,
             }
         }
-        batching::next_batch(&mut waiting, limits, &mut batch);
-        commit_batch(writer.as_mut(), &mut batch, &shared, &metrics);
+        // A job alone keeps full batches: nobody waits behind its commits.
+        let others = shared.running.load(Ordering::Relaxed) > 1;
+        batching::next_batch(&mut waiting, pace.limits(others), &mut batch);
+        commit_batch(writer.as_mut(), &mut batch, &shared, &metrics, &mut pace);
     }
 }
 
@@ -383,6 +405,7 @@ fn commit_batch(
     batch: &mut Vec<Msg>,
     shared: &Shared,
     metrics: &Metrics,
+    pace: &mut pace::Pace,
 ) {
     // The ops go to the store; the reply slots and permits stay here.
     let (ops, waiting): (Vec<WriteOp>, Vec<_>) = batch
@@ -394,9 +417,10 @@ fn commit_batch(
         let started = Instant::now();
         match writer.apply(&ops) {
             Ok(outcomes) => {
-                metrics
-                    .commit_seconds
-                    .observe(started.elapsed().as_secs_f64());
+                let took = started.elapsed();
+                metrics.commit_seconds.observe(took.as_secs_f64());
+                let bytes = waiting.iter().map(|(_, permits, _)| *permits as usize);
+                pace.observe(records_of(&ops), bytes.sum(), took);
                 mark_healthy(shared, metrics);
                 break outcomes
                     .into_iter()
@@ -434,14 +458,7 @@ fn commit_batch(
                 .inc_by(records.iter().map(|r| r.message.len() as u64).sum());
         }
     }
-    let n_records: usize = ops
-        .iter()
-        .map(|o| match o {
-            WriteOp::Append { records, .. } => records.len(),
-            _ => 0,
-        })
-        .sum();
-    metrics.batch_records.observe(n_records as f64);
+    metrics.batch_records.observe(records_of(&ops) as f64);
     metrics.commits.inc();
     for ((reply, op_permits, share), outcome) in waiting.into_iter().zip(outcomes) {
         permits += op_permits as usize;
@@ -462,6 +479,15 @@ fn commit_batch(
     if !committed.is_empty() {
         let _ = shared.commits.send(Arc::new(committed));
     }
+}
+
+fn records_of(ops: &[WriteOp]) -> usize {
+    ops.iter()
+        .map(|o| match o {
+            WriteOp::Append { records, .. } => records.len(),
+            _ => 0,
+        })
+        .sum()
 }
 
 fn apply_one_by_one(

@@ -127,3 +127,78 @@ async fn a_flood_waits_at_its_share_and_another_jobs_line_goes_into_the_next_com
         .sum();
     assert_eq!(flooded, 200);
 }
+
+/// A store whose commits take 2.5 ms per record: a full batch (20) takes
+/// 50 ms, over twice the pace's target.
+struct Slow {
+    batches: Batches,
+}
+
+impl StoreWriter for Slow {
+    fn apply(&mut self, ops: &[WriteOp]) -> joblog_store::Result<Vec<Outcome>> {
+        let records = super::records_of(ops);
+        std::thread::sleep(Duration::from_micros(2_500 * records as u64));
+        let appends = ops
+            .iter()
+            .filter_map(|op| match op {
+                WriteOp::Append { job, records, .. } => Some((*job, records.len())),
+                _ => None,
+            })
+            .collect();
+        self.batches.lock().unwrap().push(appends);
+        Ok(ops.iter().map(|_| Outcome::Done).collect())
+    }
+}
+
+/// Sizes of the batches of 200 one-record appends of one job to a slow
+/// store, while `running` jobs hold a share.
+async fn batches_on_a_slow_store(running: usize) -> Vec<usize> {
+    let batches = Arc::new(Mutex::new(Vec::new()));
+    let (p, writer) = Pipeline::start(
+        Box::new(Slow {
+            batches: batches.clone(),
+        }),
+        PipelineConfig {
+            max_batch_records: 20,
+            max_batch_bytes: 8 << 20,
+            memory_budget: 1 << 20,
+        },
+        &mut Registry::default(),
+    );
+    let shares: Vec<_> = (0..running).map(|_| p.job_share()).collect();
+    for seq in 1..=200 {
+        p.append(&shares[0], 1, vec![record(seq, 10)], LogSummary::default())
+            .await
+            .unwrap();
+    }
+    p.close();
+    tokio::task::spawn_blocking(move || writer.join())
+        .await
+        .unwrap();
+    let sizes: Vec<usize> = batches
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| b.iter().map(|(_, n)| n).sum())
+        .collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 200, "{sizes:?}");
+    sizes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_another_job_runs_batches_keep_to_what_commits_in_the_target() {
+    // Alone, the job's batches are full: nobody waits behind them.
+    let alone = batches_on_a_slow_store(1).await;
+    assert!(alone.iter().filter(|n| **n == 20).count() >= 8, "{alone:?}");
+    // With another job running, once a full batch showed the store's pace
+    // (50 ms for 20), batches hold what commits in 20 ms: 8 records or
+    // fewer (fewer when the machine sleeps longer than asked).
+    let shared = batches_on_a_slow_store(2).await;
+    let learnt = shared
+        .iter()
+        .position(|n| *n >= 10)
+        .expect("a batch to learn from");
+    let after: Vec<usize> = shared[learnt + 1..].to_vec();
+    assert!(after.len() >= 10, "{shared:?}");
+    assert!(after.iter().all(|n| *n <= 8), "{shared:?}");
+}
