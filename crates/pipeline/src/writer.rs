@@ -15,14 +15,14 @@
 //! job's records past a quarter of a batch only after everyone else's
 //! (`batching`), so another job's line goes into the next commit instead
 //! of queueing behind the flood. That next commit waits for the one in
-//! flight, so while more than one job runs a batch is no larger than what
-//! the store commits in about 20 ms (`pace`).
+//! flight, so while others' lines or requests come in beside a flood a
+//! batch is no larger than what the store commits in about 20 ms (`pace`).
 
 mod batching;
 mod pace;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -84,17 +84,6 @@ impl batching::Weighed for Msg {
 #[derive(Debug, Clone)]
 pub struct JobShare {
     permits: Arc<Semaphore>,
-    _running: Arc<Running>,
-}
-
-/// Counts a job among the running ones while any clone of its share lives.
-#[derive(Debug)]
-struct Running(Arc<AtomicUsize>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 
 // `Close` is sent once per pipeline: boxing every op instead would put an
@@ -190,9 +179,6 @@ struct Shared {
     healthy: AtomicBool,
     last_error: Mutex<Option<String>>,
     pending: AtomicU64,
-    /// Jobs holding a share: while more than one runs, batches keep to
-    /// the pace's bounds.
-    running: Arc<AtomicUsize>,
 }
 
 /// Handle producers use to reach the writer. Cheap to clone.
@@ -228,7 +214,6 @@ impl Pipeline {
             healthy: AtomicBool::new(true),
             last_error: Mutex::new(None),
             pending: AtomicU64::new(0),
-            running: Arc::new(AtomicUsize::new(0)),
         });
         let metrics = Metrics::new(registry);
         let thread_shared = shared.clone();
@@ -241,10 +226,8 @@ impl Pipeline {
 
     /// A running job's part of the memory budget, for its appends.
     pub fn job_share(&self) -> JobShare {
-        self.shared.running.fetch_add(1, Ordering::Relaxed);
         JobShare {
             permits: Arc::new(Semaphore::new(self.shared.share_total)),
-            _running: Arc::new(Running(self.shared.running.clone())),
         }
     }
 
@@ -367,6 +350,8 @@ fn run_writer(
     let mut waiting: VecDeque<Msg> = VecDeque::new();
     let mut batch: Vec<Msg> = Vec::new();
     let mut closing = false;
+    // When a batch last carried someone else's op beside a flood.
+    let mut behind_flood: Option<Instant> = None;
     loop {
         if waiting.is_empty() {
             // Once Close was asked, whatever raced in after it is still
@@ -393,9 +378,12 @@ fn run_writer(
                 Envelope::Close => closing = true,
             }
         }
-        // A job alone keeps full batches: nobody waits behind its commits.
-        let others = shared.running.load(Ordering::Relaxed) > 1;
-        batching::next_batch(&mut waiting, pace.limits(others), &mut batch);
+        // A flood alone, or floods side by side, keep full batches: nobody
+        // else is waiting behind their commits.
+        let others = behind_flood.is_some_and(|at| at.elapsed() < pace::RECENTLY);
+        if batching::next_batch(&mut waiting, pace.limits(others), &mut batch) {
+            behind_flood = Some(Instant::now());
+        }
         commit_batch(writer.as_mut(), &mut batch, &shared, &metrics, &mut pace);
     }
 }

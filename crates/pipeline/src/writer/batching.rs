@@ -30,6 +30,10 @@ pub(crate) struct Limits {
 /// The share of a batch a job takes before the others: a quarter.
 const PART: usize = 4;
 
+/// A job with at most this share of a batch's records in it writes a
+/// trickle: its lines wait on commits, not on its own backlog.
+const TRICKLE: usize = 256;
+
 /// A batch that holds more than one job's log stops at this share of the
 /// bounds: the commit that carries another job's line is the sooner done
 /// (a full batch of a flood takes ~25 ms to commit on SQLite).
@@ -39,11 +43,16 @@ const SHARED: usize = 2;
 /// the rest in `waiting` in order. Takes at least one op when any waits;
 /// like a batch in order of arrival, it stops at the first op that
 /// reaches a bound (that op included).
+///
+/// Returns whether the batch carried, beside a job over its part (a
+/// flood), a request or a trickle of another job's lines: something that
+/// waited for the commit in flight and would wait less were the flood's
+/// batches smaller.
 pub(crate) fn next_batch<T: Weighed>(
     waiting: &mut VecDeque<T>,
     limits: Limits,
     batch: &mut Vec<T>,
-) {
+) -> bool {
     let part = Limits {
         records: (limits.records / PART).max(1),
         bytes: (limits.bytes / PART).max(1),
@@ -114,6 +123,22 @@ pub(crate) fn next_batch<T: Weighed>(
             batch.push(op);
         }
     }
+    if put_back.is_empty() {
+        return false;
+    }
+    // Someone else: a request, or a job writing a trickle (its few lines
+    // all taken), not a job that just caught up with its backlog.
+    let trickle = (limits.records / TRICKLE).max(1);
+    batch.iter().any(|op| match op.log_of() {
+        None => true,
+        Some(job) => {
+            !put_back.contains(&job)
+                && per_job
+                    .iter()
+                    .find(|(j, _)| *j == job)
+                    .is_some_and(|(_, mine)| mine.records <= trickle)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -165,7 +190,7 @@ mod tests {
         spec.push((None, 1));
         let mut waiting = ops(&spec);
         let mut batch = Vec::new();
-        next_batch(&mut waiting, LIMITS, &mut batch);
+        assert!(next_batch(&mut waiting, LIMITS, &mut batch));
         let order: Vec<usize> = batch.iter().map(|o| o.n).collect();
         // Job 1's part first (25 records: its first op reaches it), then
         // the others; shared, the batch stops at half the bound (50).
@@ -186,11 +211,32 @@ mod tests {
     fn alone_a_job_fills_batches_as_in_order_of_arrival() {
         let mut waiting = ops(&[(Some(1), 30); 10]);
         let mut batch = Vec::new();
-        next_batch(&mut waiting, LIMITS, &mut batch);
+        // Nobody else waits behind this flood.
+        assert!(!next_batch(&mut waiting, LIMITS, &mut batch));
         assert_eq!(
             batch.iter().map(|o| o.n).collect::<Vec<_>>(),
             vec![0, 1, 2, 3]
         );
+    }
+
+    #[test]
+    fn floods_side_by_side_are_nobody_waiting() {
+        let spec: Vec<_> = (0..20).map(|n| (Some(n % 2), 30)).collect();
+        let mut waiting = ops(&spec);
+        let mut batch = Vec::new();
+        assert!(!next_batch(&mut waiting, LIMITS, &mut batch));
+        // Nor is a job catching up with its backlog beside a flood (20
+        // records, under its part but more than a trickle).
+        let mut waiting = ops(&[(Some(1), 30), (Some(1), 30), (Some(2), 20)]);
+        let mut batch = Vec::new();
+        assert!(!next_batch(&mut waiting, LIMITS, &mut batch));
+        assert_eq!(batch.len(), 2);
+        // A request beside them is.
+        let mut spec = spec;
+        spec.push((None, 1));
+        let mut waiting = ops(&spec);
+        let mut batch = Vec::new();
+        assert!(next_batch(&mut waiting, LIMITS, &mut batch));
     }
 
     proptest! {
