@@ -400,6 +400,7 @@ fn commit_batch(
         .drain(..)
         .map(|m| (m.op, (m.reply, m.permits, m.share)))
         .unzip();
+    let records = records_of(&ops);
     let mut backoff = store_backoff();
     let outcomes = loop {
         let started = Instant::now();
@@ -408,7 +409,7 @@ fn commit_batch(
                 let took = started.elapsed();
                 metrics.commit_seconds.observe(took.as_secs_f64());
                 let bytes = waiting.iter().map(|(_, permits, _)| *permits as usize);
-                pace.observe(records_of(&ops), bytes.sum(), took);
+                pace.observe(records, bytes.sum(), took);
                 mark_healthy(shared, metrics);
                 break outcomes
                     .into_iter()
@@ -446,7 +447,7 @@ fn commit_batch(
                 .inc_by(records.iter().map(|r| r.message.len() as u64).sum());
         }
     }
-    metrics.batch_records.observe(records_of(&ops) as f64);
+    metrics.batch_records.observe(records as f64);
     metrics.commits.inc();
     for ((reply, op_permits, share), outcome) in waiting.into_iter().zip(outcomes) {
         permits += op_permits as usize;
