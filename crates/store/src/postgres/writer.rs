@@ -1,6 +1,7 @@
-//! The writer of one node: one connection, driven by a runtime of its own
-//! so that `apply` blocks from any thread; it reconnects when the
-//! connection is gone. Every batch is stamped with a marker in the node's
+//! The writer of one node: one connection, driven by a one-thread runtime
+//! of its own on the thread that calls `apply` (the pipeline's writer), so
+//! that a statement's round trip wakes that thread alone; it reconnects
+//! when the connection is gone. Every batch is stamped with a marker in the node's
 //! row, so that a batch whose commit was not acknowledged is looked up on
 //! retry and, if it did commit, answered from what it wrote instead of
 //! being applied twice.
@@ -24,8 +25,12 @@ pub(crate) mod batch;
 #[cfg(test)]
 mod tests;
 
-/// The writer of one node. Its connection is driven by a one-thread runtime
-/// of its own, so `apply` can block on it from any thread.
+/// The writer of one node. Its connection is driven by a current-thread
+/// runtime of its own, inside `apply`: between batches nothing reads it
+/// (a connection lost meanwhile fails the next batch, which is retried
+/// on a new one). Driven by a runtime thread of its own instead, every
+/// round trip woke two threads in turn, and the commits of
+/// `bench dispatch` spent most of their CPU switching between them.
 pub(super) struct PgWriter {
     /// Always `Some` until dropped.
     rt: Option<tokio::runtime::Runtime>,
@@ -58,9 +63,7 @@ struct Attempt {
 
 impl PgWriter {
     pub(super) fn new(target: Target, node: String) -> Result<Self> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("joblog-pg-writer")
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| StoreError::Database(format!("starting the writer runtime: {e}")))?;
@@ -90,7 +93,7 @@ impl PgWriter {
                 .rt
                 .as_ref()
                 .ok_or_else(|| StoreError::Database("writer runtime gone".into()))?;
-            let task = rt.spawn(async move {
+            let task = async move {
                 let (client, conn) = target.connect().await?;
                 tokio::spawn(async move {
                     if let Err(e) = super::notices::drive(conn).await {
@@ -101,16 +104,14 @@ impl PgWriter {
                 // server's default.
                 client.batch_execute("SET synchronous_commit TO on").await?;
                 Ok::<_, tokio_postgres::Error>(client)
-            });
-            let client = futures_executor::block_on(task)
-                .map_err(|e| StoreError::Database(format!("writer connect task: {e}")))?
-                .map_err(|e| {
-                    StoreError::Unavailable(format!(
-                        "cannot connect to {}: {}",
-                        self.target.describe(),
-                        pg_message(&e)
-                    ))
-                })?;
+            };
+            let client = run(rt, task)?.map_err(|e| {
+                StoreError::Unavailable(format!(
+                    "cannot connect to {}: {}",
+                    self.target.describe(),
+                    pg_message(&e)
+                ))
+            })?;
             self.conn = Some(WriterConn {
                 client,
                 statements: HashMap::new(),
@@ -134,21 +135,53 @@ impl Drop for PgWriter {
     }
 }
 
+/// Runs `task` on the writer's runtime, on this thread; from inside
+/// another runtime (tests drive writers from async code), where blocking
+/// on one is refused, on a thread of its own.
+fn run<F>(rt: &tokio::runtime::Runtime, task: F) -> Result<F::Output>
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Ok(rt.block_on(task));
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| rt.block_on(task))
+            .join()
+            .map_err(|_| StoreError::Database("the writer's thread panicked".into()))
+    })
+}
+
+impl PgWriter {
+    /// Runs `f` on the connection (made if needed), on the writer's runtime.
+    fn with_conn<'a, F, Fut, T>(&'a mut self, f: F) -> Result<T>
+    where
+        F: FnOnce(&'a mut WriterConn) -> Fut,
+        Fut: std::future::Future<Output = Result<T>> + Send + 'a,
+        T: Send,
+    {
+        self.connect()?;
+        let (Some(rt), Some(conn)) = (self.rt.as_ref(), self.conn.as_mut()) else {
+            return Err(StoreError::Unavailable("no connection".into()));
+        };
+        run(rt, f(conn))?
+    }
+}
+
 impl StoreWriter for PgWriter {
     fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>> {
         let node = self.node.clone();
         if let Some(attempt) = self.uncertain.clone() {
-            let conn = self.connect()?;
             if attempt.ops == ops.len() {
-                let committed = futures_executor::block_on(was_committed(conn, &node, &attempt))?;
+                let committed = self.with_conn(|c| was_committed(c, &node, &attempt))?;
                 self.uncertain = None;
                 if committed {
                     tracing::warn!(
                         batch = %attempt.marker,
                         "the batch whose commit was not acknowledged was committed; not applying it again"
                     );
-                    let conn = self.connect()?;
-                    return futures_executor::block_on(rederive(conn, &node, ops, &attempt));
+                    return self.with_conn(|c| rederive(c, &node, ops, &attempt));
                 }
             } else {
                 self.uncertain = None;
@@ -164,8 +197,7 @@ impl StoreWriter for PgWriter {
         {
             self.last = Some(attempt.clone());
         }
-        let conn = self.connect()?;
-        let result = futures_executor::block_on(batch::apply_batch(conn, &node, ops, &attempt));
+        let result = self.with_conn(|c| batch::apply_batch(c, &node, ops, &attempt));
         match &result {
             Err(e) if e.is_transient() => self.uncertain = Some(attempt),
             Err(_) => {}
