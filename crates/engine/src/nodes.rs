@@ -26,8 +26,13 @@ impl Engine {
                         self.inner.dispatcher.wake.notify_one();
                     }
                     if c.reset || !c.finished.is_empty() {
-                        self.jobs_ended();
                         self.notifications_due();
+                    }
+                    // Not at every end: a job that wrote nothing was
+                    // sealed by it, and the sealer's look would find
+                    // nothing (a read of the store a job, on PostgreSQL).
+                    if c.reset || c.to_seal {
+                        self.jobs_ended();
                     }
                     for id in &c.cancel {
                         self.stop_if_running(*id);

@@ -47,6 +47,13 @@ pub struct Committed {
     /// ignores the key).
     #[serde(default, rename = "e", skip_serializing_if = "std::ops::Not::not")]
     pub sessions_ended: bool,
+    /// A job ended with a log left to seal (one that wrote nothing is
+    /// sealed by its end), or a queued job was cancelled: the sealer
+    /// looks. Added after the others (a peer that predates it never sets
+    /// it; each node seals the jobs it ended, and the sealer's periodic
+    /// look finds the rest).
+    #[serde(default, rename = "z", skip_serializing_if = "std::ops::Not::not")]
+    pub to_seal: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -81,8 +88,14 @@ impl Committed {
                 | WriteOp::DeliveryTried { .. },
                 _,
             ) => {}
-            (WriteOp::Finish { job, .. }, _) => self.finished.push(*job),
-            (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => self.finished.push(*job),
+            (WriteOp::Finish { job, summary, .. }, _) => {
+                self.finished.push(*job);
+                self.to_seal |= summary.records > 0;
+            }
+            (WriteOp::CancelQueued { job }, Outcome::MaybeJob(Some(_))) => {
+                self.finished.push(*job);
+                self.to_seal = true;
+            }
             (WriteOp::CancelQueued { .. }, _) => {}
             (WriteOp::RequestCancel { job }, _) => self.cancel.push(*job),
             (WriteOp::RevokeToken { .. }, Outcome::Count(n)) => self.tokens_revoked |= *n > 0,
@@ -208,6 +221,40 @@ mod tests {
         c.add(&claim, &Outcome::Claimed(Some(running(5))));
         assert_eq!(c.started, [4, 5]);
         assert!(!c.touches(4), "a tail of job 4 learns it from its records");
+    }
+
+    /// The sealer is woken by an end that left a log to seal, not by one
+    /// that wrote nothing (its end sealed it); a cancelled queued job is
+    /// sealed by the sealer, so it wakes it too.
+    #[test]
+    fn only_an_end_with_records_or_a_cancelled_queued_job_is_to_seal() {
+        let finish = |records: u64| WriteOp::Finish {
+            job: 4,
+            state: JobState::Succeeded,
+            exit_code: Some(0),
+            result: None,
+            summary: LogSummary {
+                records,
+                ..LogSummary::default()
+            },
+            at: Timestamp(2),
+        };
+        let mut c = Committed::default();
+        c.add(&finish(0), &Outcome::MaybeJob(None));
+        assert_eq!(c.finished, [4]);
+        assert!(!c.to_seal, "a job that wrote nothing: {c:?}");
+        c.add(&finish(3), &Outcome::MaybeJob(None));
+        assert!(c.to_seal, "a job with 3 records: {c:?}");
+        let mut c = Committed::default();
+        c.add(&WriteOp::CancelQueued { job: 5 }, &Outcome::MaybeJob(None));
+        assert!(c.is_empty(), "nothing was cancelled: {c:?}");
+        c.add(
+            &WriteOp::CancelQueued { job: 5 },
+            &Outcome::MaybeJob(Some(running(5))),
+        );
+        assert!(c.to_seal && c.finished == [5], "{c:?}");
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(json, r#"{"f":[5],"z":true}"#);
     }
 
     /// `Committed` crosses nodes in NOTIFY payloads, so nodes of two
