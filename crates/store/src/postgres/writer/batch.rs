@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use joblog_core::{JobId, LogSummary, Record, Timestamp};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Statement, Transaction};
 
 use super::{Attempt, WriterConn};
@@ -269,16 +269,32 @@ pub(super) async fn apply_batch(
     for (op, outcome) in ops.iter().zip(&outcomes) {
         committed.add(op, outcome);
     }
-    if committed.is_empty() {
-        let st = prepared(statements, &tx, MARK_BATCH).await?;
-        tx.execute(&st, &[&node, &attempt.marker]).await?;
-    } else {
-        let payload = listener::notice(node, committed)?;
-        let st = prepared(statements, &tx, MARK_BATCH_AND_NOTIFY).await?;
-        tx.execute(&st, &[&node, &attempt.marker, &CHANNEL, &payload])
-            .await?;
-    }
-    let committed = tx.commit().await;
+    // The marker and the COMMIT travel together: one round trip, not
+    // two. Should the marker fail, the server rolls the transaction back
+    // and answers the COMMIT with a ROLLBACK, and the marker's error is
+    // the batch's.
+    let payload = match committed.is_empty() {
+        true => None,
+        false => Some(listener::notice(node, committed)?),
+    };
+    let (st, params): (_, Vec<&(dyn ToSql + Sync)>) = match &payload {
+        None => (
+            prepared(statements, &tx, MARK_BATCH).await?,
+            vec![&node, &attempt.marker],
+        ),
+        Some(payload) => (
+            prepared(statements, &tx, MARK_BATCH_AND_NOTIFY).await?,
+            vec![&node, &attempt.marker, &CHANNEL, payload],
+        ),
+    };
+    let (marked, committed) = futures_util::join!(
+        tx.execute(&st, &params),
+        tx.client().batch_execute("COMMIT")
+    );
+    // Ended by the COMMIT sent above, not by a drop (which would send a
+    // ROLLBACK after it); a `Transaction` owns nothing else.
+    std::mem::forget(tx);
+    let committed = marked.map(drop).and(committed);
     if partitions_changed {
         conn.partitions = None;
     }
