@@ -100,6 +100,8 @@ pub struct AppState {
     hosts: Arc<guard::HostGuard>,
     limits: Arc<limits::Limits>,
     viewers: Arc<limits::Viewers>,
+    /// Store reads the live tails share.
+    tail_reads: Arc<handlers::log::tail::TailReads>,
     /// Request bodies buffered at once, in all (`limits::body`).
     body_budget: Arc<tokio::sync::Semaphore>,
     store_metrics: Arc<metrics::StoreMetrics>,
@@ -158,6 +160,7 @@ impl AppState {
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
             limits: Arc::new(options.limits.clone()),
             viewers: Arc::default(),
+            tail_reads: Arc::default(),
             body_budget: limits::body::server_budget(),
             oplog: None,
         }

@@ -3,6 +3,7 @@
 //! (`navigation`) and its live tail (`tail`) are its parts.
 
 pub mod navigation;
+mod shared;
 pub mod tail;
 
 use std::time::Duration;

@@ -4,11 +4,12 @@
 //! A viewer costs one broadcast subscription to commits (taken before the
 //! first read, so no commit is missed) and at most one page of records in
 //! memory. It reads the store only when a commit touches its job, plus a
-//! slow safety-net re-read; there is no task per viewer: the response body
-//! is the whole state, so a client that goes away drops it and everything
-//! it held.
+//! slow safety-net re-read, and the viewers that commit wakes at the same
+//! place share that read ([`shared`](super::shared)): a hundred viewers of
+//! a job cost about one read a commit, not a hundred. There is no task per
+//! viewer: the response body is the whole state, so a client that goes
+//! away drops it and everything it held.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,7 @@ use crate::auth::Identity;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{JobIdPath, QueryParams};
 use crate::handlers::jobs::load_job;
+use crate::handlers::log::shared::{ByCommit, SharedReads};
 use crate::handlers::log::{parse_streams, DEFAULT_LOG_LIMIT};
 use crate::AppState;
 
@@ -43,6 +45,18 @@ const SAFETY_NET: Duration = Duration::from_secs(5);
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 const LAST_EVENT_ID: &str = "last-event-id";
+
+/// A page of a job's log after a seq, in some streams, read after a commit.
+type PageKey = (JobId, u64, Option<Vec<Stream>>, ByCommit);
+type PageRead = Result<Arc<Vec<Record>>, Arc<ApiError>>;
+type JobRead = Result<Option<Job>, Arc<ApiError>>;
+
+/// The reads the live tails share (see [`shared`](super::shared)).
+#[derive(Default)]
+pub(crate) struct TailReads {
+    pages: Arc<SharedReads<PageKey, PageRead>>,
+    jobs: Arc<SharedReads<(JobId, ByCommit), JobRead>>,
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,7 +93,10 @@ pub async fn log_events(
         id,
         streams,
         commits,
-        page: VecDeque::new(),
+        reads: state.tail_reads.clone(),
+        woken: None,
+        page: Arc::default(),
+        next: 0,
         last: after,
         step: Step::Read,
         finished,
@@ -162,8 +179,13 @@ struct Tail {
     id: JobId,
     streams: Option<Vec<Stream>>,
     commits: Receiver<Arc<Committed>>,
-    /// Read but not sent yet: at most one page.
-    page: VecDeque<Record>,
+    reads: Arc<TailReads>,
+    /// The last commit received, when every one before it was received
+    /// too: a read started after it may be shared.
+    woken: Option<ByCommit>,
+    /// The last page read, sent up to `next`.
+    page: Arc<Vec<Record>>,
+    next: usize,
     /// Seq of the last record read.
     last: u64,
     step: Step,
@@ -179,8 +201,9 @@ impl Tail {
     /// The next event, or `None` once the stream is over.
     async fn next_event(&mut self) -> Option<Event> {
         loop {
-            if let Some(record) = self.page.pop_front() {
-                return Some(match json_event(&record) {
+            if let Some(record) = self.page.get(self.next) {
+                self.next += 1;
+                return Some(match json_event(record) {
                     Ok(event) => event.id(record.seq.to_string()),
                     Err(e) => self.fail(&e),
                 });
@@ -189,13 +212,9 @@ impl Tail {
                 Step::Read => {
                     // Whatever was committed before this read is in it.
                     self.skip_pending_commits();
-                    let read = self
-                        .store
-                        .read_log(self.id, self.last, PAGE, self.streams.clone())
-                        .await;
-                    let records = match read {
+                    let records = match self.read_page().await {
                         Ok(records) => records,
-                        Err(e) => return Some(self.fail(&e.into())),
+                        Err(e) => return Some(self.fail(&e)),
                     };
                     self.step = if joblog_store::page_is_full(&records, PAGE) {
                         Step::Read
@@ -207,9 +226,10 @@ impl Tail {
                     if let Some(r) = records.last() {
                         self.last = r.seq;
                     }
-                    self.page = records.into();
+                    self.page = records;
+                    self.next = 0;
                 }
-                Step::CheckJob => match self.store.get_job(self.id).await {
+                Step::CheckJob => match self.read_job().await {
                     // Read after the records: some may have been committed
                     // in between, hence one more read before `end`.
                     Ok(Some(job)) if job.state.is_finished() => {
@@ -219,7 +239,7 @@ impl Tail {
                     Ok(Some(_)) => self.step = Step::Wait,
                     // Deleted by retention meanwhile.
                     Ok(None) => return Some(self.fail(&ApiError::job_not_found(self.id))),
-                    Err(e) => return Some(self.fail(&e.into())),
+                    Err(e) => return Some(self.fail(&e)),
                 },
                 Step::Wait => {
                     if !self.wait_for_commit().await {
@@ -247,9 +267,41 @@ impl Tail {
     fn skip_pending_commits(&mut self) {
         loop {
             match self.commits.try_recv() {
-                Ok(_) | Err(TryRecvError::Lagged(_)) => {}
+                Ok(c) => self.woken = Some(ByCommit(c)),
+                // Which commits were missed is unknown: read alone.
+                Err(TryRecvError::Lagged(_)) => self.woken = None,
                 Err(TryRecvError::Empty | TryRecvError::Closed) => return,
             }
+        }
+    }
+
+    /// The page after `last`: shared with the viewers the same commit
+    /// woke at the same place, alone otherwise.
+    async fn read_page(&self) -> PageRead {
+        let (store, id, last, streams) =
+            (self.store.clone(), self.id, self.last, self.streams.clone());
+        let read = async move {
+            match store.read_log(id, last, PAGE, streams).await {
+                Ok(records) => Ok(Arc::new(records)),
+                Err(e) => Err(Arc::new(ApiError::from(e))),
+            }
+        };
+        match &self.woken {
+            Some(c) => {
+                let key = (id, last, self.streams.clone(), c.clone());
+                self.reads.pages.get(key, || read).await
+            }
+            None => read.await,
+        }
+    }
+
+    /// The job, shared like [`Tail::read_page`].
+    async fn read_job(&self) -> JobRead {
+        let (store, id) = (self.store.clone(), self.id);
+        let read = async move { store.get_job(id).await.map_err(|e| Arc::new(e.into())) };
+        match &self.woken {
+            Some(c) => self.reads.jobs.get((id, c.clone()), || read).await,
+            None => read.await,
         }
     }
 
@@ -259,20 +311,32 @@ impl Tail {
     async fn wait_for_commit(&mut self) -> bool {
         let (id, last) = (self.id, self.last);
         let commits = &mut self.commits;
+        let woken = &mut self.woken;
         let touched = async {
             loop {
                 match commits.recv().await {
-                    Ok(c) if c.touches_after(id, last) => return true,
-                    Ok(_) => {}
-                    // Missed some: re-read rather than guess.
-                    Err(RecvError::Lagged(_)) => return true,
+                    Ok(c) if c.touches_after(id, last) => {
+                        *woken = Some(ByCommit(c));
+                        return true;
+                    }
+                    Ok(c) => *woken = Some(ByCommit(c)),
+                    // Missed some: re-read rather than guess, alone.
+                    Err(RecvError::Lagged(_)) => {
+                        *woken = None;
+                        return true;
+                    }
                     Err(RecvError::Closed) => return false,
                 }
             }
         };
-        tokio::time::timeout(SAFETY_NET, touched)
-            .await
-            .unwrap_or(true)
+        match tokio::time::timeout(SAFETY_NET, touched).await {
+            Ok(more) => more,
+            // The safety net's re-read covers what no commit said.
+            Err(_) => {
+                self.woken = None;
+                true
+            }
+        }
     }
 
     /// Ends the stream with `event: error` and the error as every
@@ -284,7 +348,8 @@ impl Tail {
             "live log tail stopped"
         );
         self.step = Step::Done;
-        self.page.clear();
+        self.page = Arc::default();
+        self.next = 0;
         Event::default().event("error").data(e.body().to_string())
     }
 }
