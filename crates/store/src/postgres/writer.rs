@@ -1,10 +1,10 @@
 //! The writer of one node: one connection, driven by a one-thread runtime
 //! of its own on the thread that calls `apply` (the pipeline's writer), so
 //! that a statement's round trip wakes that thread alone; it reconnects
-//! when the connection is gone. Every batch is stamped with a marker in the node's
-//! row, so that a batch whose commit was not acknowledged is looked up on
-//! retry and, if it did commit, answered from what it wrote instead of
-//! being applied twice.
+//! when the connection is gone. Every batch is stamped with a marker in the
+//! node's row, so that a batch whose commit was not acknowledged is looked
+//! up on retry and, if it did commit, answered from what it wrote instead
+//! of being applied twice.
 
 use std::collections::{HashMap, HashSet};
 
@@ -122,13 +122,27 @@ impl PgWriter {
             .as_mut()
             .ok_or_else(|| StoreError::Unavailable("no connection".into()))
     }
+
+    /// Runs `f` on the connection (made if needed), on the writer's runtime.
+    fn with_conn<'a, F, Fut, T>(&'a mut self, f: F) -> Result<T>
+    where
+        F: FnOnce(&'a mut WriterConn) -> Fut,
+        Fut: std::future::Future<Output = Result<T>> + Send + 'a,
+        T: Send,
+    {
+        self.connect()?;
+        let (Some(rt), Some(conn)) = (self.rt.as_ref(), self.conn.as_mut()) else {
+            return Err(StoreError::Unavailable("no connection".into()));
+        };
+        run(rt, f(conn))?
+    }
 }
 
 impl Drop for PgWriter {
     fn drop(&mut self) {
         self.conn = None;
         // Dropping a runtime blocks, which is refused inside async code
-        // (tests drop writers there); its one thread just winds down.
+        // (tests drop writers there).
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
         }
@@ -151,22 +165,6 @@ where
             .join()
             .map_err(|_| StoreError::Database("the writer's thread panicked".into()))
     })
-}
-
-impl PgWriter {
-    /// Runs `f` on the connection (made if needed), on the writer's runtime.
-    fn with_conn<'a, F, Fut, T>(&'a mut self, f: F) -> Result<T>
-    where
-        F: FnOnce(&'a mut WriterConn) -> Fut,
-        Fut: std::future::Future<Output = Result<T>> + Send + 'a,
-        T: Send,
-    {
-        self.connect()?;
-        let (Some(rt), Some(conn)) = (self.rt.as_ref(), self.conn.as_mut()) else {
-            return Err(StoreError::Unavailable("no connection".into()));
-        };
-        run(rt, f(conn))?
-    }
 }
 
 impl StoreWriter for PgWriter {

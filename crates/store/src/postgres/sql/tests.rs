@@ -11,6 +11,21 @@ use crate::postgres::PgStore;
 use crate::testing::TestDatabase;
 use crate::{Outcome, StoreOptions, StoreWriter, WriteOp};
 
+/// A runtime and a connection of its own to `store`'s database, for
+/// asking the server how it plans a statement.
+fn client_of(store: &PgStore) -> (tokio::runtime::Runtime, tokio_postgres::Client) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = rt.block_on(async {
+        let (client, conn) = store.target.connect().await.unwrap();
+        tokio::spawn(conn);
+        client
+    });
+    (rt, client)
+}
+
 /// Every query a request runs, every shape of job listing included, can be
 /// served by index scans in the order it returns rows (several merged by a
 /// Merge Append for a listing): reads stay O(log n) as the log grows. The
@@ -80,13 +95,8 @@ fn request_queries_use_indexes_and_never_sort() {
             .chain(crate::accounts::every_statement())
             .map(|(_, st, params)| (st.postgres.to_string(), params)),
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (rt, client) = client_of(&store);
     rt.block_on(async {
-        let (client, conn) = store.target.connect().await.unwrap();
-        tokio::spawn(conn);
         client
             .batch_execute(
                 "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off",
@@ -150,13 +160,8 @@ fn a_claim_walks_only_the_queues_of_selectors_the_node_satisfies() {
         })
         .collect();
     let labels = joblog_core::Labels::parse("role=db,os=linux").unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (rt, mut client) = client_of(&store);
     rt.block_on(async {
-        let (mut client, conn) = store.target.connect().await.unwrap();
-        tokio::spawn(conn);
         client.batch_execute("ANALYZE jobs").await.unwrap();
         let none: Vec<String> = Vec::new();
         let held: Vec<i64> = Vec::new();
@@ -206,7 +211,7 @@ fn a_claim_walks_only_the_queues_of_selectors_the_node_satisfies() {
 
 /// A claim's cached plan, made while statistics said no job was queued,
 /// still takes its job without walking the queue: the candidate is locked
-/// by its `ctid` and updated by its primary key. (Planned on a join, or
+/// and updated by its `ctid`. (Planned on a join, or
 /// on `state = 'queued'` beside an id, the lock walked every queued job:
 /// 544–1,576 rows a claim in `bench dispatch` on PostgreSQL.) The same
 /// for the claim of a candidate with a concurrency key.
@@ -216,13 +221,8 @@ fn a_claims_plan_made_on_an_idle_table_never_walks_the_queue() {
         return;
     };
     let store = PgStore::open(db.url(), &StoreOptions::default()).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (rt, client) = client_of(&store);
     rt.block_on(async {
-        let (client, conn) = store.target.connect().await.unwrap();
-        tokio::spawn(conn);
         // Statistics of a store whose jobs have all ended (enough of them
         // that a lookup by id is an index probe); the plans are made and
         // cached now, from them, as a writer's are at its first batches.
