@@ -92,7 +92,8 @@ error_codes! {
     QueueFull = "queue_full", TOO_MANY_REQUESTS, "`max_queued` jobs are waiting already; retry after `Retry-After` seconds.";
     TooManyViewers = "too_many_viewers", TOO_MANY_REQUESTS, "The live viewer limits are reached: log tails and job-list feeds on the node (`http.max_viewers`), tails of one job (`http.max_viewers_per_job`).";
     Internal = "internal", INTERNAL_SERVER_ERROR, "Something failed inside the server; the cause is in its error log.";
-    StoreUnavailable = "store_unavailable", SERVICE_UNAVAILABLE, "The database is unavailable (locked, full or unreachable); retry shortly.";
+    StoreUnavailable = "store_unavailable", SERVICE_UNAVAILABLE, "The database is unavailable (locked or unreachable); retry shortly.";
+    StorageFull = "storage_full", SERVICE_UNAVAILABLE, "The disk under the database is full, or the data directory's has less free space than `store.min_free_bytes`: nothing was done; retry once space is freed.";
     ShuttingDown = "shutting_down", SERVICE_UNAVAILABLE, "The server is stopping and takes no new work.";
     TooManyConnections = "too_many_connections", SERVICE_UNAVAILABLE, "The server has `http.max_connections` connections open; this one is closed after this answer.";
 }
@@ -165,6 +166,13 @@ impl From<StoreError> for ApiError {
                     "the sealed log of job {job} is damaged and cannot be read here; \
                      the server's error log says which segment"
                 ),
+            );
+        }
+        if e.is_full() {
+            tracing::error!(error = %e, "store full");
+            return ApiError::new(
+                ErrorCode::StorageFull,
+                "the database's disk is full; nothing was done, retry once space is freed",
             );
         }
         if e.is_transient() {
@@ -242,7 +250,14 @@ impl From<EngineError> for ApiError {
                 tracing::error!(error = %why, "refused a write: the store does not accept writes");
                 ApiError::new(
                     ErrorCode::StoreUnavailable,
-                    "the database does not accept writes now (full, locked or unreachable); nothing was done, retry shortly",
+                    "the database does not accept writes now (locked or unreachable); nothing was done, retry shortly",
+                )
+            }
+            EngineError::StorageFull(why) => {
+                tracing::error!(error = %why, "refused a write: storage full");
+                ApiError::new(
+                    ErrorCode::StorageFull,
+                    "storage is full (the database's disk, or the data directory's below store.min_free_bytes); nothing was done, retry once space is freed",
                 )
             }
             EngineError::Pipeline(e) => e.into(),

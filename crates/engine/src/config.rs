@@ -39,6 +39,10 @@ pub struct EngineConfig {
     /// Jobs that may wait in the queue (on a shared store: of all nodes);
     /// a submission past it is refused, to be retried later.
     pub max_queued: u64,
+    /// Below this many free bytes on the data directory's disk, new jobs
+    /// are refused (`0`: never): the database and the server's own logs
+    /// keep room to finish what runs.
+    pub min_free_bytes: u64,
     /// Schedules that may exist (of all nodes); creating one more is
     /// refused.
     pub max_schedules: u64,
@@ -86,6 +90,7 @@ impl EngineConfig {
             max_result_bytes: 64 << 20,
             heartbeat_timeout: Duration::from_secs(30),
             max_queued: 10_000,
+            min_free_bytes: 256 << 20,
             max_schedules: 1_000,
             server_secrets: Vec::new(),
             node_secrets: BTreeMap::new(),

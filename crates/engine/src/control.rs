@@ -33,6 +33,7 @@ impl Engine {
         spec: joblog_core::JobSpec,
         secrets: std::collections::BTreeMap<String, String>,
     ) -> Result<Job, EngineError> {
+        self.check_free_space()?;
         self.check_queue().await?;
         let submitting = if secrets.is_empty() {
             None
@@ -123,7 +124,41 @@ impl Engine {
         match self.inner.pipeline.health() {
             joblog_pipeline::Health::Ok => Ok(()),
             joblog_pipeline::Health::Failing(why) => Err(EngineError::WritesFailing(why)),
+            joblog_pipeline::Health::Full(why) => Err(EngineError::StorageFull(why)),
         }
+    }
+
+    /// Refuses a new job while the data directory's disk has less free
+    /// space than `min_free_bytes`, before it is full: what runs keeps the
+    /// room to finish. A disk that cannot be measured is not refused for.
+    pub(crate) fn check_free_space(&self) -> Result<(), EngineError> {
+        match self.storage_low() {
+            Some(why) => Err(EngineError::StorageFull(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Why new jobs are refused for want of space on the data directory's
+    /// disk (`min_free_bytes`), measured now; `None` while there is room.
+    pub fn storage_low(&self) -> Option<String> {
+        let min = self.inner.config.min_free_bytes;
+        if min == 0 {
+            return None;
+        }
+        let free = match crate::storage::free_bytes(&self.inner.config.data_dir) {
+            Ok(free) => free,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot measure the data directory's free space");
+                return None;
+            }
+        };
+        let low = free < min;
+        self.inner.metrics.storage_low.set(i64::from(low));
+        low.then(|| {
+            format!(
+                "{free} bytes free on the data directory's disk, below store.min_free_bytes ({min})"
+            )
+        })
     }
 
     /// Cancels a queued job at once, or stops a running one (its state

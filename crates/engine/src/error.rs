@@ -34,6 +34,10 @@ pub enum EngineError {
     TooManySchedules(u64),
     #[error("the store does not accept writes: {0}")]
     WritesFailing(String),
+    /// The store's disk is full, or the data directory's has less free
+    /// space than `min_free_bytes`: the text says which.
+    #[error("storage full: {0}")]
+    StorageFull(String),
     #[error(transparent)]
     Pipeline(#[from] joblog_pipeline::PipelineError),
     #[error(transparent)]

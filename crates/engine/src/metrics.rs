@@ -17,6 +17,7 @@ pub(crate) struct Metrics {
     pub(crate) fire_lateness: Histogram,
     pub(crate) fires: Counter,
     pub(crate) fires_skipped: Counter,
+    pub(crate) storage_low: Gauge,
 }
 
 impl Metrics {
@@ -31,7 +32,14 @@ impl Metrics {
             fire_lateness: Histogram::new(joblog_core::exponential_buckets(0.0005, 2.0, 16)),
             fires: Counter::default(),
             fires_skipped: Counter::default(),
+            storage_low: Gauge::default(),
         };
+        registry.register(
+            "joblog_storage_low",
+            "1 while the data directory's disk has less free space than store.min_free_bytes \
+             (new jobs refused), as last measured (at a submission or a /healthz)",
+            metrics.storage_low.clone(),
+        );
         registry.register(
             "joblog_schedule_fire_lateness_seconds",
             "From a schedule's fire time to its job queued (committed)",

@@ -42,6 +42,8 @@ mod service;
 mod sso;
 #[path = "e2e/startup.rs"]
 mod startup;
+#[path = "e2e/storage.rs"]
+mod storage;
 #[path = "e2e/ui.rs"]
 mod ui;
 

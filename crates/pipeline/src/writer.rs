@@ -104,6 +104,7 @@ struct Metrics {
     commit_seconds: Histogram,
     pending_bytes: Gauge,
     healthy: Gauge,
+    full: Gauge,
 }
 
 impl Metrics {
@@ -117,6 +118,7 @@ impl Metrics {
             commit_seconds: Histogram::new(joblog_core::exponential_buckets(0.0001, 3.0, 12)),
             pending_bytes: Gauge::default(),
             healthy: Gauge::default(),
+            full: Gauge::default(),
         };
         let r = registry;
         r.register(
@@ -159,6 +161,11 @@ impl Metrics {
             "1 when the last write succeeded, 0 while the store is failing",
             m.healthy.clone(),
         );
+        r.register(
+            "joblog_store_full",
+            "1 while the store's writes fail because its disk is full",
+            m.full.clone(),
+        );
         m.healthy.set(1);
         m
     }
@@ -169,6 +176,8 @@ impl Metrics {
 pub enum Health {
     Ok,
     Failing(String),
+    /// Failing for want of disk space under the store.
+    Full(String),
 }
 
 struct Shared {
@@ -177,6 +186,8 @@ struct Shared {
     share_total: usize,
     commits: broadcast::Sender<Arc<Committed>>,
     healthy: AtomicBool,
+    /// Whether the last failure was the store's disk being full.
+    full: AtomicBool,
     last_error: Mutex<Option<String>>,
     pending: AtomicU64,
 }
@@ -212,6 +223,7 @@ impl Pipeline {
             share_total: budget_total / 2,
             commits: broadcast::channel(1024).0,
             healthy: AtomicBool::new(true),
+            full: AtomicBool::new(false),
             last_error: Mutex::new(None),
             pending: AtomicU64::new(0),
         });
@@ -317,7 +329,11 @@ impl Pipeline {
                 .last_error
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            Health::Failing(e.clone().unwrap_or_else(|| "store failing".into()))
+            let why = e.clone().unwrap_or_else(|| "store failing".into());
+            match self.shared.full.load(Ordering::Relaxed) {
+                true => Health::Full(why),
+                false => Health::Failing(why),
+            }
         }
     }
 
@@ -384,19 +400,69 @@ fn run_writer(
         if batching::next_batch(&mut waiting, pace.limits(others), &mut batch) {
             behind_flood = Some(Instant::now());
         }
-        commit_batch(writer.as_mut(), &mut batch, &shared, &metrics, &mut pace);
+        let mut inbox = Inbox {
+            rx: &rx,
+            waiting: &mut waiting,
+            closing: &mut closing,
+        };
+        commit_batch(
+            writer.as_mut(),
+            &mut batch,
+            &mut inbox,
+            &shared,
+            &metrics,
+            &mut pace,
+        );
+    }
+}
+
+/// What arrives while a batch is applied: the writer's channel, and where
+/// its ops wait their turn.
+struct Inbox<'a> {
+    rx: &'a mpsc::Receiver<Envelope>,
+    waiting: &'a mut VecDeque<Msg>,
+    closing: &'a mut bool,
+}
+
+impl Inbox<'_> {
+    /// Waits `delay` before a failed batch is tried again, refusing at
+    /// once the clients' requests that arrive meanwhile (they would wait
+    /// behind the batch otherwise); the rest waits its turn.
+    fn wait_refusing(&mut self, delay: Duration, e: &StoreError) {
+        let until = Instant::now() + delay;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match self.rx.recv_timeout(left) {
+                Ok(Envelope::Op(m)) if m.op.refused_while_failing() => {
+                    if let Some(reply) = m.reply {
+                        let _ = reply.send(Err(PipelineError::Store(refusal(e))));
+                    }
+                }
+                Ok(Envelope::Op(m)) => self.waiting.push_back(m),
+                Ok(Envelope::Close) => *self.closing = true,
+                Err(mpsc::RecvTimeoutError::Timeout) => return,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(left);
+                    return;
+                }
+            }
+        }
     }
 }
 
 fn commit_batch(
     writer: &mut dyn StoreWriter,
     batch: &mut Vec<Msg>,
+    inbox: &mut Inbox<'_>,
     shared: &Shared,
     metrics: &Metrics,
     pace: &mut pace::Pace,
 ) {
     // The ops go to the store; the reply slots and permits stay here.
-    let (ops, waiting): (Vec<WriteOp>, Vec<_>) = batch
+    let (mut ops, mut waiting): (Vec<WriteOp>, Vec<Waiting>) = batch
         .drain(..)
         .map(|m| (m.op, (m.reply, m.permits, m.share)))
         .unzip();
@@ -418,12 +484,18 @@ fn commit_batch(
             }
             Err(e) if e.is_transient() => {
                 // The store is locked, full or away: hold the batch (and,
-                // through the budget, the producers) and try again.
+                // through the budget, the producers) and try again; but
+                // answer the clients who wait now, and drop their ops.
                 metrics.errors.inc();
                 mark_failing(shared, metrics, &e);
+                refuse_requests(&mut ops, &mut waiting, &e);
+                if ops.is_empty() {
+                    // All were refused; nothing holds a permit.
+                    return;
+                }
                 let delay = backoff.next_delay();
                 tracing::error!(error = %e, ops = ops.len(), "store write failed; retrying in {delay:?}");
-                std::thread::sleep(delay);
+                inbox.wait_refusing(delay, &e);
             }
             Err(e) => {
                 // Not transient: find the op at fault by applying them one
@@ -496,6 +568,10 @@ fn apply_one_by_one(
                         PipelineError::Store(StoreError::Database("no outcome".into()))
                     });
                 }
+                Err(e) if e.is_transient() && op.refused_while_failing() => {
+                    mark_failing(shared, metrics, &e);
+                    break Err(PipelineError::Store(refusal(&e)));
+                }
                 Err(e) if e.is_transient() => {
                     mark_failing(shared, metrics, &e);
                     std::thread::sleep(backoff.next_delay());
@@ -516,16 +592,56 @@ fn store_backoff() -> Backoff {
     Backoff::new(Duration::from_millis(50), Duration::from_secs(5))
 }
 
+/// What a reply slot, the op's permits and its job's share hold while
+/// the batch is applied.
+type Waiting = (
+    Option<oneshot::Sender<Result<Outcome, PipelineError>>>,
+    u32,
+    Option<Arc<Semaphore>>,
+);
+
+/// Takes out of a batch that failed (and so applied nothing) the ops a
+/// client waits for ([`WriteOp::refused_while_failing`]), answering each
+/// with the store's error: the client hears within the retry's delay, and
+/// the op is never applied after it gave up.
+fn refuse_requests(ops: &mut Vec<WriteOp>, waiting: &mut Vec<Waiting>, e: &StoreError) {
+    let mut i = 0;
+    while i < ops.len() {
+        if !ops[i].refused_while_failing() {
+            i += 1;
+            continue;
+        }
+        ops.remove(i);
+        let (reply, _, _) = waiting.remove(i);
+        if let Some(reply) = reply {
+            let _ = reply.send(Err(PipelineError::Store(refusal(e))));
+        }
+    }
+}
+
+/// The error a refused op is answered with: the store's, of the same kind.
+fn refusal(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Full(why) => StoreError::Full(why.clone()),
+        StoreError::Unavailable(why) => StoreError::Unavailable(why.clone()),
+        other => StoreError::Unavailable(other.to_string()),
+    }
+}
+
 fn mark_healthy(shared: &Shared, metrics: &Metrics) {
     if !shared.healthy.swap(true, Ordering::Relaxed) {
         tracing::info!("store writes succeed again");
         metrics.healthy.set(1);
+        metrics.full.set(0);
+        shared.full.store(false, Ordering::Relaxed);
     }
 }
 
 fn mark_failing(shared: &Shared, metrics: &Metrics, e: &StoreError) {
+    shared.full.store(e.is_full(), Ordering::Relaxed);
     shared.healthy.store(false, Ordering::Relaxed);
     metrics.healthy.set(0);
+    metrics.full.set(i64::from(e.is_full()));
     *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
 }
 

@@ -1,11 +1,17 @@
 //! The store's errors.
 
-/// What went wrong in the store. `Unavailable` is transient (locked, full,
-/// unreachable): callers retry it; the rest are not.
+/// What went wrong in the store. `Unavailable` and `Full` are transient
+/// (locked or unreachable; out of disk space): callers retry them; the
+/// rest are not.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The disk under the database is full (SQLite's `SQLITE_FULL`,
+    /// PostgreSQL's `53100 disk_full`): writes succeed again once space
+    /// is freed.
+    #[error("database storage full: {0}")]
+    Full(String),
     #[error("database error: {0}")]
     Database(String),
     #[error("configuration: {0}")]
@@ -28,7 +34,12 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Unavailable(_))
+        matches!(self, StoreError::Unavailable(_) | StoreError::Full(_))
+    }
+
+    /// Whether the store failed for want of disk space.
+    pub fn is_full(&self) -> bool {
+        matches!(self, StoreError::Full(_))
     }
 }
 
@@ -36,7 +47,8 @@ impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         use rusqlite::ErrorCode::*;
         match e.sqlite_error_code() {
-            Some(DatabaseBusy | DatabaseLocked | DiskFull | SystemIoFailure | CannotOpen) => {
+            Some(DiskFull) => StoreError::Full(e.to_string()),
+            Some(DatabaseBusy | DatabaseLocked | SystemIoFailure | CannotOpen) => {
                 StoreError::Unavailable(e.to_string())
             }
             _ => StoreError::Database(e.to_string()),
@@ -47,7 +59,9 @@ impl From<rusqlite::Error> for StoreError {
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
         let text = pg_message(&e);
-        if is_transient_pg(&e) {
+        if e.code() == Some(&tokio_postgres::error::SqlState::DISK_FULL) {
+            StoreError::Full(text)
+        } else if is_transient_pg(&e) {
             StoreError::Unavailable(text)
         } else {
             StoreError::Database(text)

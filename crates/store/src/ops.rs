@@ -229,6 +229,48 @@ impl WriteOp {
     /// The job whose log this op continues (its records, its end): the
     /// writer keeps such ops of one job in order when it puts a job's
     /// flood after others' records.
+    /// Whether a client waits for this op and would rather be refused
+    /// than kept waiting while the store fails (a full disk, a lost
+    /// database): a submission, a cancel of a queued job, a change of a
+    /// schedule, a rule, a token, an account or a control. Refused, it is
+    /// never applied later — a client that gave up and retried must not
+    /// find it done twice. The rest (records, ends, claims, the engine's
+    /// and the sealer's own work) wait for the store.
+    pub fn refused_while_failing(&self) -> bool {
+        match self {
+            WriteOp::InsertJob { .. }
+            | WriteOp::SaveSchedule { .. }
+            | WriteOp::DeleteSchedule { .. }
+            | WriteOp::CancelQueued { .. }
+            | WriteOp::SetDrain { .. }
+            | WriteOp::SetPaused { .. }
+            | WriteOp::CreateToken(_)
+            | WriteOp::RevokeToken { .. }
+            | WriteOp::Account(_)
+            | WriteOp::SaveRule { .. }
+            | WriteOp::DeleteRule { .. } => true,
+            WriteOp::ClaimNext { .. }
+            | WriteOp::FireDue { .. }
+            | WriteOp::Append { .. }
+            | WriteOp::Finish { .. }
+            | WriteOp::Interrupt { .. }
+            | WriteOp::DeleteLogChunk { .. }
+            | WriteOp::SealSlice(_)
+            | WriteOp::MarkSealed { .. }
+            | WriteOp::DeleteJob { .. }
+            | WriteOp::DropLogPartitions { .. }
+            | WriteOp::Heartbeat { .. }
+            | WriteOp::RegisterNode { .. }
+            | WriteOp::NodeStopped { .. }
+            | WriteOp::RequestCancel { .. }
+            | WriteOp::TouchToken { .. }
+            | WriteOp::Audit(_)
+            | WriteOp::DeleteAudit { .. }
+            | WriteOp::ClaimDeliveries { .. }
+            | WriteOp::DeliveryTried { .. } => false,
+        }
+    }
+
     pub fn log_of(&self) -> Option<JobId> {
         match self {
             WriteOp::Append { job, .. } | WriteOp::Finish { job, .. } => Some(*job),

@@ -25,6 +25,13 @@ pub async fn backup(State(state): State<AppState>) -> Result<Response, ApiError>
         Err(StoreError::Unsupported(why)) => {
             return Err(ApiError::new(ErrorCode::BackupUnsupported, why))
         }
+        Err(e) if e.is_full() => {
+            tracing::error!(error = %e, "backup: cannot make the snapshot");
+            return Err(ApiError::new(
+                ErrorCode::StorageFull,
+                "cannot make the snapshot: the data directory's disk is full; see the server's log",
+            ));
+        }
         Err(e) if e.is_transient() => {
             tracing::error!(error = %e, "backup: cannot make the snapshot");
             return Err(ApiError::new(

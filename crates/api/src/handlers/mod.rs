@@ -58,8 +58,8 @@ pub async fn openapi() -> Response {
         .into_response()
 }
 
-/// 200 when the node takes jobs and its store answers and accepts writes;
-/// 503 otherwise, saying why.
+/// 200 when the node takes jobs, its store answers and accepts writes and
+/// its data directory's disk has room; 503 otherwise, saying why.
 pub async fn healthz(State(state): State<AppState>) -> Response {
     let engine = &state.engine;
     // A database that is away can take a connect timeout to say so;
@@ -80,11 +80,18 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
             "unavailable: reads fail".to_string()
         }
         (_, joblog_pipeline::Health::Failing(_)) => "unavailable: writes fail".to_string(),
+        (_, joblog_pipeline::Health::Full(_)) => "unavailable: storage full".to_string(),
     };
-    let ok = store == "ok" && engine.is_accepting();
+    // The floor below which new jobs are refused (`store.min_free_bytes`).
+    let storage = match engine.storage_low() {
+        None => "ok".to_string(),
+        Some(why) => format!("low: {why}; new jobs refused"),
+    };
+    let ok = store == "ok" && storage == "ok" && engine.is_accepting();
     let body = serde_json::json!({
         "status": if ok { "ok" } else { "unavailable" },
         "store": store,
+        "storage": storage,
         "accepting_jobs": engine.is_accepting(),
         "node": engine.node(),
         "pool_in_use": engine.in_use(),

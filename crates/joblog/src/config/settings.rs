@@ -93,6 +93,12 @@ settings! {
     /// power loss.
     sync: SyncMode = SyncMode::default(),
         key "sync", env "JOBLOG_SYNC", flag Some("sync");
+    /// Below this much free space on the data directory's disk, new jobs
+    /// (submissions, reruns, runs of saved jobs) get `503 storage_full`
+    /// before the disk is full, so the database and the server's own logs
+    /// keep room for what runs. `0` turns the floor off.
+    store_min_free_bytes: ByteSize = ByteSize(engine().min_free_bytes),
+        key "store.min_free_bytes", env "JOBLOG_STORE_MIN_FREE_BYTES", flag Some("store-min-free-bytes");
     /// On SIGTERM/SIGINT, how long running jobs may go on before they are
     /// stopped.
     grace_period: Duration = Duration::from_secs(30),

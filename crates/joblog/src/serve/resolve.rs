@@ -100,6 +100,7 @@ pub(crate) fn resolve(s: Settings) -> anyhow::Result<ServeConfig> {
     engine.heartbeat_timeout = s.heartbeat_timeout;
     engine.kill_grace = s.kill_grace;
     engine.max_queued = s.max_queued;
+    engine.min_free_bytes = s.store_min_free_bytes.0;
     engine.max_schedules = s.max_schedules;
     engine.seal = s.log_seal;
     engine.notify = joblog_engine::NotifyConfig {

@@ -1,4 +1,5 @@
-//! The writer under a flood: a job's share and the batches' order.
+//! The writer under a flood (a job's share and the batches' order) and
+//! under a store that fails (what waits, what is refused).
 
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -237,4 +238,92 @@ async fn beside_a_flood_batches_keep_to_what_commits_in_the_target() {
         flood_after.iter().all(|n| *n <= SLOW_BATCH * 2 / 5),
         "{sizes:?}"
     );
+}
+
+/// A store whose disk is full while `full` is set: every transaction
+/// fails whole; otherwise it records the ops it commits, by name.
+struct Full {
+    full: Arc<std::sync::atomic::AtomicBool>,
+    committed: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl StoreWriter for Full {
+    fn apply(&mut self, ops: &[WriteOp]) -> joblog_store::Result<Vec<Outcome>> {
+        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(joblog_store::StoreError::Full(
+                "database or disk is full".into(),
+            ));
+        }
+        self.committed
+            .lock()
+            .unwrap()
+            .extend(ops.iter().map(WriteOp::name));
+        Ok(ops.iter().map(|_| Outcome::Done).collect())
+    }
+}
+
+/// With the disk full, a submission is answered at once with the store's
+/// error and never applied, whether it came before the failure was known
+/// (in the failing batch) or during the retries; a job's records wait and
+/// are committed once space returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_disk_full_submissions_are_refused_at_once_and_records_wait() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let full = Arc::new(AtomicBool::new(true));
+    let committed = Arc::new(Mutex::new(Vec::new()));
+    let (p, writer) = Pipeline::start(
+        Box::new(Full {
+            full: full.clone(),
+            committed: committed.clone(),
+        }),
+        PipelineConfig {
+            max_batch_records: 20,
+            max_batch_bytes: 8 << 20,
+            memory_budget: 1 << 20,
+        },
+        &mut Registry::default(),
+    );
+    let share = p.job_share();
+    p.append(&share, 1, vec![record(1, 10)], LogSummary::default())
+        .await
+        .unwrap();
+    // Several rounds of the writer's backoff (50 ms, doubling): some of
+    // these meet the failing batch, the later ones its retries.
+    for round in 0..6 {
+        let started = std::time::Instant::now();
+        let refused = tokio::time::timeout(
+            Duration::from_secs(2),
+            p.insert_job(None, joblog_core::JobSpec::default()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("round {round}: the submission waited"));
+        match refused {
+            Err(crate::PipelineError::Store(e)) => assert!(e.is_full(), "round {round}: {e}"),
+            other => panic!("round {round}: {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_millis(1500));
+        assert!(matches!(p.health(), super::Health::Full(_)));
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    assert!(committed.lock().unwrap().is_empty());
+
+    full.store(false, Ordering::SeqCst);
+    let done = tokio::time::timeout(Duration::from_secs(20), async {
+        while !committed.lock().unwrap().contains(&"append") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(
+        done.is_ok(),
+        "the record was not committed once space returned"
+    );
+    assert_eq!(p.health(), super::Health::Ok);
+    assert!(
+        !committed.lock().unwrap().contains(&"insert_job"),
+        "a refused submission was applied later: {:?}",
+        committed.lock().unwrap()
+    );
+    p.close();
+    writer.join();
 }
