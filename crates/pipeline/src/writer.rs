@@ -488,10 +488,14 @@ fn commit_batch(
                 // answer the clients who wait now, and drop their ops.
                 metrics.errors.inc();
                 mark_failing(shared, metrics, &e);
-                refuse_requests(&mut ops, &mut waiting, &e);
-                if ops.is_empty() {
-                    // All were refused; nothing holds a permit.
-                    return;
+                // Unless the attempt may have committed: then the same ops
+                // go again, and the store answers them from what it wrote.
+                if !writer.may_have_committed() {
+                    refuse_requests(&mut ops, &mut waiting, &e);
+                    if ops.is_empty() {
+                        // All were refused; nothing holds a permit.
+                        return;
+                    }
                 }
                 let delay = backoff.next_delay();
                 tracing::error!(error = %e, ops = ops.len(), "store write failed; retrying in {delay:?}");
@@ -568,7 +572,11 @@ fn apply_one_by_one(
                         PipelineError::Store(StoreError::Database("no outcome".into()))
                     });
                 }
-                Err(e) if e.is_transient() && op.refused_while_failing() => {
+                Err(e)
+                    if e.is_transient()
+                        && op.refused_while_failing()
+                        && !writer.may_have_committed() =>
+                {
                     mark_failing(shared, metrics, &e);
                     break Err(PipelineError::Store(refusal(&e)));
                 }

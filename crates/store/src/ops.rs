@@ -315,8 +315,19 @@ pub enum Outcome {
 pub trait StoreWriter: Send {
     /// Applies `ops` in one transaction and returns one outcome per op, or
     /// an error after which nothing of the batch was applied. After a
-    /// transient error the caller retries with the same ops; a store whose
-    /// connection can drop mid-commit uses that to find out whether the
-    /// failed attempt was in fact committed, so nothing is applied twice.
+    /// transient error the caller retries; while [`may_have_committed`]
+    /// says so, with the same ops: a store whose connection can drop
+    /// mid-commit uses that to find out whether the failed attempt was in
+    /// fact committed, so nothing is applied twice.
+    ///
+    /// [`may_have_committed`]: StoreWriter::may_have_committed
     fn apply(&mut self, ops: &[WriteOp]) -> Result<Vec<Outcome>>;
+
+    /// Whether the last attempt failed after its commit was sent (the
+    /// acknowledgement lost with the connection), so that it may have
+    /// been committed: the caller must retry the same ops before it may
+    /// leave any out. `false` when the failure certainly applied nothing.
+    fn may_have_committed(&self) -> bool {
+        false
+    }
 }

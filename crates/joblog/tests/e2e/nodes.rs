@@ -400,3 +400,114 @@ async fn postgres_stopped_and_restarted_mid_ingest_loses_no_record() {
         assert_eq!(status, 200, "{body}");
     }
 }
+
+/// Every connection the nodes hold — the writers', the listeners', the
+/// readers' — is cut again and again (`pg_terminate_backend`, one
+/// backend every 100 ms, in turn) while two nodes ingest and clients
+/// submit: each batch is retried or refused whole. No record is lost or
+/// doubled, no job is run twice, and every submission answered `201` made
+/// exactly one job (one answered `503` made none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connections_cut_in_a_loop_lose_and_double_nothing() {
+    if TestDatabase::postgres().is_none() {
+        return;
+    }
+    let cluster = PrivateCluster::start_new();
+    let dir = tempfile::tempdir().unwrap();
+    let a = Server::node(dir.path(), &cluster.url(), "a", &[]).await;
+    let b = Server::node(dir.path(), &cluster.url(), "b", &[]).await;
+    const LINES: u32 = 20_000;
+    let mut jobs = Vec::new();
+    for server in [&a, &b] {
+        for _ in 0..2 {
+            let body = json!({"script": paced_lines(LINES, 500), "secrets": {"K": "v"}});
+            jobs.push((server, server.submit(body).await));
+        }
+    }
+
+    let (killer, conn) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cutting = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut cuts = 0u32;
+            let mut turn = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let pids: Vec<i32> = killer
+                    .query(
+                        "SELECT pid FROM pg_stat_activity WHERE application_name = 'joblog' \
+                         AND pid <> pg_backend_pid() ORDER BY pid",
+                        &[],
+                    )
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                if !pids.is_empty() {
+                    let pid = pids[turn % pids.len()];
+                    turn += 1;
+                    let row = killer
+                        .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+                        .await
+                        .unwrap();
+                    cuts += u32::from(row.get::<_, bool>(0));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            cuts
+        })
+    };
+
+    // Submissions meanwhile: each is made once (201) or not at all (503).
+    let mut made = 0;
+    let mut refused = 0;
+    let until = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < until {
+        for server in [&a, &b] {
+            let r = server
+                .http
+                .post(format!("{}/api/v1/jobs", server.url))
+                .json(&json!({"command": ["echo", "submitted"], "name": "cut"}))
+                .send()
+                .await
+                .unwrap();
+            match r.status().as_u16() {
+                201 => made += 1,
+                503 => refused += 1,
+                other => panic!("a submission answered {other}: {}", r.text().await.unwrap()),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let cuts = cutting.await.unwrap();
+    assert!(cuts >= 20, "only {cuts} connections were cut");
+    eprintln!("{cuts} connections cut; submissions: {made} made, {refused} refused");
+
+    for (server, id) in &jobs {
+        let job = server.wait_finished(*id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        assert_eq!(job["log"]["records"], LINES, "{job}");
+        assert_lines(*id, &server.whole_log(*id).await, LINES as usize);
+    }
+    let listed = eventually("the submitted jobs to finish", PATIENCE, || async {
+        let list = a.get_json("/api/v1/jobs?name=cut&limit=1000").await;
+        let jobs = list["jobs"].as_array().cloned().unwrap_or_default();
+        jobs.iter()
+            .all(|j| j["state"] == "succeeded")
+            .then_some(jobs)
+    })
+    .await;
+    assert_eq!(
+        listed.len(),
+        made,
+        "{made} submissions answered 201 ({refused} answered 503)"
+    );
+    for job in &listed {
+        assert_eq!(job["log"]["records"], 1, "run once: {job}");
+    }
+}

@@ -327,3 +327,61 @@ async fn with_the_disk_full_submissions_are_refused_at_once_and_records_wait() {
     p.close();
     writer.join();
 }
+
+/// A store whose first attempt fails after its commit was sent (the
+/// acknowledgement lost): it may have committed. It records each
+/// attempt's ops by name.
+struct Ambiguous {
+    attempts: Arc<Mutex<Vec<Vec<&'static str>>>>,
+}
+
+impl StoreWriter for Ambiguous {
+    fn apply(&mut self, ops: &[WriteOp]) -> joblog_store::Result<Vec<Outcome>> {
+        let mut attempts = self.attempts.lock().unwrap();
+        attempts.push(ops.iter().map(WriteOp::name).collect());
+        if attempts.len() == 1 {
+            return Err(joblog_store::StoreError::Unavailable(
+                "connection closed".into(),
+            ));
+        }
+        Ok(ops.iter().map(|_| Outcome::Done).collect())
+    }
+
+    fn may_have_committed(&self) -> bool {
+        self.attempts.lock().unwrap().len() == 1
+    }
+}
+
+/// A batch that may have committed is tried again whole: a submission in
+/// it is not refused (it may exist already), and the store answers it
+/// from what it wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_may_have_committed_is_retried_whole() {
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let (p, writer) = Pipeline::start(
+        Box::new(Ambiguous {
+            attempts: attempts.clone(),
+        }),
+        PipelineConfig {
+            max_batch_records: 20,
+            max_batch_bytes: 8 << 20,
+            memory_budget: 1 << 20,
+        },
+        &mut Registry::default(),
+    );
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        p.insert_job(None, joblog_core::JobSpec::default()),
+    )
+    .await
+    .expect("answered once retried");
+    // The fake store answers `Done`, not a job: the typed call says so.
+    assert!(
+        matches!(answer, Err(crate::PipelineError::Mismatch { .. })),
+        "{answer:?}"
+    );
+    let attempts = attempts.lock().unwrap().clone();
+    assert_eq!(attempts, vec![vec!["insert_job"], vec!["insert_job"]]);
+    p.close();
+    writer.join();
+}

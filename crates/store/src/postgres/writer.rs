@@ -49,6 +49,9 @@ pub(super) struct PgWriter {
 
 struct WriterConn {
     client: Client,
+    /// The batch under way has sent its `COMMIT`: a failure now may
+    /// have committed it.
+    committing: bool,
     statements: HashMap<&'static str, Statement>,
     /// Log partitions known to exist (partition numbers).
     partitions: Option<HashSet<i64>>,
@@ -114,6 +117,7 @@ impl PgWriter {
             })?;
             self.conn = Some(WriterConn {
                 client,
+                committing: false,
                 statements: HashMap::new(),
                 partitions: None,
             });
@@ -195,13 +199,23 @@ impl StoreWriter for PgWriter {
         {
             self.last = Some(attempt.clone());
         }
+        if let Some(c) = self.conn.as_mut() {
+            c.committing = false;
+        }
         let result = self.with_conn(|c| batch::apply_batch(c, &node, ops, &attempt));
+        // Failing before its COMMIT was sent (or before a connection was
+        // made), the attempt certainly applied nothing.
+        let sent_commit = self.conn.as_ref().is_some_and(|c| c.committing);
         match &result {
-            Err(e) if e.is_transient() => self.uncertain = Some(attempt),
+            Err(e) if e.is_transient() && sent_commit => self.uncertain = Some(attempt),
             Err(_) => {}
             Ok(_) => {}
         }
         result
+    }
+
+    fn may_have_committed(&self) -> bool {
+        self.uncertain.is_some()
     }
 }
 

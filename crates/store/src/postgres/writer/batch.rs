@@ -287,6 +287,7 @@ pub(super) async fn apply_batch(
             vec![&node, &attempt.marker, &CHANNEL, payload],
         ),
     };
+    conn.committing = true;
     let (marked, committed) = futures_util::join!(
         tx.execute(&st, &params),
         tx.client().batch_execute("COMMIT")

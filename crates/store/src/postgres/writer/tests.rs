@@ -1,5 +1,6 @@
 //! The writer against a real server (skipped without one): retrying a
-//! batch whose acknowledgement was lost.
+//! batch whose acknowledgement was lost, and telling it from one that
+//! failed before its commit.
 
 use joblog_core::{JobQuery, JobSpec, JobState, NameFilter};
 
@@ -81,4 +82,55 @@ fn a_retried_batch_that_was_committed_is_not_applied_twice() {
         }))
         .unwrap();
     assert_eq!(jobs.len(), 2, "one job per applied batch: {jobs:?}");
+}
+
+/// The writer's connection is cut between two batches (as
+/// `pg_terminate_backend` does): the next batch fails at its first
+/// statement, before any `COMMIT`, so the writer says it applied nothing
+/// and the pipeline may refuse the clients' requests in it.
+#[test]
+fn a_batch_cut_off_before_its_commit_is_known_to_have_applied_nothing() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let options = StoreOptions {
+        node: "cut".into(),
+        ..StoreOptions::default()
+    };
+    let store = PgStore::open(db.url(), &options).unwrap();
+    let mut w = PgWriter::new(store.target.clone(), "cut".into()).unwrap();
+    w.apply(&ops("cut")).unwrap();
+    assert!(!w.may_have_committed());
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let writer_pid: i32 = rt.block_on(async {
+        let (killer, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let pid: i32 = w
+            .with_conn(|c| async move {
+                Ok(c.client
+                    .query_one("SELECT pg_backend_pid()", &[])
+                    .await?
+                    .get(0))
+            })
+            .unwrap();
+        killer
+            .execute("SELECT pg_terminate_backend($1)", &[&pid])
+            .await
+            .unwrap();
+        pid
+    });
+    let err = w.apply(&ops("cut")).unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    assert!(
+        !w.may_have_committed(),
+        "backend {writer_pid} was gone before the batch began: {err}"
+    );
+    // The next attempt reconnects and applies it.
+    w.apply(&ops("cut")).unwrap();
 }
