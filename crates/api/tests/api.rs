@@ -1545,7 +1545,7 @@ fn the_openapi_check_catches_what_the_document_does_not_say() {
     use axum::http::Method;
     use common::openapi::check;
     let json = Some("application/json");
-    let health = json!({"status": "ok", "store": "ok", "accepting_jobs": true,
+    let health = json!({"status": "ok", "store": "ok", "storage": "ok", "accepting_jobs": true,
                         "node": "n", "pool_in_use": 0});
     let body = |v: &Value| v.to_string().into_bytes();
     // What the document says passes.

@@ -66,6 +66,29 @@ fn paced_lines(n: u32, every: u32) -> String {
     )
 }
 
+/// Two jobs on each of `servers`, each writing `paced_lines(lines,
+/// every)`, pinned to its node by a secret.
+async fn paced_jobs<'a>(servers: &[&'a Server], lines: u32, every: u32) -> Vec<(&'a Server, i64)> {
+    let mut jobs = Vec::new();
+    for server in servers {
+        for _ in 0..2 {
+            let body = json!({"script": paced_lines(lines, every), "secrets": {"K": "v"}});
+            jobs.push((*server, server.submit(body).await));
+        }
+    }
+    jobs
+}
+
+/// Each job succeeded, its log every line once, in order.
+async fn assert_whole(jobs: &[(&Server, i64)], lines: u32) {
+    for (server, id) in jobs {
+        let job = server.wait_finished(*id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        assert_eq!(job["log"]["records"], lines, "{job}");
+        assert_lines(*id, &server.whole_log(*id).await, lines as usize);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_run_each_of_200_jobs_exactly_once() {
     let Some(db) = TestDatabase::postgres() else {
@@ -357,14 +380,7 @@ async fn postgres_stopped_and_restarted_mid_ingest_loses_no_record() {
     let a = Server::node(dir.path(), &cluster.url(), "a", &hb).await;
     let b = Server::node(dir.path(), &cluster.url(), "b", &hb).await;
     const LINES: u32 = 40_000;
-    // Secrets pin each job to the node it is submitted to.
-    let mut jobs = Vec::new();
-    for server in [&a, &b] {
-        for _ in 0..2 {
-            let body = json!({"script": paced_lines(LINES, 1000), "secrets": {"K": "v"}});
-            jobs.push((server, server.submit(body).await));
-        }
-    }
+    let jobs = paced_jobs(&[&a, &b], LINES, 1000).await;
     // Mid-ingest: every job running and writing.
     for (server, id) in &jobs {
         server
@@ -389,12 +405,7 @@ async fn postgres_stopped_and_restarted_mid_ingest_loses_no_record() {
     // Longer than the heartbeat timeout; jobs print into backpressure.
     tokio::time::sleep(Duration::from_secs(4)).await;
     cluster.pg_ctl("start");
-    for (server, id) in &jobs {
-        let job = server.wait_finished(*id).await;
-        assert_eq!(job["state"], "succeeded", "{job}");
-        assert_eq!(job["log"]["records"], LINES, "{job}");
-        assert_lines(*id, &server.whole_log(*id).await, LINES as usize);
-    }
+    assert_whole(&jobs, LINES).await;
     for server in [&a, &b] {
         let (status, body) = server.get_status("/healthz").await;
         assert_eq!(status, 200, "{body}");
@@ -417,13 +428,7 @@ async fn postgres_connections_cut_in_a_loop_lose_and_double_nothing() {
     let a = Server::node(dir.path(), &cluster.url(), "a", &[]).await;
     let b = Server::node(dir.path(), &cluster.url(), "b", &[]).await;
     const LINES: u32 = 20_000;
-    let mut jobs = Vec::new();
-    for server in [&a, &b] {
-        for _ in 0..2 {
-            let body = json!({"script": paced_lines(LINES, 500), "secrets": {"K": "v"}});
-            jobs.push((server, server.submit(body).await));
-        }
-    }
+    let jobs = paced_jobs(&[&a, &b], LINES, 500).await;
 
     let (killer, conn) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
         .await
@@ -488,12 +493,7 @@ async fn postgres_connections_cut_in_a_loop_lose_and_double_nothing() {
     assert!(cuts >= 20, "only {cuts} connections were cut");
     eprintln!("{cuts} connections cut; submissions: {made} made, {refused} refused");
 
-    for (server, id) in &jobs {
-        let job = server.wait_finished(*id).await;
-        assert_eq!(job["state"], "succeeded", "{job}");
-        assert_eq!(job["log"]["records"], LINES, "{job}");
-        assert_lines(*id, &server.whole_log(*id).await, LINES as usize);
-    }
+    assert_whole(&jobs, LINES).await;
     let listed = eventually("the submitted jobs to finish", PATIENCE, || async {
         let list = a.get_json("/api/v1/jobs?name=cut&limit=1000").await;
         let jobs = list["jobs"].as_array().cloned().unwrap_or_default();
@@ -510,4 +510,104 @@ async fn postgres_connections_cut_in_a_loop_lose_and_double_nothing() {
     for job in &listed {
         assert_eq!(job["log"]["records"], 1, "run once: {job}");
     }
+}
+
+/// A primary with a synchronous streaming standby, two nodes on a URL
+/// naming both (`target_session_attrs=read-write`). The primary crashes
+/// mid-ingest and mid-scheduling and the standby is promoted: the nodes
+/// find the new primary by themselves, no record is lost or doubled, no
+/// fire makes two jobs and no job runs twice. Prints how long from the
+/// promotion to each node's first commit on the new primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_failover_to_a_synchronous_standby_loses_and_doubles_nothing() {
+    if TestDatabase::postgres().is_none() {
+        return;
+    }
+    let mut primary = PrivateCluster::init();
+    primary.set("synchronous_standby_names", "standby1");
+    primary.pg_ctl("start");
+    let standby = PrivateCluster::standby_of(&primary, "standby1");
+    let (watch, conn) = tokio_postgres::connect(&primary.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(conn);
+    eventually(
+        "the standby to replicate synchronously",
+        PATIENCE,
+        || async {
+            let rows = watch
+                .query("SELECT sync_state FROM pg_stat_replication", &[])
+                .await
+                .unwrap();
+            rows.iter()
+                .any(|r| r.get::<_, String>(0) == "sync")
+                .then_some(())
+        },
+    )
+    .await;
+    drop(watch);
+    driver.abort();
+
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/postgres?target_session_attrs=read-write",
+        primary.port(),
+        standby.port()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let a = Server::node(dir.path(), &url, "a", &[]).await;
+    let b = Server::node(dir.path(), &url, "b", &[]).await;
+    const LINES: u32 = 20_000;
+    let jobs = paced_jobs(&[&a, &b], LINES, 500).await;
+    let tick = a
+        .create_schedule(json!({"name": "tick", "cron": "*/1 * * * * *",
+                                "overlap": "allow", "command": ["true"]}))
+        .await;
+    for (server, id) in &jobs {
+        server
+            .wait_until(*id, "records", |j| j.log.records > 2000)
+            .await;
+    }
+    eventually("the schedule to fire", PATIENCE, || async {
+        (a.runs(tick).await.len() >= 2).then_some(())
+    })
+    .await;
+
+    primary.crash();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let promoted = Instant::now();
+    standby.promote();
+    for (name, server) in [("a", &a), ("b", &b)] {
+        let took = eventually("a commit on the new primary", PATIENCE, || async {
+            let r = server
+                .http
+                .post(format!("{}/api/v1/jobs", server.url))
+                .json(&json!({"command": ["true"], "name": "after"}))
+                .send()
+                .await
+                .ok()?;
+            (r.status() == 201).then(|| promoted.elapsed())
+        })
+        .await;
+        eprintln!("node {name}: first commit on the new primary {took:?} after the promotion");
+    }
+
+    assert_whole(&jobs, LINES).await;
+    // Fires on the new primary too, then none: each fire made one job.
+    let before = a.runs(tick).await.len();
+    eventually(
+        "the schedule to fire on the new primary",
+        PATIENCE,
+        || async { (a.runs(tick).await.len() >= before + 2).then_some(()) },
+    )
+    .await;
+    a.set_enabled(tick, false).await;
+    let runs = a.runs(tick).await;
+    let mut fires: Vec<_> = runs
+        .iter()
+        .map(|j| (j.fire_time.clone(), j.attempt))
+        .collect();
+    let made = fires.len();
+    fires.sort();
+    fires.dedup();
+    assert_eq!(fires.len(), made, "a fire made two jobs: {runs:?}");
 }

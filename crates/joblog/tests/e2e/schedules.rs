@@ -30,7 +30,7 @@ impl Server {
         r.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
     }
 
-    async fn set_enabled(&self, id: i64, enabled: bool) {
+    pub(crate) async fn set_enabled(&self, id: i64, enabled: bool) {
         let r = self
             .http
             .patch(format!("{}/api/v1/schedules/{id}", self.url))
@@ -60,7 +60,7 @@ impl Server {
     }
 
     /// The schedule's runs, oldest first.
-    async fn runs(&self, id: i64) -> Vec<Job> {
+    pub(crate) async fn runs(&self, id: i64) -> Vec<Job> {
         let page = self
             .get_json(&format!("/api/v1/jobs?schedule_id={id}&limit=1000"))
             .await;

@@ -25,17 +25,7 @@ impl PrivateCluster {
     /// callers skip first when `JOBLOG_TEST_POSTGRES_URL` is unset, since
     /// that variable vouches for them.
     pub fn init() -> PrivateCluster {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        if is_root() {
-            chown_to_postgres(dir.path());
-        }
-        let cluster = PrivateCluster {
-            bin: bin_dir(),
-            data: dir.path().join("pgdata"),
-            port: free_port(),
-            options: Vec::new(),
-            _dir: dir,
-        };
+        let cluster = Self::unmade(bin_dir());
         let out = cluster
             .command("initdb")
             .args(["-A", "trust", "-U", "postgres", "--no-sync", "-D"])
@@ -44,6 +34,74 @@ impl PrivateCluster {
             .expect("running initdb");
         assert!(out.status.success(), "initdb: {out:?}");
         cluster
+    }
+
+    /// A streaming standby of `primary`, started: a base backup of it
+    /// (`pg_basebackup -R`), replicating as `name` (the name
+    /// `synchronous_standby_names` on the primary gives).
+    pub fn standby_of(primary: &PrivateCluster, name: &str) -> PrivateCluster {
+        let cluster = Self::unmade(primary.bin.clone());
+        let out = cluster
+            .command("pg_basebackup")
+            .args(["-h", "127.0.0.1", "-p", &primary.port.to_string()])
+            .args(["-U", "postgres", "-X", "stream", "-R", "--no-sync", "-D"])
+            .arg(&cluster.data)
+            .output()
+            .expect("running pg_basebackup");
+        assert!(out.status.success(), "pg_basebackup: {out:?}");
+        // The last setting of the file wins over what -R wrote.
+        let conninfo = format!(
+            "\nprimary_conninfo = 'host=127.0.0.1 port={} user=postgres application_name={name}'\n",
+            primary.port
+        );
+        let auto = cluster.data.join("postgresql.auto.conf");
+        let mut text = std::fs::read_to_string(&auto).expect("postgresql.auto.conf");
+        text.push_str(&conninfo);
+        std::fs::write(&auto, text).expect("writing postgresql.auto.conf");
+        cluster.pg_ctl("start");
+        cluster
+    }
+
+    /// Makes a standby the primary (`pg_ctl promote`), waiting until it
+    /// takes writes.
+    pub fn promote(&self) {
+        let out = self
+            .command("pg_ctl")
+            .args(["-w", "-D"])
+            .arg(&self.data)
+            .arg("promote")
+            .output()
+            .expect("running pg_ctl promote");
+        assert!(out.status.success(), "pg_ctl promote: {out:?}");
+    }
+
+    /// Stops the server as a crash would (`pg_ctl stop -m immediate`):
+    /// no checkpoint, clients cut.
+    pub fn crash(&self) {
+        let out = self
+            .command("pg_ctl")
+            .args(["-w", "-m", "immediate", "-D"])
+            .arg(&self.data)
+            .arg("stop")
+            .output()
+            .expect("running pg_ctl stop");
+        assert!(out.status.success(), "pg_ctl stop -m immediate: {out:?}");
+    }
+
+    /// A cluster on a fresh directory (the server's, when run as root)
+    /// and a free port, its data directory not made yet.
+    fn unmade(bin: PathBuf) -> PrivateCluster {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        if is_root() {
+            chown_to_postgres(dir.path());
+        }
+        PrivateCluster {
+            bin,
+            data: dir.path().join("pgdata"),
+            port: free_port(),
+            options: Vec::new(),
+            _dir: dir,
+        }
     }
 
     /// A new cluster, started.
