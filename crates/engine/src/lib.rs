@@ -42,7 +42,7 @@ mod running;
 mod scheduler;
 mod sealer;
 mod start;
-pub mod storage;
+mod storage;
 mod sweeps;
 mod trigger_input;
 

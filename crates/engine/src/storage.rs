@@ -6,7 +6,7 @@ use std::path::Path;
 /// Bytes an unprivileged process may still write on the filesystem that
 /// holds `dir` (`statvfs`'s available blocks: root's reserve excluded,
 /// as the database's writes may not reach it either).
-pub fn free_bytes(dir: &Path) -> nix::Result<u64> {
+pub(crate) fn free_bytes(dir: &Path) -> nix::Result<u64> {
     let s = nix::sys::statvfs::statvfs(dir)?;
     Ok(s.blocks_available().saturating_mul(s.fragment_size()))
 }

@@ -24,7 +24,7 @@ impl Server {
     }
 
     /// The whole stored log of a job, through the API.
-    async fn whole_log(&self, id: i64) -> Vec<Value> {
+    pub(crate) async fn whole_log(&self, id: i64) -> Vec<Value> {
         let mut out: Vec<Value> = Vec::new();
         loop {
             let after = out.last().map(|r| r["seq"].as_u64().unwrap()).unwrap_or(0);
@@ -36,7 +36,7 @@ impl Server {
         }
     }
 
-    async fn get_status(&self, path: &str) -> (u16, String) {
+    pub(crate) async fn get_status(&self, path: &str) -> (u16, String) {
         match self.http.get(format!("{}{path}", self.url)).send().await {
             Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
             Err(e) => (0, e.to_string()),

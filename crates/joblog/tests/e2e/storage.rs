@@ -74,26 +74,14 @@ fn fill(path: &Path) {
     }
 }
 
+/// `/healthz`'s status and body.
 async fn healthz(server: &Server) -> (u16, Value) {
-    let r = server
-        .http
-        .get(format!("{}/healthz", server.url))
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap())
+    let (status, body) = server.get_status("/healthz").await;
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
 async fn metrics(server: &Server) -> String {
-    server
-        .http
-        .get(format!("{}/metrics", server.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    server.get_status("/metrics").await.1
 }
 
 /// A submission's status and error code, and how long it took.
@@ -112,19 +100,6 @@ async fn try_submit(server: &Server) -> (u16, Value, Duration) {
     .unwrap();
     let status = r.status().as_u16();
     (status, r.json().await.unwrap(), started.elapsed())
-}
-
-/// Every record of the job's log, page by page.
-async fn whole_log(server: &Server, id: i64) -> Vec<Value> {
-    let mut all = Vec::new();
-    loop {
-        let after = all.last().map_or(0, |r: &Value| r["seq"].as_u64().unwrap());
-        let page = server.log_page(id, after, 1000).await;
-        if page.is_empty() {
-            return all;
-        }
-        all.extend(page);
-    }
 }
 
 /// The disk fills under a running job: a submission gets `503
@@ -184,7 +159,7 @@ async fn a_full_disk_refuses_new_work_holds_the_running_and_resumes_when_space_r
     let done = server.wait_finished(id).await;
     assert_eq!(done["state"], "succeeded", "{done}");
 
-    let log = whole_log(&server, id).await;
+    let log = server.whole_log(id).await;
     let lines: Vec<&str> = log.iter().filter_map(|r| r["message"].as_str()).collect();
     let last = lines.last().expect("a log");
     let n: u64 = last

@@ -26,6 +26,17 @@ fn ops(node: &str) -> Vec<WriteOp> {
     ]
 }
 
+/// The store on `db` and a writer of its own, for `node`.
+fn store_and_writer(db: &TestDatabase, node: &str) -> (PgStore, PgWriter) {
+    let options = StoreOptions {
+        node: node.into(),
+        ..StoreOptions::default()
+    };
+    let store = PgStore::open(db.url(), &options).unwrap();
+    let writer = PgWriter::new(store.target.clone(), node.into()).unwrap();
+    (store, writer)
+}
+
 /// The connection drops after COMMIT reached the server but before its
 /// answer came back: the pipeline retries the same ops, and the writer
 /// must find the batch committed and answer from what it wrote, not
@@ -37,12 +48,7 @@ fn a_retried_batch_that_was_committed_is_not_applied_twice() {
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
-    let options = StoreOptions {
-        node: "n".into(),
-        ..StoreOptions::default()
-    };
-    let store = PgStore::open(db.url(), &options).unwrap();
-    let mut w = PgWriter::new(store.target.clone(), "n".into()).unwrap();
+    let (store, mut w) = store_and_writer(&db, "n");
     let batch = ops("n");
     let first = w.apply(&batch).unwrap();
     let (Outcome::Job(inserted), Outcome::Claimed(Some(claimed))) = (&first[0], &first[1]) else {
@@ -93,12 +99,7 @@ fn a_batch_cut_off_before_its_commit_is_known_to_have_applied_nothing() {
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
-    let options = StoreOptions {
-        node: "cut".into(),
-        ..StoreOptions::default()
-    };
-    let store = PgStore::open(db.url(), &options).unwrap();
-    let mut w = PgWriter::new(store.target.clone(), "cut".into()).unwrap();
+    let (_store, mut w) = store_and_writer(&db, "cut");
     w.apply(&ops("cut")).unwrap();
     assert!(!w.may_have_committed());
 
