@@ -2,7 +2,7 @@
 //! the binary calls, so that shipped code hosts nothing only tests use.
 //! This module holds the arguments every scenario shares and runs the
 //! scenario (or all of them); `psu`, `ingest`, `dispatch`, `flood`,
-//! `tail`, `oplog`, `result`, `schedule`, `notify`, `signin` and `folders` are one scenario each, each
+//! `tail`, `oplog`, `result`, `schedule`, `notify`, `signin`, `folders` and `faults` are one scenario each, each
 //! returning an `output::Report` (Markdown, raw figures as JSON, SVG
 //! charts from `chart`); `server` runs a real `joblog serve` (the running
 //! executable) for a measurement; `stats` the figures; `baseline` the
@@ -18,6 +18,7 @@
 pub mod baseline;
 mod chart;
 mod dispatch;
+mod faults;
 mod flood;
 mod folders;
 mod ingest;
@@ -85,6 +86,10 @@ pub enum Scenario {
     /// A job listing by a caller limited to folders beside one of every
     /// folder, on 1,000,000 jobs over 100 folders (--quick: 100,000).
     Folders,
+    /// Power cuts under the SQLite store (--cuts of them per `sync`
+    /// mode, the real pipeline and writer under load): what was
+    /// acknowledged and lost, and whether the database was left corrupt.
+    Faults,
     /// The job `tail` follows (it runs it itself): numbered lines stamped
     /// with the time they are written, at --rate for --duration.
     #[value(hide = true)]
@@ -221,6 +226,14 @@ pub struct BenchArgs {
           default_value_if("quick", "true", "32MiB"),
           value_parser = joblog_core::parse_byte_size)]
     pub flood_size: u64,
+    /// faults: power cuts per `sync` mode (suffixes K and M; --quick: 100).
+    #[arg(long, value_name = "N", default_value = "1000",
+          default_value_if("quick", "true", "100"), value_parser = parse_count)]
+    pub cuts: u64,
+    /// faults: the seed of the cuts' random choices (default: the clock;
+    /// the report names it, so a run can be repeated).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Small sizes everywhere (the defaults named "--quick" above): a
     /// smoke run in seconds per scenario, not figures to quote.
     #[arg(long)]
@@ -333,7 +346,7 @@ fn redact_args(args: &[String]) -> Vec<String> {
 
 /// What `bench all` runs, in this order: the log first, then the engine,
 /// then the scenarios of the features built on them.
-const ALL: [Scenario; 11] = [
+const ALL: [Scenario; 12] = [
     Scenario::Psu,
     Scenario::Ingest,
     Scenario::Dispatch,
@@ -345,6 +358,7 @@ const ALL: [Scenario; 11] = [
     Scenario::Notify,
     Scenario::Signin,
     Scenario::Folders,
+    Scenario::Faults,
 ];
 
 impl Scenario {
@@ -362,6 +376,7 @@ impl Scenario {
             Scenario::Notify => "notify",
             Scenario::Signin => "signin",
             Scenario::Folders => "folders",
+            Scenario::Faults => "faults",
             Scenario::TailWriter => "tail-writer",
         }
     }
@@ -513,6 +528,7 @@ async fn run_one(args: BenchArgs, global: Global) -> anyhow::Result<Report> {
         Scenario::Signin => signin::run(args).await,
         Scenario::Folders => folders::run(args).await,
         Scenario::Dispatch => dispatch::run(args).await,
+        Scenario::Faults => faults::run(args).await,
         Scenario::Flood => flood::run(args, global).await,
         Scenario::All | Scenario::TailWriter => {
             bail!("{} is not a scenario of its own", args.scenario.name())

@@ -78,6 +78,11 @@ pub struct StoreOptions {
     /// Told how long each read waited for a connection of the read pool
     /// (the server's `joblog_store_read_wait_seconds`).
     pub read_wait: Option<ReadWait>,
+    /// SQLite only: the VFS the file is opened through, registered by the
+    /// caller beforehand (`None`: SQLite's default, the operating
+    /// system's files). `joblog bench faults` opens the store through one
+    /// that cuts the power.
+    pub vfs: Option<String>,
 }
 
 /// Observes the wait of each read for a pooled connection. The store

@@ -128,6 +128,7 @@ pub async fn run(args: ServeArgs, env: Environment) -> anyhow::Result<i32> {
         readers: 0,
         node: cfg.engine.node.clone(),
         read_wait: Some(read_wait_metric(&mut registry)),
+        vfs: None,
     };
     let (store, store_writer) = open_store(&cfg.database, &options).await?;
     let (pipeline, writer) =

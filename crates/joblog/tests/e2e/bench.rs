@@ -213,6 +213,44 @@ async fn bench_dispatch_compares_jobs_with_fork_exec() {
     assert!(ratio > 0.0, "{report}");
 }
 
+/// `joblog bench faults` for real, short: 100 power cuts per `sync` mode
+/// under the SQLite store. The command fails when a promise breaks; its
+/// JSON says, per mode, what docs/durability.md quotes.
+#[tokio::test]
+async fn bench_faults_cuts_the_power_and_sync_full_loses_nothing_acknowledged() {
+    let (report, dir) = bench_out(&["faults", "--cuts", "100"]).await;
+    assert!(report.contains("Every promise held"), "{report}");
+    let doc = json_file(dir.path(), "faults.json");
+    let modes = doc["figures"]["modes"].as_array().expect("figures.modes");
+    let mode = |sync: &str| {
+        modes
+            .iter()
+            .find(|m| m["sync"] == sync)
+            .unwrap_or_else(|| panic!("no {sync} mode in {doc}"))
+    };
+    for sync in ["full", "normal"] {
+        let m = mode(sync);
+        assert_eq!(m["cuts"], 100, "{m}");
+        assert_eq!(m["corrupt"], 0, "{m}");
+        for promise in [
+            "gaps",
+            "duplicates",
+            "out_of_order",
+            "lost_before_sync",
+            "duplicate_claims",
+        ] {
+            assert_eq!(m[promise], 0, "{sync}: {promise}: {m}");
+        }
+        // The runs did what they are for: claims, sealing, retention.
+        assert!(m["run"]["segments_sealed"].as_u64() > Some(0), "{m}");
+        assert!(m["run"]["jobs_deleted"].as_u64() > Some(0), "{m}");
+        assert!(m["unsynced_writes"]["torn"].as_u64() > Some(0), "{m}");
+    }
+    assert_eq!(mode("full")["lost_acknowledged"], 0);
+    assert!(mode("normal")["lost_acknowledged"].is_u64());
+    assert!(dir.path().join("faults.svg").is_file());
+}
+
 /// Every row of `rows` (each a row's start) is in the report.
 fn assert_rows(report: &str, rows: &[&str]) {
     for row in rows {

@@ -28,7 +28,7 @@ const SUFFIX: &str = ".tmp";
 /// A snapshot of the database at `db`, made in its directory (the same
 /// file system, so the space it takes is the data directory's).
 pub(super) fn snapshot(db: &Path, sync: SyncMode) -> Result<Snapshot> {
-    let conn = super::open_conn(db, sync, true)?;
+    let conn = super::open_conn(db, sync, true, None)?;
     snapshot_from(&conn, db)
 }
 
@@ -177,7 +177,7 @@ mod tests {
         let mut writer = store.open_writer().unwrap();
         writer.apply(&[insert("before")]).unwrap();
 
-        let mut conn = open_conn(&db, SyncMode::Normal, true).unwrap();
+        let mut conn = open_conn(&db, SyncMode::Normal, true, None).unwrap();
         let pending: Arc<Mutex<Option<Box<dyn StoreWriter>>>> = Arc::new(Mutex::new(Some(writer)));
         let outcome: Arc<Mutex<Option<Result<Vec<Outcome>>>>> = Arc::default();
         let (w, o) = (pending.clone(), outcome.clone());

@@ -35,6 +35,7 @@ use schema::{migrate, open_conn};
 pub struct SqliteStore {
     path: PathBuf,
     sync: SyncMode,
+    vfs: Option<String>,
     readers: pool::Readers,
 }
 
@@ -53,17 +54,20 @@ impl SqliteStore {
                 )));
             }
         }
-        let mut conn = open_conn(&path, options.sync, false)?;
+        let vfs = options.vfs.clone();
+        let mut conn = open_conn(&path, options.sync, false, vfs.as_deref())?;
         migrate(&mut conn)?;
         Ok(SqliteStore {
             readers: pool::Readers::new(
                 path.clone(),
                 options.sync,
+                vfs.clone(),
                 options.readers,
                 options.read_wait.clone(),
             ),
             path,
             sync: options.sync,
+            vfs,
         })
     }
 
@@ -88,7 +92,7 @@ macro_rules! run {
 store_impl!(SqliteStore, run, {
     fn open_writer(&self) -> Result<Box<dyn StoreWriter>> {
         Ok(Box::new(writer::SqliteWriter {
-            conn: open_conn(&self.path, self.sync, false)?,
+            conn: open_conn(&self.path, self.sync, false, self.vfs.as_deref())?,
         }))
     }
 

@@ -23,6 +23,7 @@ pub(super) const DEFAULT_READERS: usize = 8;
 pub(super) struct Readers {
     path: PathBuf,
     sync: SyncMode,
+    vfs: Option<String>,
     idle: Arc<Mutex<Vec<Connection>>>,
     /// One permit per connection the pool may have: a read holds one from
     /// before it takes a connection until it has given it back.
@@ -38,6 +39,7 @@ impl Readers {
     pub(super) fn new(
         path: PathBuf,
         sync: SyncMode,
+        vfs: Option<String>,
         size: usize,
         read_wait: Option<ReadWait>,
     ) -> Readers {
@@ -45,6 +47,7 @@ impl Readers {
         Readers {
             path,
             sync,
+            vfs,
             idle: Arc::new(Mutex::new(Vec::with_capacity(size))),
             permits: Arc::new(Semaphore::new(size)),
             opened: Arc::new(AtomicUsize::new(0)),
@@ -68,7 +71,7 @@ impl Readers {
             .map_err(|_| StoreError::Unavailable("read pool closed".into()))?;
         let idle = self.idle.clone();
         let opened = self.opened.clone();
-        let (path, sync) = (self.path.clone(), self.sync);
+        let (path, sync, vfs) = (self.path.clone(), self.sync, self.vfs.clone());
         let read_wait = self.read_wait.clone();
         tokio::task::spawn_blocking(move || {
             // Held here, not by the caller: a caller that goes away while
@@ -79,7 +82,7 @@ impl Readers {
                 Some(c) => c,
                 None => {
                     opened.fetch_add(1, Ordering::Relaxed);
-                    open_conn(&path, sync, true)?
+                    open_conn(&path, sync, true, vfs.as_deref())?
                 }
             };
             ReadWait::observe(&read_wait, asked);
@@ -112,11 +115,17 @@ mod tests {
     fn a_burst_of_reads_reuses_the_pools_connections() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("joblog.db");
-        drop(open_conn(&path, SyncMode::Normal, false).unwrap());
+        drop(open_conn(&path, SyncMode::Normal, false, None).unwrap());
         let waits = Arc::new(Mutex::new(Vec::new()));
         let observed = waits.clone();
         let read_wait = ReadWait(Arc::new(move |d| observed.lock().unwrap().push(d)));
-        let readers = Arc::new(Readers::new(path, SyncMode::Normal, 3, Some(read_wait)));
+        let readers = Arc::new(Readers::new(
+            path,
+            SyncMode::Normal,
+            None,
+            3,
+            Some(read_wait),
+        ));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

@@ -160,7 +160,14 @@ enum Migration {
 }
 use Migration::{ResultsToBlobs, Sql};
 
-pub(super) fn open_conn(path: &Path, sync: SyncMode, read_only: bool) -> Result<Connection> {
+/// Opens a connection to the store's file; `vfs` names the SQLite VFS it
+/// goes through (`None`: SQLite's default, the operating system's files).
+pub(super) fn open_conn(
+    path: &Path,
+    sync: SyncMode,
+    read_only: bool,
+    vfs: Option<&str>,
+) -> Result<Connection> {
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
     } else {
@@ -168,8 +175,11 @@ pub(super) fn open_conn(path: &Path, sync: SyncMode, read_only: bool) -> Result<
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
-    let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
+    let conn = match vfs {
+        None => Connection::open_with_flags(path, flags),
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
+    }
+    .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // One plan per statement, whatever is bound to it. Without this, SQLite
     // plans `LIMIT ?` with the value bound and so prepares the statement

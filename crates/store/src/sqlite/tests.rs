@@ -14,7 +14,7 @@ fn log_reads_are_not_prepared_again_at_every_bind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("joblog.db");
     SqliteStore::open(&path, &StoreOptions::default()).unwrap();
-    let conn = open_conn(&path, SyncMode::Normal, true).unwrap();
+    let conn = open_conn(&path, SyncMode::Normal, true, None).unwrap();
     let mut stmt = conn
         .prepare("SELECT seq FROM log WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
         .unwrap();
@@ -50,7 +50,7 @@ fn a_new_database_starts_without_free_pages() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("joblog.db");
     SqliteStore::open(&path, &StoreOptions::default()).unwrap();
-    let conn = open_conn(&path, SyncMode::Normal, true).unwrap();
+    let conn = open_conn(&path, SyncMode::Normal, true, None).unwrap();
     let free: i64 = conn
         .query_row("PRAGMA freelist_count", [], |r| r.get(0))
         .unwrap();
@@ -62,7 +62,7 @@ fn request_queries_search_indexes_and_never_scan() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plan.db");
     SqliteStore::open(&path, &StoreOptions::default()).unwrap();
-    let conn = open_conn(&path, SyncMode::Normal, true).unwrap();
+    let conn = open_conn(&path, SyncMode::Normal, true, None).unwrap();
     let mut queries: Vec<(String, Vec<crate::listing::Param>)> = [
         crate::reads::SELECT_JOB.sqlite.replace("?1", "1"),
         crate::reads::READ_RESULT.sqlite.replace("?1", "1"),
