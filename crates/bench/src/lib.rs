@@ -230,6 +230,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value = "1000",
           default_value_if("quick", "true", "100"), value_parser = parse_count)]
     pub cuts: u64,
+    /// faults: only this `sync` mode (default: both, `full` then `normal`).
+    #[arg(long, value_name = "MODE", value_parser = ["full", "normal"])]
+    pub sync: Option<String>,
     /// faults: the seed of the cuts' random choices (default: the clock;
     /// the report names it, so a run can be repeated).
     #[arg(long, value_name = "N")]

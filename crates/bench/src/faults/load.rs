@@ -37,6 +37,9 @@ pub struct Ledger {
     pub deleted: Vec<JobId>,
     /// Segments whose sealing was acknowledged.
     pub sealed: u64,
+    /// What each producer was doing when its ops began to fail (the power
+    /// went): "sealing", "retention", …
+    pub cut_during: Vec<&'static str>,
     /// Commits the ledger missed (its receiver fell behind).
     pub lagged: u64,
 }
@@ -90,7 +93,13 @@ pub async fn run(store: Arc<dyn Store>, pipeline: &Pipeline, ledger: &Arc<Mutex<
         let (store, pipeline, ledger) = (store.clone(), pipeline.clone(), ledger.clone());
         tasks.push(tokio::spawn(async move {
             // An error ends the producer: after the cut every op fails.
-            let _ = produce(store.as_ref(), &pipeline, &ledger).await;
+            let mut doing = "queueing";
+            if produce(store.as_ref(), &pipeline, &ledger, &mut doing)
+                .await
+                .is_err()
+            {
+                lock(&ledger).cut_during.push(doing);
+            }
         }));
     }
     for t in tasks {
@@ -133,14 +142,17 @@ async fn produce(
     store: &dyn Store,
     pipeline: &Pipeline,
     ledger: &Mutex<Ledger>,
+    doing: &mut &'static str,
 ) -> Result<(), anyhow::Error> {
     for _ in 0..JOBS_PER_PRODUCER {
+        *doing = "queueing";
         let spec = JobSpec {
             command: vec!["true".into()],
             ..JobSpec::default()
         };
         let job = pipeline.insert_job(Some("faults".into()), spec).await?;
         lock(ledger).inserted.push(job.id);
+        *doing = "claiming";
         let Some(job) = pipeline
             .claim_next(NODE.into(), Labels::default(), Timestamp::now())
             .await?
@@ -148,6 +160,7 @@ async fn produce(
             continue;
         };
         let id = job.id;
+        *doing = "logging";
         let summary = write_log(pipeline, id).await?;
         let ending = Finish {
             state: JobState::Succeeded,
@@ -156,13 +169,16 @@ async fn produce(
             summary,
             at: Timestamp::now(),
         };
+        *doing = "ending";
         pipeline.finish(id, ending).await?;
         // Some logs stay rows, some are sealed, some sealed and deleted.
         if id % 3 != 0 {
+            *doing = "sealing";
             let report = joblog_engine::seal_job(store, pipeline, id).await?;
             lock(ledger).sealed += report.segments;
         }
         if id % 3 == 2 {
+            *doing = "retention";
             lock(ledger).retention.insert(id);
             while pipeline.delete_log_chunk(id, RETENTION_CHUNK).await? > 0 {}
             if pipeline.delete_job(id).await? == 1 {

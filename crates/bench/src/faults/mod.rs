@@ -105,6 +105,10 @@ struct Mode {
     torn: u64,
     lagged: u64,
     corrupt_examples: Vec<String>,
+    /// Cuts that came while a job's log was being sealed, and while one
+    /// was being deleted by retention.
+    cut_sealing: u64,
+    cut_retention: u64,
     seconds: f64,
 }
 
@@ -176,6 +180,8 @@ impl Mode {
                 "jobs_deleted": self.work_per_run.2,
             },
             "ledger_lagged": self.lagged,
+            "cuts_while_sealing": self.cut_sealing,
+            "cuts_while_deleting": self.cut_retention,
             "corrupt_examples": self.corrupt_examples,
             "seconds": self.seconds,
         })
@@ -192,6 +198,9 @@ async fn measure(
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut modes = Vec::new();
     for (name, sync) in [("full", SyncMode::Full), ("normal", SyncMode::Normal)] {
+        if args.sync.as_deref().is_some_and(|only| only != name) {
+            continue;
+        }
         let started = Instant::now();
         let template = dir.join(format!("template-{name}.db"));
         let template_ledger = prefill(&template, sync).await?;
@@ -238,6 +247,8 @@ async fn measure(
             mode.lost += crash.lost;
             mode.torn += crash.torn;
             mode.lagged += ledger.lagged;
+            mode.cut_sealing += u64::from(ledger.cut_during.contains(&"sealing"));
+            mode.cut_retention += u64::from(ledger.cut_during.contains(&"retention"));
             mode.verdicts.push(verdict);
             progress.inc();
         }
@@ -432,6 +443,17 @@ fn report(modes: &[Mode], seed: u64, date: &str) -> Report {
         let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
     };
     row(&mut out, "power cuts", &|m| format_count(m.cuts));
+    row(
+        &mut out,
+        "of which while a log was sealed / deleted by retention",
+        &|m| {
+            format!(
+                "{} / {}",
+                format_count(m.cut_sealing),
+                format_count(m.cut_retention)
+            )
+        },
+    );
     row(
         &mut out,
         "acknowledged things lost (records, ends, claims, jobs)",

@@ -104,8 +104,10 @@ async fn try_submit(server: &Server) -> (u16, Value, Duration) {
 
 /// The disk fills under a running job: a submission gets `503
 /// storage_full` at once and is never done, `/healthz` and `/metrics` say
-/// why, the job is held (not killed, its output not dropped); once space
-/// returns everything goes on by itself and the job's log has every line.
+/// why, the job is held (not killed, its output not dropped), and a cancel
+/// stops another job's process at once though its end cannot be written;
+/// once space returns everything goes on by itself, the cancelled job
+/// ends `cancelled`, and the first job's log has every line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_refuses_new_work_holds_the_running_and_resumes_when_space_returns() {
     let Some(disk) = Tmpfs::mount("48m") else {
@@ -127,6 +129,18 @@ async fn a_full_disk_refuses_new_work_holds_the_running_and_resumes_when_space_r
     server
         .wait_until(id, "some records", |j| j.log.records > 20)
         .await;
+    // One to cancel while the disk is full; it says where its process is.
+    let pid_file = outside.path().join("pid");
+    let doomed = server
+        .submit(json!({
+            "command": ["sh", "-c", r#"echo $$ > "$PID_FILE"; exec sleep 600"#],
+            "env": {"PID_FILE": pid_file.to_str().unwrap()},
+        }))
+        .await;
+    let pid: i32 = eventually("the job to start its process", PATIENCE, || async {
+        std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
+    })
+    .await;
 
     let filler = disk.path().join("filler");
     fill(&filler);
@@ -148,6 +162,28 @@ async fn a_full_disk_refuses_new_work_holds_the_running_and_resumes_when_space_r
         job["state"], "running",
         "the job was held, not ended: {job}"
     );
+    let asked = Instant::now();
+    let r = server
+        .http
+        .post(format!("{}/api/v1/jobs/{doomed}/cancel", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "cancel while full: {}", r.status());
+    eventually(
+        "the cancelled job's process to be gone",
+        PATIENCE,
+        || async {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+            // Gone, or dead and not yet reaped.
+            stat.is_none_or(|s| s.contains(") Z ")).then_some(())
+        },
+    )
+    .await;
+    eprintln!(
+        "the cancelled job's process was gone {:?} after the cancel, the disk full",
+        asked.elapsed()
+    );
 
     std::fs::remove_file(&filler).unwrap();
     eventually("writes to succeed again", PATIENCE, || async {
@@ -158,6 +194,8 @@ async fn a_full_disk_refuses_new_work_holds_the_running_and_resumes_when_space_r
     std::fs::write(&stop, b"").unwrap();
     let done = server.wait_finished(id).await;
     assert_eq!(done["state"], "succeeded", "{done}");
+    let cancelled = server.wait_finished(doomed).await;
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
 
     let log = server.whole_log(id).await;
     let lines: Vec<&str> = log.iter().filter_map(|r| r["message"].as_str()).collect();
@@ -177,9 +215,9 @@ async fn a_full_disk_refuses_new_work_holds_the_running_and_resumes_when_space_r
         assert_eq!(r["seq"].as_u64(), Some(i as u64 + 1), "a gap in the seqs");
     }
 
-    // Nothing refused was done later: the only job is the first.
+    // Nothing refused was done later: the only jobs are the first two.
     let listed = server.get_json("/api/v1/jobs").await;
-    assert_eq!(listed["jobs"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed["jobs"].as_array().map(Vec::len), Some(2), "{listed}");
     let (status, body, _) = try_submit(&server).await;
     assert_eq!(status, 201, "{body}");
     assert!(metrics(&server).await.contains("joblog_store_full 0"));
