@@ -9,9 +9,12 @@ use joblog_store::{Database, StoreError};
 
 type Result<T> = std::result::Result<T, StoreError>;
 
-/// The database's bytes on disk after a checkpoint. SQLite: the file and
-/// its WAL, after `wal_checkpoint(TRUNCATE)` (retried while a reader
-/// holds the WAL; if it never lets go, the WAL is counted as it is).
+/// The database's bytes on disk after a checkpoint. SQLite: what the file
+/// takes once its WAL is folded in (`page_count` × `page_size`), after
+/// `wal_checkpoint(TRUNCATE)` (retried while a reader holds the WAL). Not
+/// the files' lengths: a WAL that a reader kept from being emptied when
+/// one size was taken, and not at the next, made the growth between them
+/// read 0.
 /// PostgreSQL: `pg_database_size` after `CHECKPOINT` (skipped where the
 /// role may not). Blocking; call from a blocking thread.
 pub fn database_bytes(url: &str) -> Result<u64> {
@@ -82,11 +85,10 @@ fn checkpointed(path: &std::path::Path) -> Result<rusqlite::Connection> {
 }
 
 fn sqlite_bytes(path: &std::path::Path) -> Result<u64> {
-    checkpointed(path)?;
-    let len = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    Ok(len(path) + len(std::path::Path::new(&wal)))
+    let conn = checkpointed(path)?;
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+    let size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+    Ok(u64::try_from(pages * size).unwrap_or(0))
 }
 
 fn postgres_bytes(url: &str) -> Result<u64> {
