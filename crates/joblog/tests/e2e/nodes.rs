@@ -140,7 +140,9 @@ async fn two_nodes_run_each_of_200_jobs_exactly_once() {
 /// Server-Sent Events as they arrive on a streamed HTTP response.
 pub(super) struct Events {
     resp: reqwest::Response,
-    buf: String,
+    /// Bytes, not text: a chunk may end inside a character, and decoding
+    /// each chunk on its own garbled such a character (a flaky test).
+    buf: Vec<u8>,
 }
 
 pub(super) struct Event {
@@ -160,15 +162,16 @@ impl Events {
         assert_eq!(resp.status(), 200);
         Events {
             resp,
-            buf: String::new(),
+            buf: Vec::new(),
         }
     }
 
     /// The next event, or None when the stream ends.
     pub(super) async fn next(&mut self) -> Option<Event> {
         loop {
-            if let Some(end) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..end + 2).collect();
+            if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
+                let bytes: Vec<u8> = self.buf.drain(..end + 2).collect();
+                let block = String::from_utf8(bytes).expect("an event is UTF-8");
                 let mut ev = Event {
                     id: None,
                     event: None,
@@ -193,7 +196,7 @@ impl Events {
                 continue; // a keep-alive comment
             }
             match tokio::time::timeout(Duration::from_secs(120), self.resp.chunk()).await {
-                Ok(Ok(Some(bytes))) => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+                Ok(Ok(Some(bytes))) => self.buf.extend_from_slice(&bytes),
                 Ok(Ok(None)) => return None,
                 Ok(Err(e)) => panic!("event stream failed: {e}"),
                 Err(_) => panic!("no event for 120 s"),
