@@ -160,6 +160,15 @@ impl Server {
         self.get_json(&format!("/api/v1/jobs/{id}")).await
     }
 
+    /// `POST /api/v1/jobs/{id}/cancel`; its answer.
+    async fn cancel(&self, id: i64) -> reqwest::Response {
+        self.http
+            .post(format!("{}/api/v1/jobs/{id}/cancel", self.url))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("cancel {id}: {e}"))
+    }
+
     /// The JSON answer of `GET path` (such as `/api/v1/jobs?name=x`).
     async fn get_json(&self, path: &str) -> Value {
         self.http

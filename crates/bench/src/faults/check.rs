@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use joblog_core::{JobId, JobState, Labels, Timestamp};
-use joblog_pipeline::{Pipeline, PipelineConfig};
 use joblog_store::{page_is_full, Store, StoreOptions, SyncMode};
 
 use super::load::{message, Ledger, NODE};
@@ -238,12 +237,7 @@ async fn claim_again(store: std::sync::Arc<dyn Store>, ledger: &Ledger) -> anyho
         .iter()
         .flat_map(|c| c.started.iter().copied())
         .collect();
-    let mut registry = prometheus_client::registry::Registry::default();
-    let (pipeline, writer) = Pipeline::start(
-        store.open_writer()?,
-        PipelineConfig::default(),
-        &mut registry,
-    );
+    let (pipeline, writer) = super::load::start(store.open_writer()?);
     let claimed = async {
         pipeline.interrupt(Some(NODE.into()), false).await?;
         let mut again = 0;
@@ -256,9 +250,7 @@ async fn claim_again(store: std::sync::Arc<dyn Store>, ledger: &Ledger) -> anyho
         Ok::<_, anyhow::Error>(again)
     }
     .await;
-    pipeline.close();
-    drop(pipeline);
-    tokio::task::spawn_blocking(move || writer.join()).await?;
+    super::load::stop(pipeline, writer).await?;
     claimed
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use joblog_core::{JobId, JobSpec, JobState, Labels, LogSummary, Record, Stream, Timestamp};
-use joblog_pipeline::{Finish, Pipeline, PipelineError};
+use joblog_pipeline::{Finish, Pipeline, PipelineConfig, PipelineError, WriterThread};
 use joblog_store::{Outcome, Store, StoreError, StoreWriter, WriteOp};
 
 use super::vfs::PowerCut;
@@ -45,7 +45,7 @@ pub struct Ledger {
 }
 
 /// One acknowledged commit, with what the checks can see of it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Commit {
     /// The power cut's event count when the ledger heard of it: at or
     /// after the commit's own events.
@@ -59,6 +59,60 @@ pub struct Commit {
 /// must read.
 pub fn message(job: JobId, seq: u64) -> String {
     format!("job {job} line {seq}: the quick brown fox jumps over the lazy dog")
+}
+
+/// A job of `true`: what it runs does not matter, only what it logs.
+pub fn true_job() -> JobSpec {
+    JobSpec {
+        command: vec!["true".into()],
+        ..JobSpec::default()
+    }
+}
+
+/// Records `first..first + n` of `job`, as [`message`] writes them,
+/// counted into `summary`.
+pub fn records(job: JobId, first: u64, n: u64, summary: &mut LogSummary) -> Vec<Record> {
+    (first..first + n)
+        .map(|seq| {
+            let r = Record {
+                seq,
+                ts: Timestamp::now(),
+                stream: Stream::Output,
+                message: message(job, seq),
+                fields: None,
+            };
+            summary.records += 1;
+            summary.bytes += r.message.len() as u64;
+            summary.streams.add(r.stream, 1);
+            r
+        })
+        .collect()
+}
+
+/// How every job of the harness ends.
+pub fn succeeded(summary: LogSummary) -> Finish {
+    Finish {
+        state: JobState::Succeeded,
+        exit_code: Some(0),
+        result: None,
+        summary,
+        at: Timestamp::now(),
+    }
+}
+
+/// The real pipeline on `writer` (its metrics registered nowhere).
+pub fn start(writer: Box<dyn StoreWriter>) -> (Pipeline, WriterThread) {
+    let mut registry = prometheus_client::registry::Registry::default();
+    Pipeline::start(writer, PipelineConfig::default(), &mut registry)
+}
+
+/// Closes the pipeline and waits for its writer: every op handed over
+/// has then been applied or answered with an error.
+pub async fn stop(pipeline: Pipeline, thread: WriterThread) -> anyhow::Result<()> {
+    pipeline.close();
+    drop(pipeline);
+    tokio::task::spawn_blocking(move || thread.join()).await?;
+    Ok(())
 }
 
 /// The store's writer as the power cut sees it: once the power is off
@@ -146,11 +200,9 @@ async fn produce(
 ) -> Result<(), anyhow::Error> {
     for _ in 0..JOBS_PER_PRODUCER {
         *doing = "queueing";
-        let spec = JobSpec {
-            command: vec!["true".into()],
-            ..JobSpec::default()
-        };
-        let job = pipeline.insert_job(Some("faults".into()), spec).await?;
+        let job = pipeline
+            .insert_job(Some("faults".into()), true_job())
+            .await?;
         lock(ledger).inserted.push(job.id);
         *doing = "claiming";
         let Some(job) = pipeline
@@ -162,15 +214,8 @@ async fn produce(
         let id = job.id;
         *doing = "logging";
         let summary = write_log(pipeline, id).await?;
-        let ending = Finish {
-            state: JobState::Succeeded,
-            exit_code: Some(0),
-            result: None,
-            summary,
-            at: Timestamp::now(),
-        };
         *doing = "ending";
-        pipeline.finish(id, ending).await?;
+        pipeline.finish(id, succeeded(summary)).await?;
         // Some logs stay rows, some are sealed, some sealed and deleted.
         if id % 3 != 0 {
             *doing = "sealing";
@@ -193,23 +238,8 @@ async fn produce(
 async fn write_log(pipeline: &Pipeline, id: JobId) -> Result<LogSummary, PipelineError> {
     let share = pipeline.job_share();
     let mut summary = LogSummary::default();
-    let mut seq = 0;
-    for _ in 0..APPENDS {
-        let mut records = Vec::with_capacity(PER_APPEND as usize);
-        for _ in 0..PER_APPEND {
-            seq += 1;
-            let r = Record {
-                seq,
-                ts: Timestamp::now(),
-                stream: Stream::Output,
-                message: message(id, seq),
-                fields: None,
-            };
-            summary.records += 1;
-            summary.bytes += r.message.len() as u64;
-            summary.streams.add(r.stream, 1);
-            records.push(r);
-        }
+    for i in 0..APPENDS {
+        let records = records(id, 1 + i * PER_APPEND, PER_APPEND, &mut summary);
         pipeline.append(&share, id, records, summary).await?;
         tokio::task::yield_now().await;
     }

@@ -23,8 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context;
-use joblog_core::{JobSpec, JobState, LogSummary, Record, Stream, Timestamp};
-use joblog_pipeline::{Finish, Pipeline, PipelineConfig};
+use joblog_core::LogSummary;
 use joblog_store::{StoreOptions, SyncMode};
 
 use super::output::Report;
@@ -125,15 +124,10 @@ async fn measure(
             let db = dir.join("joblog.db");
             let _ = std::fs::remove_file(dir.join("joblog.db-shm"));
             let mut ledger = run.ledger;
-            ledger.commits.splice(
-                0..0,
-                template_ledger.commits.iter().map(|c| load::Commit {
-                    at_event: 0,
-                    appended: c.appended.clone(),
-                    finished: c.finished.clone(),
-                    started: c.started.clone(),
-                }),
-            );
+            // The template's commits first: acknowledged before any run.
+            ledger
+                .commits
+                .splice(0..0, template_ledger.commits.iter().cloned());
             let verdict = check::check(&db, sync, &ledger, run.last_wal_sync).await?;
             if let Some(why) = &verdict.corrupt {
                 if mode.corrupt_examples.len() < 3 {
@@ -205,17 +199,13 @@ async fn powered_run(
         }
         Err(e) => return Err(e.into()),
     };
-    let writer = Box::new(Unplugged { inner, cut });
-    let mut registry = prometheus_client::registry::Registry::default();
-    let (pipeline, thread) = Pipeline::start(writer, PipelineConfig::default(), &mut registry);
+    let (pipeline, thread) = load::start(Box::new(Unplugged { inner, cut }));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let follower = load::follow(&pipeline, ledger.clone(), cut);
     load::run(store.clone(), &pipeline, &ledger).await;
     let events = cut.events();
     cut.cut();
-    pipeline.close();
-    drop(pipeline);
-    tokio::task::spawn_blocking(move || thread.join()).await?;
+    load::stop(pipeline, thread).await?;
     drop(store);
     follower.await?;
     let ledger = Arc::try_unwrap(ledger)
@@ -249,61 +239,29 @@ async fn prefill(template: &Path, sync: SyncMode) -> anyhow::Result<Ledger> {
         ..StoreOptions::default()
     };
     let store = joblog_store::open(&url, &options)?;
-    let mut registry = prometheus_client::registry::Registry::default();
-    let (pipeline, thread) = Pipeline::start(
-        store.open_writer()?,
-        PipelineConfig::default(),
-        &mut registry,
-    );
-    let spec = JobSpec {
-        command: vec!["true".into()],
-        ..JobSpec::default()
-    };
-    let id = pipeline.insert_job(Some("prefill".into()), spec).await?.id;
+    let (pipeline, thread) = load::start(store.open_writer()?);
+    let id = pipeline
+        .insert_job(Some("prefill".into()), load::true_job())
+        .await?
+        .id;
     let share = pipeline.job_share();
     let mut summary = LogSummary::default();
-    let mut seq = 0;
     let wal = with_suffix(&work, "-wal");
     while std::fs::metadata(&wal).map_or(0, |m| m.len()) < PREFILL_WAL_PAGES * 4096 {
-        let records: Vec<Record> = (0..50)
-            .map(|_| {
-                seq += 1;
-                Record {
-                    seq,
-                    ts: Timestamp::now(),
-                    stream: Stream::Output,
-                    message: load::message(id, seq),
-                    fields: None,
-                }
-            })
-            .collect();
-        for r in &records {
-            summary.records += 1;
-            summary.bytes += r.message.len() as u64;
-            summary.streams.add(r.stream, 1);
-        }
+        let records = load::records(id, summary.records + 1, 50, &mut summary);
         pipeline.append(&share, id, records, summary).await?;
         // Committed once this is: ops are applied in order.
         pipeline.delete_log_chunk(0, 0).await?;
     }
-    let ending = Finish {
-        state: JobState::Succeeded,
-        exit_code: Some(0),
-        result: None,
-        summary,
-        at: Timestamp::now(),
-    };
-    pipeline.finish(id, ending).await?;
+    pipeline.finish(id, load::succeeded(summary)).await?;
     std::fs::copy(&work, template)?;
     std::fs::copy(&wal, with_suffix(template, "-wal"))?;
-    pipeline.close();
-    drop(pipeline);
-    tokio::task::spawn_blocking(move || thread.join()).await?;
+    load::stop(pipeline, thread).await?;
     drop(store);
     let ledger = Ledger {
         commits: vec![load::Commit {
             at_event: 0,
-            appended: vec![(id, seq)],
+            appended: vec![(id, summary.records)],
             finished: vec![id],
             started: Vec::new(),
         }],

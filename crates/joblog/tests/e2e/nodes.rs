@@ -348,12 +348,7 @@ async fn a_cancel_sent_to_node_b_stops_a_job_running_on_node_a() {
         .submit(json!({"script": endless, "secrets": {"K": "pins it to a"}}))
         .await;
     a.wait_until(id, "running", |j| j.state == "running").await;
-    let r = b
-        .http
-        .post(format!("{}/api/v1/jobs/{id}/cancel", b.url))
-        .send()
-        .await
-        .unwrap();
+    let r = b.cancel(id).await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
     let job = b.wait_finished(id).await;
     assert_eq!(job["state"], "cancelled", "{job}");

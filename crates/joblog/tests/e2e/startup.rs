@@ -74,12 +74,7 @@ async fn a_second_server_on_a_data_dir_or_sqlite_file_in_use_is_refused() {
     assert!(err.contains(&db_file) && err.contains(&pid), "{err}");
 
     assert_eq!(server.job(id).await["state"], "running");
-    let r = server
-        .http
-        .post(format!("{}/api/v1/jobs/{id}/cancel", server.url))
-        .send()
-        .await
-        .unwrap();
+    let r = server.cancel(id).await;
     assert!(r.status().is_success(), "{}", r.status());
     server.wait_finished(id).await;
 }

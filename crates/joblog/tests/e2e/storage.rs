@@ -163,12 +163,7 @@ async fn a_full_disk_refuses_new_work_holds_the_running_and_resumes_when_space_r
         "the job was held, not ended: {job}"
     );
     let asked = Instant::now();
-    let r = server
-        .http
-        .post(format!("{}/api/v1/jobs/{doomed}/cancel", server.url))
-        .send()
-        .await
-        .unwrap();
+    let r = server.cancel(doomed).await;
     assert!(r.status().is_success(), "cancel while full: {}", r.status());
     eventually(
         "the cancelled job's process to be gone",
