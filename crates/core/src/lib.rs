@@ -36,6 +36,9 @@
 //!   saved job (`Firing::OnDemand`). `params`: the JSON Schema subset of
 //!   a saved job's parameters and each run's values checked against it
 //!   (not used by a route yet).
+//! - `search`: a search across every job's log (`SearchQuery`, pages
+//!   read by `Scan`, `SearchCursor`), its patterns (text or a regular
+//!   expression) and the trigram index of a sealed segment.
 //! - `result_blob` (docs/results.md) and `segment` (docs/segments.md):
 //!   versioned binary formats; `escape`: untrusted text made safe for a
 //!   terminal; `buckets`: histogram bounds as people write them.
@@ -67,6 +70,7 @@ mod query;
 mod record;
 pub mod result_blob;
 pub mod schedule;
+pub mod search;
 pub mod segment;
 mod size;
 mod time;

@@ -72,6 +72,7 @@ mod reads;
 mod rows;
 mod schedules;
 pub mod sealed;
+mod search;
 mod snapshot;
 pub mod sqlite;
 mod store_impl;
@@ -95,6 +96,7 @@ pub use notifications::{RuleSaved, CLAIM_BATCH};
 pub use open::{open, Database, ReadWait, StoreOptions, SyncMode};
 pub use ops::{Outcome, StoreWriter, WriteOp};
 pub use schedules::{Fired, ScheduleDeleted, ScheduleSaved, FIRE_BATCH};
+pub use search::SearchBudget;
 pub use snapshot::Snapshot;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -149,6 +151,17 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
         streams: Option<Vec<Stream>>,
     ) -> Result<SearchHits>;
+
+    /// One page of a search across jobs' logs, from `cursor` (the newest
+    /// job without one), of `limit` hits at most, read in one snapshot
+    /// within `budget` (a page that runs out answers with a cursor).
+    async fn search(
+        &self,
+        query: &joblog_core::search::SearchQuery,
+        cursor: Option<joblog_core::search::SearchCursor>,
+        limit: u32,
+        budget: SearchBudget,
+    ) -> Result<joblog_core::search::SearchPage>;
 
     /// The outline of the job's log as committed so far, listing at most
     /// `max_groups` groups (the API lists [`joblog_core::MAX_OUTLINE_GROUPS`]),

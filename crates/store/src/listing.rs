@@ -23,7 +23,7 @@ use std::borrow::Cow;
 
 use joblog_core::{Job, JobQuery, JobState, NameFilter};
 
-use crate::db::Conn;
+use crate::db::{Conn, Decode};
 pub(crate) use crate::db::{Dialect, Param, Sql};
 use crate::rows::JOB_COLUMNS;
 
@@ -39,6 +39,16 @@ pub(crate) const MAX_NAME_ARMS: usize = 32;
 /// The page of jobs `q` asks for, on either store: the window's ids
 /// first, then the names a pattern matches, then the page (see above).
 pub(crate) async fn list<C: Conn>(c: &mut C, q: &JobQuery) -> crate::Result<Vec<Job>> {
+    select(c, q, JOB_COLUMNS).await
+}
+
+/// The page of `q` as [`list`] reads it, of some columns only (a search
+/// needs a job's id and name, not its spec).
+pub(crate) async fn select<C: Conn, T: Decode>(
+    c: &mut C,
+    q: &JobQuery,
+    columns: &str,
+) -> crate::Result<Vec<T>> {
     let d = C::DIALECT;
     let span = match window_sql(d, q) {
         None => None,
@@ -58,7 +68,7 @@ pub(crate) async fn list<C: Conn>(c: &mut C, q: &JobQuery) -> crate::Result<Vec<
             scan.names()
         }
     };
-    match page_sql(d, q, names.as_deref(), span) {
+    match page_sql(d, q, names.as_deref(), span, columns) {
         Some(sql) => c.query_sql(&sql).await,
         None => Ok(Vec::new()),
     }
@@ -101,14 +111,16 @@ enum Walk<'a> {
     Id,
 }
 
-/// The page of `q`: `names` are the names its pattern matched (from
-/// [`NameScan`]), `span` the ids its window covers (from [`window_sql`]).
-/// `None` when nothing can match (a pattern that matched no name).
+/// The page of `q`, of `columns`: `names` are the names its pattern
+/// matched (from [`NameScan`]), `span` the ids its window covers (from
+/// [`window_sql`]). `None` when nothing can match (a pattern that matched
+/// no name).
 pub(crate) fn page_sql(
     d: Dialect,
     q: &JobQuery,
     names: Option<&[String]>,
     span: Option<IdSpan>,
+    columns: &str,
 ) -> Option<Sql> {
     let mut sql = Sql {
         text: Cow::Borrowed(""),
@@ -247,7 +259,7 @@ pub(crate) fn page_sql(
                 Dialect::Sqlite => format!(" {index}"),
                 Dialect::Postgres => String::new(),
             };
-            format!("SELECT {JOB_COLUMNS} FROM jobs{index} WHERE {key}{checks}")
+            format!("SELECT {columns} FROM jobs{index} WHERE {key}{checks}")
         })
         .collect();
     let order = format!("ORDER BY id DESC LIMIT {limit}");

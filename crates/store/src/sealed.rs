@@ -10,6 +10,7 @@
 //! them here: the records, pages, searches and outlines are the same as
 //! from rows alone. Each store only runs its statements.
 
+use joblog_core::search::build_index;
 use joblog_core::segment::{self, SegmentHeader};
 use joblog_core::{JobId, LogSearch, Record, SearchHits, Stream};
 
@@ -265,21 +266,26 @@ pub struct SealSlice {
     pub job: JobId,
     pub key: SegmentKey,
     pub data: Vec<u8>,
+    /// The segment's text index (`None`: too small for one).
+    pub grams: Option<Vec<u8>>,
     /// Text and fields (JSON) of its records: the log's bytes before.
     pub raw_bytes: u64,
 }
 
 impl SealSlice {
-    /// Encodes `records` (consecutive seqs of `job`) as one segment.
+    /// Encodes `records` (consecutive seqs of `job`) as one segment, and
+    /// the index of their text.
     pub fn encode(job: JobId, records: &[Record]) -> Result<SealSlice> {
         let data = segment::encode(records)
             .map_err(|e| StoreError::Database(format!("job {job}: cannot seal its log: {e}")))?;
         let header = SegmentHeader::parse(&data).map_err(|e| damaged(job, 0, &e))?;
         let key = SegmentKey::of(job, &header)?;
+        let grams = build_index(records.iter().map(|r| r.message.as_str()), data.len());
         Ok(SealSlice {
             job,
             key,
             data,
+            grams,
             raw_bytes: header.text_bytes + header.fields_bytes,
         })
     }

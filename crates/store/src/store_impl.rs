@@ -72,6 +72,17 @@ macro_rules! store_impl {
                 $run!(self, c => $crate::log_reads::search(c, id, &search, after_seq, limit, &streams))
             }
 
+            async fn search(
+                &self,
+                query: &joblog_core::search::SearchQuery,
+                cursor: Option<joblog_core::search::SearchCursor>,
+                limit: u32,
+                budget: $crate::SearchBudget,
+            ) -> Result<joblog_core::search::SearchPage> {
+                let query = query.clone();
+                $run!(self, c => $crate::search::search(c, &query, cursor, limit, budget))
+            }
+
             async fn log_outline(&self, id: JobId, max_groups: usize) -> Result<LogOutline> {
                 $run!(self, c => $crate::log_reads::outline(c, id, max_groups))
             }

@@ -52,7 +52,8 @@ const DELETE_SEGMENTS: Statement =
 pub(crate) const SEAL_DELETE: Statement =
     sql!("DELETE FROM log WHERE job_id = $1 AND seq >= $2 AND seq <= $3");
 const SEAL_INSERT: Statement = sql!(
-    "INSERT INTO segments (job_id, last_seq, first_seq, streams, data) VALUES ($1, $2, $3, $4, $5)"
+    "INSERT INTO segments (job_id, last_seq, first_seq, streams, data, grams) \
+     VALUES ($1, $2, $3, $4, $5, $6)"
 );
 const MARK_SEALED: Statement = sql!(
     "UPDATE jobs SET sealed_at = $2 WHERE id = $1 \
@@ -231,6 +232,7 @@ pub(crate) async fn seal_slice<C: Conn>(tx: &mut C, slice: &SealSlice) -> Result
         first.into(),
         key.streams.into(),
         slice.data.clone().into(),
+        slice.grams.clone().into(),
     ];
     tx.execute(&SEAL_INSERT, &params).await?;
     tx.batch("RELEASE SAVEPOINT seal").await?;

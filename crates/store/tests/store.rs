@@ -38,6 +38,8 @@ mod results;
 mod schedules;
 #[path = "store/sealed.rs"]
 mod sealed;
+#[path = "store/search.rs"]
+mod search;
 #[path = "store/snapshot.rs"]
 mod snapshot;
 #[path = "store/tls.rs"]
@@ -230,11 +232,12 @@ impl TestStore {
     }
 }
 
-/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (saved jobs, whose table goes below; folders; users and sessions; drain and pause; placement; triggers; notifications; the
+/// Undoes the last [`UNDONE_MIGRATIONS`] migrations (segments' text indexes; saved jobs, whose table goes below; folders; users and sessions; drain and pause; placement; triggers; notifications; the
 /// nodes' secret names; the per-schedule metrics' index; sealed logs; schedules, and the
 /// columns jobs got for them), the same on both stores: for tests that
 /// take a database back to an older version.
-const UNDO_LATEST: &str = "DROP INDEX jobs_folder; ALTER TABLE jobs DROP COLUMN folder; \
+const UNDO_LATEST: &str = "ALTER TABLE segments DROP COLUMN grams; \
+     DROP INDEX jobs_folder; ALTER TABLE jobs DROP COLUMN folder; \
      ALTER TABLE tokens DROP COLUMN folders; \
      DROP TABLE sign_ins; DROP TABLE sessions; DROP TABLE users; DROP TABLE scheduler_state; ALTER TABLE nodes DROP COLUMN drain_at; \
      ALTER TABLE nodes DROP COLUMN presumed_lapsed; \
@@ -250,7 +253,7 @@ const UNDO_LATEST: &str = "DROP INDEX jobs_folder; ALTER TABLE jobs DROP COLUMN 
      ALTER TABLE jobs DROP COLUMN max_concurrent; ALTER TABLE jobs DROP COLUMN run_after; \
      DROP TABLE schedules;";
 /// How many migrations [`UNDO_LATEST`] undoes.
-const UNDONE_MIGRATIONS: i64 = 12;
+const UNDONE_MIGRATIONS: i64 = 13;
 
 fn spec(args: &[&str]) -> JobSpec {
     JobSpec {

@@ -181,7 +181,7 @@ pub(crate) async fn query_one<C: Conn, T: Value>(
     }
 }
 
-/// Every statement a job listing or an audit listing may run in `d`,
+/// Every statement a job listing, an audit listing or a search builds in `d`,
 /// with its values: for the query-plan tests of both stores.
 #[cfg(test)]
 pub(crate) fn listing_statements(d: Dialect) -> Vec<(String, Vec<Param>)> {
@@ -193,6 +193,7 @@ pub(crate) fn listing_statements(d: Dialect) -> Vec<(String, Vec<Param>)> {
     listings
         .into_iter()
         .chain(audit)
+        .chain(crate::search::every_statement(d))
         .map(|s| (s.text.into_owned(), s.params))
         .collect()
 }

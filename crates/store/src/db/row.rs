@@ -49,7 +49,8 @@ native!(
     f64,
     String,
     Option<String>,
-    Vec<u8>
+    Vec<u8>,
+    Option<Vec<u8>>
 );
 
 /// A stream code: `integer` on SQLite, `smallint` on PostgreSQL.

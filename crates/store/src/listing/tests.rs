@@ -101,7 +101,7 @@ pub(crate) fn every_statement(d: Dialect) -> Vec<Sql> {
         ),
     ];
     for (q, names, span) in &pages {
-        out.push(page_sql(d, q, *names, *span).unwrap());
+        out.push(page_sql(d, q, *names, *span, crate::rows::JOB_COLUMNS).unwrap());
     }
     out
 }

@@ -11,6 +11,7 @@ mod statements;
 #[cfg(test)]
 pub(crate) use statements::every_statement;
 use statements::*;
+pub(crate) use statements::{SEARCH_ROWS, SEGMENT_DATA};
 
 use joblog_core::{EarlierPage, JobId, LogOutline, LogSearch, Record, SearchHits, Stream};
 

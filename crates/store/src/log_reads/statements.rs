@@ -143,6 +143,29 @@ pub(super) const SEARCH_PAGE: Statement = Statement::new(
     ),
 );
 
+/// The rows after `$2` of the streams in mask `$3` whose message holds
+/// `$4` (two texts, as [`SEARCH_PAGE`]; empty text: every row), at most
+/// `$5`, in order: the candidates of a search across jobs
+/// (`crate::search`), which joblog then matches itself.
+pub(crate) const SEARCH_ROWS: Statement = Statement::new(
+    concat!(
+        "SELECT ",
+        record_columns!(),
+        " FROM log WHERE job_id = ?1 AND seq > ?2 AND ",
+        sqlite_matches!(),
+        " ORDER BY seq LIMIT ?5"
+    ),
+    concat!(
+        "SELECT seq, ts, stream, message, fields FROM log WHERE job_id = $1 AND seq > $2 AND ",
+        postgres_matches!(),
+        " ORDER BY seq LIMIT $5"
+    ),
+);
+
+/// One segment's blob.
+pub(crate) const SEGMENT_DATA: Statement =
+    sql!("SELECT data FROM segments WHERE job_id = $1 AND last_seq = $2");
+
 /// Matches with `$2 < seq <= $5` (two texts, as [`SEARCH_PAGE`]).
 pub(super) const SEARCH_COUNT: Statement = Statement::new(
     concat!(
@@ -184,6 +207,18 @@ pub(crate) fn every_statement() -> Vec<(&'static str, Statement, Vec<crate::db::
             vec![Int(1), Int(500), Int(127), Int(2), Int(i64::MAX)],
         ),
         ("SEGMENTS_ALL", SEGMENTS_ALL, vec![Int(1), Int(127)]),
+        ("SEGMENT_DATA", SEGMENT_DATA, vec![Int(1), Int(1000)]),
+        (
+            "SEARCH_ROWS",
+            SEARCH_ROWS,
+            vec![
+                Int(1),
+                Int(5),
+                Int(127),
+                Text("disk full".into()),
+                Int(1000),
+            ],
+        ),
         (
             "READ_ROWS",
             READ_ROWS,

@@ -181,6 +181,7 @@ INSERT INTO scheduler_state (id) VALUES (1);
     Sql(crate::accounts::SSO_MIGRATION),
     Sql(crate::accounts::FOLDERS_MIGRATION),
     Sql(super::schedules::SAVED_JOBS_MIGRATION),
+    Sql(super::sealed::INDEX_MIGRATION),
 ];
 
 /// One step of the schema.

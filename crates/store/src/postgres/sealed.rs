@@ -38,6 +38,11 @@ ALTER TABLE jobs ADD COLUMN sealed_at bigint;
 CREATE INDEX jobs_unsealed ON jobs (id) WHERE sealed_at IS NULL AND finished_at IS NOT NULL;
 "#;
 
+/// Each segment's text index (`joblog_core::search::build_index`), NULL
+/// for segments sealed before it existed or too small for one: a search
+/// reads those. Added to the partitioned table, so to every partition.
+pub(super) const INDEX_MIGRATION: &str = "ALTER TABLE segments ADD COLUMN grams bytea;";
+
 /// Whether a committed batch's slice is in: its segment is there.
 pub(super) const SEGMENT_EXISTS: &str =
     "SELECT count(*) FROM segments WHERE job_id = $1 AND last_seq = $2";

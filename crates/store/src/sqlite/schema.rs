@@ -74,6 +74,7 @@ CREATE TABLE results (
     Sql(crate::accounts::SSO_MIGRATION),
     Sql(crate::accounts::FOLDERS_MIGRATION),
     Sql(schedules::SAVED_JOBS_MIGRATION),
+    Sql(sealed::INDEX_MIGRATION),
 ];
 
 /// Drain and pause (`crate::controls`): since when a node is asked to

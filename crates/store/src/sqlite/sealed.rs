@@ -20,3 +20,8 @@ CREATE TABLE segments (
 ALTER TABLE jobs ADD COLUMN sealed_at INTEGER;
 CREATE INDEX jobs_unsealed ON jobs(id) WHERE sealed_at IS NULL AND finished_at IS NOT NULL;
 "#;
+
+/// Each segment's text index (`joblog_core::search::build_index`), NULL
+/// for segments sealed before it existed or too small for one: a search
+/// reads those.
+pub(super) const INDEX_MIGRATION: &str = "ALTER TABLE segments ADD COLUMN grams BLOB;";

@@ -82,7 +82,7 @@ fn request_queries_search_indexes_and_never_scan() {
     // job's log by its primary key. The sealer's own walk of unsealed
     // jobs and its count are index searches too.
     let reads = crate::log_reads::every_statement();
-    assert_eq!(reads.len(), 12);
+    assert_eq!(reads.len(), 14);
     let bound = |st: crate::db::Statement, mut params: Vec<crate::db::Param>| {
         // As the connection binds them: as many as its text has.
         let used = (1..=params.len())

@@ -74,7 +74,7 @@ fn finished_with_log(t: &mut TestStore, records: &[Record]) -> JobId {
 /// What sealing one job did: slices sealed, records they held, and
 /// whether the job was marked sealed.
 #[derive(Debug, Default, PartialEq)]
-struct Sealed {
+pub(super) struct Sealed {
     segments: u64,
     records: u64,
     bytes_before: u64,
@@ -85,7 +85,7 @@ struct Sealed {
 /// Seals the job through the store's writer, slice by slice of at most
 /// [`SEGMENT_RECORDS`] records and [`SEGMENT_TEXT_BYTES`] of text, as the
 /// engine's sealer does.
-async fn seal(t: &mut TestStore, job: JobId) -> Sealed {
+pub(super) async fn seal(t: &mut TestStore, job: JobId) -> Sealed {
     let mut sealed = Sealed::default();
     loop {
         let mut rows = t.store.unsealed_rows(job, SEGMENT_RECORDS).await.unwrap();
@@ -415,4 +415,22 @@ async fn a_damaged_segment_is_an_error_for_its_job_only(db: TestDatabase) {
     // The other job, and the store, are fine.
     assert_eq!(t.log(fine, 0, 2000, None).await, varied_log(1500));
     assert_eq!(t.job(damaged).await.id, damaged);
+    // A search across jobs passes over the damaged segment alone, and
+    // says so.
+    let q = joblog_core::search::SearchQuery {
+        pattern: joblog_core::search::SearchPattern::new("needle", false).unwrap(),
+        jobs: JobQuery::default(),
+        streams: None,
+    };
+    let page = t
+        .store
+        .search(&q, None, 1000, joblog_store::SearchBudget::default())
+        .await
+        .unwrap();
+    assert_eq!(page.next_cursor, None);
+    assert_eq!(page.scanned.unreadable, 1);
+    let from = |job: JobId| page.hits.iter().filter(|h| h.job_id == job).count();
+    let needles_in = |records: &[Record]| records.iter().filter(|r| needle.matches(&r.message)).count();
+    assert_eq!(from(fine), needles_in(&varied_log(1500)));
+    assert_eq!(from(damaged), needles_in(&varied_log(1000)));
 }

@@ -82,7 +82,7 @@ fn request_queries_use_indexes_and_never_sort() {
     // Every statement under a log read (segments included): each one
     // job's log by its primary key.
     let reads = crate::log_reads::every_statement();
-    assert_eq!(reads.len(), 12);
+    assert_eq!(reads.len(), 14);
     queries.extend(
         reads
             .into_iter()
