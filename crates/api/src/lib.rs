@@ -104,6 +104,8 @@ pub struct AppState {
     tail_reads: Arc<handlers::log::tail::TailReads>,
     /// Request bodies buffered at once, in all (`limits::body`).
     body_budget: Arc<tokio::sync::Semaphore>,
+    /// Search pages read at once (`handlers::search`).
+    searches: Arc<tokio::sync::Semaphore>,
     store_metrics: Arc<metrics::StoreMetrics>,
     /// The server's own logs, when the API may reconfigure them.
     oplog: Option<joblog_oplog::Oplog>,
@@ -162,6 +164,9 @@ impl AppState {
             viewers: Arc::default(),
             tail_reads: Arc::default(),
             body_budget: limits::body::server_budget(),
+            searches: Arc::new(tokio::sync::Semaphore::new(
+                handlers::search::SEARCHES_AT_ONCE,
+            )),
             oplog: None,
         }
     }

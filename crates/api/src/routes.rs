@@ -15,7 +15,7 @@ use joblog_core::Role;
 use crate::auth::rules::{Access, Reach};
 use crate::handlers::{
     audit, backup, feed, groom, jobs, log, logging, nodes, notifications, oidc, scheduler,
-    schedules, sealing, session, tokens, users,
+    schedules, sealing, search, session, tokens, users,
 };
 use crate::AppState;
 
@@ -184,6 +184,7 @@ routes! {
     POST "/api/v1/notifications/{id}/test" => notifications::test, ADMIN;
     GET "/api/v1/notifications/{id}/deliveries" => notifications::deliveries, ADMIN;
     GET "/api/v1/jobs/{id}/notifications" => notifications::of_job, viewer(Job);
+    GET "/api/v1/search" => search::search, viewer(Filtered);
     POST "/api/v1/groom" => groom::groom, ADMIN;
     GET "/api/v1/sealing" => sealing::status, viewer(All);
     POST "/api/v1/sealing" => sealing::seal_all, ADMIN;

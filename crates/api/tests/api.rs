@@ -34,6 +34,8 @@ mod responses;
 mod results;
 #[path = "api/schedules.rs"]
 mod schedules;
+#[path = "api/search.rs"]
+mod search;
 #[path = "api/sessions.rs"]
 mod sessions;
 

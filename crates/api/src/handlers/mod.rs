@@ -15,6 +15,7 @@ pub mod oidc;
 pub mod scheduler;
 pub mod schedules;
 pub mod sealing;
+pub mod search;
 pub mod session;
 pub mod tokens;
 pub mod users;

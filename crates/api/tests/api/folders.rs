@@ -284,6 +284,28 @@ async fn a_limited_caller_lists_submits_and_follows_only_its_folders(db: TestDat
     assert_eq!(ids(&by_state.json(), "jobs"), vec![a]);
     let schedules = call(&t, "GET", "/api/v1/schedules", &viewer, None).await;
     assert_eq!(ids(&schedules.json(), "schedules"), vec![sa]);
+    // A search across logs: their folders' jobs only, whatever is asked.
+    let hit_jobs = |v: &Value| -> Vec<i64> {
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["job_id"].as_i64().unwrap())
+            .collect()
+    };
+    let found = call(&t, "GET", "/api/v1/search?q=in-a-folder", &viewer, None).await;
+    assert_eq!(hit_jobs(&found.json()), vec![a]);
+    let found = call(
+        &t,
+        "GET",
+        "/api/v1/search?q=in-a-folder&folder=team-b",
+        &viewer,
+        None,
+    )
+    .await;
+    assert_eq!(hit_jobs(&found.json()), Vec::<i64>::new());
+    let found = call(&t, "GET", "/api/v1/search?q=in-a-folder", &admin(), None).await;
+    assert_eq!(hit_jobs(&found.json()), vec![none, b, a]);
     let bad = call(&t, "GET", "/api/v1/jobs?folder=a%20b", &admin(), None).await;
     let message = assert_error(&bad, StatusCode::BAD_REQUEST, "invalid_query");
     assert!(message.starts_with("folder:"), "{message}");

@@ -62,22 +62,30 @@ fn time_bound(
     }
 }
 
-impl ListParams {
-    /// The listing asked for, `since` and `until` read against `now`:
+/// The filters a listing and a search share, as sent.
+#[derive(Default)]
+pub(crate) struct JobFilters {
+    pub state: Option<String>,
+    pub name: Option<String>,
+    pub node: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub schedule_id: Option<i64>,
+    pub folder: Option<String>,
+}
+
+impl JobFilters {
+    /// The jobs asked for, `since` and `until` read against `now`:
     /// `state` a comma-separated list of states, `name` an exact name or a
     /// pattern with `*` and `?`, `node` a node's name, `since`/`until` a
-    /// duration back from now or a time, with `since` before `until`;
-    /// `limit` 1 to [`MAX_LIST_LIMIT`] (default 50). An empty value is no
-    /// filter. A bad value → 400 naming the parameter.
+    /// duration back from now or a time, with `since` before `until`. An
+    /// empty value is no filter. A bad value → 400 naming the parameter.
+    /// The page (`limit`, `before_id`) is the caller's.
     pub(crate) fn query(self, now: Timestamp) -> Result<JobQuery, ApiError> {
         let states = match self.state.as_deref() {
             None => Vec::new(),
             Some(s) => JobState::parse_list(s).map_err(|e| invalid(format!("state: {e}")))?,
         };
-        let limit = self.limit.unwrap_or(50);
-        if limit == 0 || limit > MAX_LIST_LIMIT {
-            return Err(invalid(format!("limit: must be 1 to {MAX_LIST_LIMIT}")));
-        }
         let name = text_filter("name", self.name)?;
         let node = text_filter("node", self.node)?;
         let since = time_bound("since", self.since.as_deref(), now)?;
@@ -106,9 +114,34 @@ impl ListParams {
             node,
             created_since: since,
             created_until: until,
+            limit: 0,
+            before_id: None,
+            schedule_id: self.schedule_id,
+        })
+    }
+}
+
+impl ListParams {
+    /// The listing asked for ([`JobFilters::query`]), `limit` 1 to
+    /// [`MAX_LIST_LIMIT`] (default 50).
+    pub(crate) fn query(self, now: Timestamp) -> Result<JobQuery, ApiError> {
+        let limit = self.limit.unwrap_or(50);
+        if limit == 0 || limit > MAX_LIST_LIMIT {
+            return Err(invalid(format!("limit: must be 1 to {MAX_LIST_LIMIT}")));
+        }
+        let filters = JobFilters {
+            state: self.state,
+            name: self.name,
+            node: self.node,
+            since: self.since,
+            until: self.until,
+            schedule_id: self.schedule_id,
+            folder: self.folder,
+        };
+        Ok(JobQuery {
             limit,
             before_id: self.before_id,
-            schedule_id: self.schedule_id,
+            ..filters.query(now)?
         })
     }
 }
