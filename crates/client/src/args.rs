@@ -138,6 +138,9 @@ pub enum ClientCommand {
     Rerun(RerunArgs),
     /// List jobs, newest first.
     Jobs(JobsArgs),
+    /// Find the lines holding a text (or matching --regex) in every job's
+    /// log, newest job first.
+    Search(SearchArgs),
     /// Show one job with its log counts.
     Show(IdArgs),
     /// Print a job's log.
@@ -182,6 +185,7 @@ impl ClientCommand {
         match self {
             ClientCommand::Run(a) => &a.connection,
             ClientCommand::Jobs(a) => &a.connection,
+            ClientCommand::Search(a) => &a.connection,
             ClientCommand::Show(a) | ClientCommand::JobResult(a) | ClientCommand::Cancel(a) => {
                 &a.connection
             }
@@ -431,6 +435,52 @@ pub struct JobsArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
     /// Print the API's JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
+}
+
+#[derive(Args, Debug)]
+pub struct SearchArgs {
+    /// The text to find: anywhere in a line, ASCII letters in either case,
+    /// every other character as itself (1 to 256 bytes).
+    #[arg(value_name = "TEXT")]
+    pub text: String,
+    /// TEXT is a regular expression (RE2 syntax), case-insensitive unless
+    /// it starts with (?-i).
+    #[arg(long)]
+    pub regex: bool,
+    /// Only jobs in these states, comma-separated.
+    #[arg(long, value_name = "LIST", value_parser = parse_states)]
+    pub state: Option<StateList>,
+    /// Only jobs with this name, or matching this pattern ('backup*').
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Only jobs run on this node.
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
+    /// Only the runs of this schedule (its id).
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
+    pub schedule: Option<i64>,
+    /// Only jobs of this folder.
+    #[arg(long, value_name = "FOLDER", value_parser = parse_folder)]
+    pub folder: Option<String>,
+    /// Only jobs created since then: a duration back from now (30d) or a
+    /// time.
+    #[arg(long, value_name = "WHEN", value_parser = parse_when)]
+    pub since: Option<String>,
+    /// Only jobs created before then (same forms as --since).
+    #[arg(long, value_name = "WHEN", value_parser = parse_when)]
+    pub until: Option<String>,
+    /// Only lines of these streams (comma-separated: output, error, …).
+    #[arg(long, value_name = "LIST", value_parser = parse_streams)]
+    pub streams: Option<StreamList>,
+    /// Stop after this many lines.
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+    /// Print each line found as one JSON object (the API's hit).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

@@ -22,6 +22,7 @@ pub mod progress;
 mod render;
 mod schedules;
 pub mod seal;
+mod search;
 mod tokens;
 mod users;
 mod wire;
@@ -77,6 +78,7 @@ pub async fn run(cmd: ClientCommand, global: Global) -> anyhow::Result<i32> {
                 commands::rerun(&api, a, &mut printer).await
             }
             ClientCommand::Jobs(a) => print(commands::jobs(&api, a).await?),
+            ClientCommand::Search(a) => search::run(&api, a).await.or_else(search::failed),
             ClientCommand::Show(a) => print(commands::show(&api, a).await?),
             ClientCommand::Logs(a) => {
                 let mut printer = Printer::stdio(Layout::Stdout, a.timestamps, a.json);

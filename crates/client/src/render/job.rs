@@ -43,7 +43,7 @@ pub(super) fn short_time(ts: Option<&str>) -> String {
 }
 
 /// A time in full, in the chosen zone (`2026-11-22T10:15:01.000001Z`).
-pub(super) fn full_time(ts: &str) -> String {
+pub(crate) fn full_time(ts: &str) -> String {
     super::times::full(ts).unwrap_or_else(|| escape_display(ts, false).into_owned())
 }
 

@@ -15,6 +15,7 @@ pub use times::{choose as choose_times, Times};
 
 use std::io::{self, Write};
 
+pub(crate) use job::full_time;
 pub(crate) use joblog_core::escape_display;
 pub(super) use log::{Layout, Printer};
 pub(super) use pretty::Pretty;

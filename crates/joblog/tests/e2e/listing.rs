@@ -170,3 +170,65 @@ async fn logs_prints_every_record_on_stdout_and_nothing_on_stderr() {
     streams.sort();
     assert_eq!(streams, ["error", "output", "warning"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_finds_which_job_printed_a_line_sealed_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let run = |body: Value| {
+        let server = &server;
+        async move {
+            let id = server.submit(body).await;
+            server.wait_finished(id).await;
+            id
+        }
+    };
+    let old =
+        run(json!({"name": "backup-db", "script": "echo start; echo 'tar: disk full' >&2"})).await;
+    let (code, _, err) = cli(&server, &["seal", "--all"]);
+    assert_eq!(code, 0, "{err}");
+    let web =
+        run(json!({"name": "backup-web", "script": "printf 'DISK FULL \\033[31mred\\n'"})).await;
+    run(json!({"name": "report", "script": "echo 'disk full? no'"})).await;
+
+    // Newest job first, a heading per job, control characters escaped.
+    let (code, out, err) = cli(&server, &["search", "disk full", "--name", "backup*"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], format!("job {web} backup-web"), "{out}");
+    assert!(lines[1].trim_start().starts_with("1  "), "{out}");
+    assert!(
+        lines[1].ends_with("output       DISK FULL \\x1b[31mred"),
+        "{out}"
+    );
+    assert_eq!(lines[2], "");
+    assert_eq!(lines[3], format!("job {old} backup-db"));
+    assert!(lines[4].contains("  error        tar: disk full"), "{out}");
+    assert_eq!(lines.len(), 5, "{out}");
+    assert_eq!(err.trim(), "2 lines in 2 jobs");
+
+    // JSON, one hit per line; a regular expression; the limit.
+    let (code, out, _) = cli(&server, &["search", "disk +full\\?", "--regex", "--json"]);
+    assert_eq!(code, 0);
+    let hits: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(hits.len(), 1, "{out}");
+    assert_eq!(hits[0]["job_name"], "report");
+    assert_eq!(hits[0]["message"], "disk full? no");
+    let (code, out, err) = cli(&server, &["search", "full", "--limit", "1"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(err.contains("more may follow"), "{err}");
+
+    // As grep: 1 when nothing is found, 2 when the search fails.
+    let (code, out, err) = cli(&server, &["search", "nowhere to be found"]);
+    assert_eq!(
+        (code, out.as_str(), err.trim()),
+        (1, "", "0 lines in 0 jobs")
+    );
+    let (code, _, err) = cli(&server, &["search", "(unclosed", "--regex"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("q: not a valid regular expression"), "{err}");
+}

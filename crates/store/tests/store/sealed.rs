@@ -430,7 +430,12 @@ async fn a_damaged_segment_is_an_error_for_its_job_only(db: TestDatabase) {
     assert_eq!(page.next_cursor, None);
     assert_eq!(page.scanned.unreadable, 1);
     let from = |job: JobId| page.hits.iter().filter(|h| h.job_id == job).count();
-    let needles_in = |records: &[Record]| records.iter().filter(|r| needle.matches(&r.message)).count();
+    let needles_in = |records: &[Record]| {
+        records
+            .iter()
+            .filter(|r| needle.matches(&r.message))
+            .count()
+    };
     assert_eq!(from(fine), needles_in(&varied_log(1500)));
     assert_eq!(from(damaged), needles_in(&varied_log(1000)));
 }
