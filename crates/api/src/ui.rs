@@ -49,6 +49,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("params-form.js", JS, include_str!("../ui/params-form.js")),
     ("result.js", JS, include_str!("../ui/result.js")),
     ("schedules.js", JS, include_str!("../ui/schedules.js")),
+    ("search.js", JS, include_str!("../ui/search.js")),
     ("schedule.js", JS, include_str!("../ui/schedule.js")),
     (
         "schedule-form.js",
@@ -104,6 +105,7 @@ const PAGES: &[Page] = &[
     },
     page("/submit", "submit.js", "submitPage"),
     page("/audit", "audit.js", "auditPage"),
+    page("/search", "search.js", "searchPage"),
     page("/schedules", "schedules.js", "schedulesPage"),
     page("/schedules/new", "schedule-form.js", "newSchedulePage"),
     page("/schedules/{id}", "schedule.js", "schedulePage"),

@@ -2,7 +2,7 @@
 //! the binary calls, so that shipped code hosts nothing only tests use.
 //! This module holds the arguments every scenario shares and runs the
 //! scenario (or all of them); `psu`, `ingest`, `dispatch`, `flood`,
-//! `tail`, `oplog`, `result`, `schedule`, `notify`, `signin`, `folders` and `faults` are one scenario each, each
+//! `tail`, `oplog`, `result`, `schedule`, `notify`, `signin`, `folders`, `search` and `faults` are one scenario each, each
 //! returning an `output::Report` (Markdown, raw figures as JSON, SVG
 //! charts from `chart`); `server` runs a real `joblog serve` (the running
 //! executable) for a measurement; `stats` the figures; `baseline` the
@@ -29,6 +29,7 @@ mod psu;
 mod result;
 mod schedule;
 pub mod scratch;
+mod search;
 pub mod server;
 mod signin;
 mod stats;
@@ -86,6 +87,10 @@ pub enum Scenario {
     /// A job listing by a caller limited to folders beside one of every
     /// folder, on 1,000,000 jobs over 100 folders (--quick: 100,000).
     Folders,
+    /// Searches across every job's log on a store of --store-records
+    /// sealed records (10M): a rare term, a common one, one found
+    /// nowhere; the index's size and what it skips.
+    Search,
     /// Power cuts under the SQLite store (--cuts of them per `sync`
     /// mode, the real pipeline and writer under load): what was
     /// acknowledged and lost, and whether the database was left corrupt.
@@ -226,6 +231,11 @@ pub struct BenchArgs {
           default_value_if("quick", "true", "32MiB"),
           value_parser = joblog_core::parse_byte_size)]
     pub flood_size: u64,
+    /// search: sealed records in the store searched, 1,000 per job
+    /// (suffixes K and M; --quick: 200K).
+    #[arg(long, value_name = "N", default_value = "10M",
+          default_value_if("quick", "true", "200K"), value_parser = parse_count)]
+    pub store_records: u64,
     /// faults: power cuts per `sync` mode (suffixes K and M; --quick: 100).
     #[arg(long, value_name = "N", default_value = "1000",
           default_value_if("quick", "true", "100"), value_parser = parse_count)]
@@ -349,7 +359,7 @@ fn redact_args(args: &[String]) -> Vec<String> {
 
 /// What `bench all` runs, in this order: the log first, then the engine,
 /// then the scenarios of the features built on them.
-const ALL: [Scenario; 12] = [
+const ALL: [Scenario; 13] = [
     Scenario::Psu,
     Scenario::Ingest,
     Scenario::Dispatch,
@@ -361,6 +371,7 @@ const ALL: [Scenario; 12] = [
     Scenario::Notify,
     Scenario::Signin,
     Scenario::Folders,
+    Scenario::Search,
     Scenario::Faults,
 ];
 
@@ -379,6 +390,7 @@ impl Scenario {
             Scenario::Notify => "notify",
             Scenario::Signin => "signin",
             Scenario::Folders => "folders",
+            Scenario::Search => "search",
             Scenario::Faults => "faults",
             Scenario::TailWriter => "tail-writer",
         }
@@ -530,6 +542,7 @@ async fn run_one(args: BenchArgs, global: Global) -> anyhow::Result<Report> {
         Scenario::Notify => notify::run(args).await,
         Scenario::Signin => signin::run(args).await,
         Scenario::Folders => folders::run(args).await,
+        Scenario::Search => search::run(args).await,
         Scenario::Dispatch => dispatch::run(args).await,
         Scenario::Faults => faults::run(args).await,
         Scenario::Flood => flood::run(args, global).await,

@@ -175,6 +175,11 @@ async fn wrap_shows_the_selected_long_line_in_full_and_rows_keep_their_height() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_search_page_finds_lines_in_every_log_links_them_and_stops_when_asked() {
+    run("search").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_jobs_log_downloads_as_plain_text_and_as_json_lines() {
     run("download").await;
 }
