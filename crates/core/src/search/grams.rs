@@ -15,8 +15,6 @@
 //! (6 to 20), then the bitmap. A form this build does not know skips
 //! nothing: the segment is read and searched.
 
-use std::collections::HashSet;
-
 /// Text as the index keeps it: A–Z as a–z, and the two other characters
 /// that a case-insensitive regular expression matches for an ASCII letter
 /// (KELVIN SIGN for `k`, LONG S for `s`) as that letter. Character by
@@ -64,15 +62,24 @@ fn gram(w: &[u8]) -> u32 {
     u32::from(w[0]) | (u32::from(w[1]) << 8) | (u32::from(w[2]) << 16)
 }
 
-/// The bit of a trigram in a bitmap of `1 << log2` bits (Fibonacci
-/// hashing: the high bits of a multiplication by 2³²/φ).
+/// A trigram's bit in a bitmap of `1 << log2` bits: the low bits of a
+/// well-mixed hash (MurmurHash3's finaliser), so that a bitmap folded in
+/// half (its halves OR-ed) is the bitmap of half the size.
 fn bit(gram: u32, log2: u8) -> usize {
-    (gram.wrapping_mul(0x9E37_79B1) >> (32 - u32::from(log2))) as usize
+    let mut h = gram;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    (h & ((1u32 << log2) - 1)) as usize
 }
 
 /// The filter of the messages of one segment of `segment_bytes` bytes
 /// (its encoded size), in its stored form; `None` when that segment is too
-/// small to carry one.
+/// small to carry one. Built at the largest size the budget allows, one
+/// pass over the text, then folded in half while it stays at most one
+/// bit in [`BITS_PER_GRAM`] set: no set of distinct trigrams is kept.
 pub fn build_index<'a>(
     messages: impl IntoIterator<Item = &'a str>,
     segment_bytes: usize,
@@ -81,25 +88,35 @@ pub fn build_index<'a>(
     if budget_bits < 1 << MIN_LOG2_BITS {
         return None;
     }
-    let mut grams = HashSet::new();
+    let mut log2 = ((usize::BITS - 1 - budget_bits.leading_zeros()) as u8).min(MAX_LOG2_BITS);
+    let mut words = vec![0u64; (1usize << log2) / 64];
     let mut folded = Vec::new();
     for message in messages {
         fold(message.as_bytes(), &mut folded);
-        grams.extend(folded.windows(3).map(gram));
+        for w in folded.windows(3) {
+            let b = bit(gram(w), log2);
+            words[b / 64] |= 1 << (b % 64);
+        }
     }
-    let wanted = (grams.len() * BITS_PER_GRAM).max(1).next_power_of_two();
-    // The largest power of two within the budget.
-    let cap = 1usize << (usize::BITS - 1 - budget_bits.leading_zeros());
-    let bits = wanted
-        .min(cap)
-        .clamp(1 << MIN_LOG2_BITS, 1 << MAX_LOG2_BITS);
-    let log2 = bits.trailing_zeros() as u8;
-    let mut out = vec![0u8; 2 + bits / 8];
-    out[0] = VERSION;
-    out[1] = log2;
-    for g in grams {
-        let b = bit(g, log2);
-        out[2 + b / 8] |= 1 << (b % 8);
+    while log2 > MIN_LOG2_BITS {
+        let half = words.len() / 2;
+        let ones: usize = (0..half)
+            .map(|i| (words[i] | words[i + half]).count_ones() as usize)
+            .sum();
+        if ones * BITS_PER_GRAM > half * 64 {
+            break;
+        }
+        for i in 0..half {
+            words[i] |= words[i + half];
+        }
+        words.truncate(half);
+        log2 -= 1;
+    }
+    let mut out = Vec::with_capacity(2 + words.len() * 8);
+    out.push(VERSION);
+    out.push(log2);
+    for w in words {
+        out.extend_from_slice(&w.to_le_bytes());
     }
     Some(out)
 }
