@@ -312,8 +312,10 @@ struct SeedTotals {
     with_index: u64,
 }
 
-/// Jobs `first..first + n`: their logs sealed as the sealer does, timed.
+/// Jobs `first..first + n` (ids from `base + 1`): their logs sealed as
+/// the sealer does, timed.
 fn encode_jobs(
+    base: i64,
     first: u64,
     n: u64,
     jobs: u64,
@@ -327,7 +329,8 @@ fn encode_jobs(
         let at = now - 60_000_000 - (jobs - job) as i64 * (year / jobs as i64);
         let records = log_of(job, jobs, at);
         let t = Instant::now();
-        let slice = SealSlice::encode(job as i64, &records).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let id = base + job as i64;
+        let slice = SealSlice::encode(id, &records).map_err(|e| anyhow::anyhow!("{e}"))?;
         totals.encode += t.elapsed();
         let t = Instant::now();
         let again = build_index(records.iter().map(|r| r.message.as_str()), slice.data.len());
@@ -341,7 +344,7 @@ fn encode_jobs(
             totals.with_index += 1;
         }
         out.push(Seeded {
-            id: job as i64,
+            id,
             name: format!(
                 "{}-{}",
                 ["backup", "deploy", "report", "etl", "sync"][(job % 5) as usize],
@@ -364,19 +367,35 @@ async fn seed(database: &str, jobs: u64) -> anyhow::Result<SeedTotals> {
     let now = Timestamp::now().micros();
     let mut totals = SeedTotals::default();
     const CHUNK: u64 = 250;
-    let pg = if super::is_postgres(database) {
+    let mut pg = if super::is_postgres(database) {
         let pg = joblog_store::bench_support::Postgres::parse(database)?;
         Some(pg.connect().await?)
     } else {
         None
     };
     let sqlite_path = database.strip_prefix("sqlite://").map(str::to_owned);
+    // After whatever jobs the database holds.
+    let base: i64 = match (&pg, &sqlite_path) {
+        (Some((client, _)), _) => client
+            .query_one("SELECT COALESCE(max(id), 0) FROM jobs", &[])
+            .await?
+            .get(0),
+        (None, Some(path)) => {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || -> anyhow::Result<i64> {
+                let c = rusqlite::Connection::open(path)?;
+                Ok(c.query_row("SELECT COALESCE(max(id), 0) FROM jobs", [], |r| r.get(0))?)
+            })
+            .await??
+        }
+        (None, None) => bail!("the bench's database is neither SQLite nor PostgreSQL"),
+    };
     let mut first = 1;
     while first <= jobs {
         let n = CHUNK.min(jobs - first + 1);
         let (chunk, t) = tokio::task::spawn_blocking(move || {
             let mut t = SeedTotals::default();
-            encode_jobs(first, n, jobs, now, &mut t).map(|c| (c, t))
+            encode_jobs(base, first, n, jobs, now, &mut t).map(|c| (c, t))
         })
         .await??;
         totals.encode += t.encode;
@@ -384,7 +403,7 @@ async fn seed(database: &str, jobs: u64) -> anyhow::Result<SeedTotals> {
         totals.sealed_bytes += t.sealed_bytes;
         totals.index_bytes += t.index_bytes;
         totals.with_index += t.with_index;
-        match (&pg, &sqlite_path) {
+        match (&mut pg, &sqlite_path) {
             (Some((client, _)), _) => insert_postgres(client, &chunk).await?,
             (None, Some(path)) => {
                 let path = path.clone();
@@ -395,6 +414,13 @@ async fn seed(database: &str, jobs: u64) -> anyhow::Result<SeedTotals> {
         first += n;
     }
     if let Some((client, conn)) = pg {
+        // The ids were given: the next job the server makes comes after.
+        client
+            .execute(
+                "SELECT setval(pg_get_serial_sequence('jobs', 'id'), (SELECT max(id) FROM jobs))",
+                &[],
+            )
+            .await?;
         client.execute("ANALYZE", &[]).await?;
         drop(client);
         conn.abort();
@@ -451,17 +477,17 @@ fn insert_sqlite(path: &str, chunk: &[Seeded]) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn insert_postgres(client: &tokio_postgres::Client, chunk: &[Seeded]) -> anyhow::Result<()> {
-    client.batch_execute("BEGIN").await?;
-    let partitions: std::collections::BTreeSet<i64> = chunk.iter().map(|s| s.id / 10_000).collect();
+async fn insert_postgres(
+    client: &mut tokio_postgres::Client,
+    chunk: &[Seeded],
+) -> anyhow::Result<()> {
+    let client = client.transaction().await?;
+    let partitions: std::collections::BTreeSet<i64> = chunk
+        .iter()
+        .map(|s| s.id / joblog_store::bench_support::PARTITION_JOBS)
+        .collect();
     for p in partitions {
-        client
-            .batch_execute(&format!(
-                "CREATE TABLE IF NOT EXISTS log_p{p} PARTITION OF log FOR VALUES FROM ({lo}) TO ({hi}); \
-                 CREATE TABLE IF NOT EXISTS segments_p{p} PARTITION OF segments FOR VALUES FROM ({lo}) TO ({hi});",
-                lo = p * 10_000,
-                hi = (p + 1) * 10_000
-            ))
+        joblog_store::bench_support::create_partition(&client, p)
             .await
             .context("making a partition")?;
     }
@@ -511,7 +537,7 @@ async fn insert_postgres(client: &tokio_postgres::Client, chunk: &[Seeded]) -> a
             .await
             .context("seeding a segment")?;
     }
-    client.batch_execute("COMMIT").await?;
+    client.commit().await?;
     Ok(())
 }
 

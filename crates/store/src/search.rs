@@ -16,12 +16,20 @@ use std::time::{Duration, Instant};
 use joblog_core::search::{Grams, Scan, SearchCursor, SearchPage, SearchPattern, SearchQuery};
 use joblog_core::{JobId, Record};
 
-use crate::db::{query_opt, Conn, Decode, Dialect, Param, Row, Sql};
+use crate::db::{query_opt, sql, Conn, Decode, Dialect, Param, Row, Sql, Statement};
 use crate::log_reads::{SEARCH_ROWS, SEGMENT_DATA};
 use crate::{listing, sealed, Result, StoreError};
 
 /// Jobs listed per read.
-const JOBS_PER_READ: u32 = 256;
+const JOBS_PER_READ: u32 = 512;
+
+/// The index rows of the segments of jobs `$1..=$2` holding a stream of
+/// mask `$3`: one range of the primary key, prepared once. Used when the
+/// jobs listed are most of the ids they span (no filter, or a loose one).
+const SEGMENT_INDEXES: Statement = sql!(
+    "SELECT job_id, first_seq, last_seq, grams FROM segments \
+     WHERE job_id >= $1 AND job_id <= $2 AND (streams & $3) <> 0"
+);
 
 /// How much one page may read before it answers with a cursor: a search
 /// of a pattern found nowhere, or everywhere but filtered out, is read in
@@ -109,17 +117,29 @@ fn index_sql(d: Dialect, ids: impl IntoIterator<Item = JobId>, mask: i64) -> Sql
 }
 
 /// The index rows of the segments of `jobs` holding a stream of `mask`,
-/// by job, each job's in seq order.
+/// by job, each job's in seq order: the range of ids they span when they
+/// are most of it (a statement planned once; the few others' rows are
+/// dropped here), else the list of their ids.
 async fn segment_indexes<C: Conn>(
     c: &mut C,
     jobs: &[Candidate],
     mask: i64,
 ) -> Result<HashMap<JobId, Vec<Indexed>>> {
-    let sql = index_sql(C::DIALECT, jobs.iter().map(|j| j.id), mask);
-    let rows: Vec<Indexed> = c.query_sql(&sql).await?;
-    let mut by_job: HashMap<JobId, Vec<Indexed>> = HashMap::new();
+    let mut by_job: HashMap<JobId, Vec<Indexed>> =
+        jobs.iter().map(|j| (j.id, Vec::new())).collect();
+    let lo = jobs.iter().map(|j| j.id).min().unwrap_or(0);
+    let hi = jobs.iter().map(|j| j.id).max().unwrap_or(0);
+    let rows: Vec<Indexed> = if (hi - lo) as usize / 2 < jobs.len() {
+        c.query(&SEGMENT_INDEXES, &[lo.into(), hi.into(), mask.into()])
+            .await?
+    } else {
+        let sql = index_sql(C::DIALECT, jobs.iter().map(|j| j.id), mask);
+        c.query_sql(&sql).await?
+    };
     for row in rows {
-        by_job.entry(row.job).or_default().push(row);
+        if let Some(segments) = by_job.get_mut(&row.job) {
+            segments.push(row);
+        }
     }
     for segments in by_job.values_mut() {
         segments.sort_by_key(|s| s.last_seq);
@@ -131,7 +151,14 @@ async fn segment_indexes<C: Conn>(
 /// for the query-plan tests of both stores.
 #[cfg(test)]
 pub(crate) fn every_statement(d: Dialect) -> Vec<Sql> {
-    vec![index_sql(d, [9, 5, 2], 0b101)]
+    let range = Sql {
+        text: match d {
+            Dialect::Sqlite => SEGMENT_INDEXES.sqlite.into(),
+            Dialect::Postgres => SEGMENT_INDEXES.postgres.into(),
+        },
+        params: vec![Param::Int(2), Param::Int(9), Param::Int(0b101)],
+    };
+    vec![index_sql(d, [9, 5, 2], 0b101), range]
 }
 
 /// One page of `query` from `cursor`, of `limit` hits at most.

@@ -274,6 +274,46 @@ mod tests {
         assert!(Grams::text(b"xyz").may_match(&[1, 6, 0]));
     }
 
+    /// The messages of the checked-in index of version 1.
+    fn fixture_messages() -> Vec<String> {
+        (0..1000)
+            .map(|i| {
+                format!(
+                    "request id={:08x} took {} ms: disk full on sd{}",
+                    i * 2_654_435_761u64 % (1 << 32),
+                    i % 250,
+                    i % 4
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_version_1_fixture_keeps_ruling_the_same() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/grams-v1.bin");
+        let messages = fixture_messages();
+        if std::env::var_os("JOBLOG_WRITE_GRAMS_FIXTURE").is_some() {
+            let ix = build_index(messages.iter().map(String::as_str), 20_000).unwrap();
+            std::fs::write(path, ix).unwrap();
+        }
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(bytes[0], 1, "the fixture is of version 1");
+        // What this build makes of the same text is the same bytes.
+        assert_eq!(
+            build_index(messages.iter().map(String::as_str), 20_000).unwrap(),
+            bytes
+        );
+        for held in ["DISK FULL", "request id=", "took 249 ms"] {
+            assert!(Grams::text(held.as_bytes()).may_match(&bytes), "{held}");
+        }
+        for absent in ["kernel panic", "zanzibar", "out of memory"] {
+            assert!(
+                !Grams::text(absent.as_bytes()).may_match(&bytes),
+                "{absent}"
+            );
+        }
+    }
+
     #[test]
     fn requirements_combine() {
         let ix = index(&["alpha beta", "gamma"]);
