@@ -13,7 +13,7 @@
 pub mod designs;
 mod size;
 
-pub use size::{database_bytes, live_bytes, segment_bytes};
+pub use size::{database_bytes, index_bytes, live_bytes, segment_bytes};
 
 use std::time::{Duration, Instant};
 

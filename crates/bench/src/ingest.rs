@@ -15,7 +15,9 @@ use serde_json::json;
 
 use super::chart::{Bar, Chart};
 use super::output::Report;
-use super::stats::{database_bytes, format_count, live_bytes, median, segment_bytes, TextSize};
+use super::stats::{
+    database_bytes, format_count, index_bytes, live_bytes, median, segment_bytes, TextSize,
+};
 use super::BenchArgs;
 use joblog_client::progress::Progress;
 
@@ -94,6 +96,7 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
             storage.sealed_records += sealed;
             storage.sealed += live_bytes(&url).await?.saturating_sub(live_before);
             storage.segments = segment_bytes(&url).await?;
+            storage.indexes = index_bytes(&url).await?;
         }
         let rate = (per_job * jobs) as f64 / took.as_secs_f64();
         progress.keep(format!("bench: run {run}: pipeline {rate:.0} records/s"));
@@ -191,13 +194,15 @@ async fn measure(args: &BenchArgs, url: &str, date: &str) -> anyhow::Result<Repo
         (
             storage.sealed as f64 / n,
             storage.segments as f64 / n,
+            storage.indexes as f64 / n,
             n / storage.seal_time.as_secs_f64().max(1e-9),
         )
     });
-    if let Some((per_record, segments, rate)) = sealed {
+    if let Some((per_record, segments, indexes, rate)) = sealed {
         let _ = writeln!(
             out,
-            "\nSealed through the pipeline, one job at a time: **{per_record:.1}** bytes per record (what the data grew by, free space of the deleted rows not counted: SQLite's pages in use, PostgreSQL's segment relations), {segments:.1} of them the segments' blobs; sealing ran at {} records/s.",
+            "\nSealed through the pipeline, one job at a time: **{per_record:.1}** bytes per record (what the data grew by, free space of the deleted rows not counted: SQLite's pages in use, PostgreSQL's segment relations), {segments:.2} of them the segments' blobs and {indexes:.2} their text indexes ({:.0} % of the blobs); sealing ran at {} records/s.",
+            indexes / segments * 100.0,
             format_count(rate as u64)
         );
     }
@@ -264,6 +269,8 @@ struct Storage {
     sealed: u64,
     /// The sealed segments' blobs alone, all runs.
     segments: u64,
+    /// Their text indexes, all runs.
+    indexes: u64,
 }
 
 impl Storage {

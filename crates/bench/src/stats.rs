@@ -78,6 +78,11 @@ pub(super) async fn segment_bytes(url: &str) -> anyhow::Result<u64> {
     blocking_size(url, crate::baseline::segment_bytes).await
 }
 
+/// The sealed segments' text indexes (`crate::baseline::index_bytes`).
+pub(super) async fn index_bytes(url: &str) -> anyhow::Result<u64> {
+    blocking_size(url, crate::baseline::index_bytes).await
+}
+
 async fn blocking_size(
     url: &str,
     size: fn(&str) -> joblog_store::Result<u64>,

@@ -52,21 +52,33 @@ pub fn live_bytes(url: &str) -> Result<u64> {
 /// themselves take, before the database's own overhead (rows, pages,
 /// indexes). Blocking; call from a blocking thread.
 pub fn segment_bytes(url: &str) -> Result<u64> {
+    column_bytes(
+        url,
+        "SELECT COALESCE(sum(length(data)), 0) FROM segments",
+        "SELECT COALESCE(sum(octet_length(data)), 0)::bigint FROM segments",
+    )
+}
+
+/// The bytes of every sealed segment's text index (`segments.grams`).
+/// Blocking; call from a blocking thread.
+pub fn index_bytes(url: &str) -> Result<u64> {
+    column_bytes(
+        url,
+        "SELECT COALESCE(sum(length(grams)), 0) FROM segments",
+        "SELECT COALESCE(sum(octet_length(grams)), 0)::bigint FROM segments",
+    )
+}
+
+/// A sum over `segments`, by its SQLite and its PostgreSQL statement.
+fn column_bytes(url: &str, sqlite: &str, postgres: &'static str) -> Result<u64> {
     match Database::of(url)? {
         Database::Sqlite(path) => {
             let conn = rusqlite::Connection::open(path)?;
             conn.busy_timeout(Duration::from_secs(5))?;
-            let n: i64 = conn.query_row(
-                "SELECT COALESCE(sum(length(data)), 0) FROM segments",
-                [],
-                |r| r.get(0),
-            )?;
+            let n: i64 = conn.query_row(sqlite, [], |r| r.get(0))?;
             Ok(u64::try_from(n).unwrap_or(0))
         }
-        Database::Postgres => postgres_query(
-            url,
-            "SELECT COALESCE(sum(octet_length(data)), 0)::bigint FROM segments",
-        ),
+        Database::Postgres => postgres_query(url, postgres),
     }
 }
 
