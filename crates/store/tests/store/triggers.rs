@@ -293,9 +293,10 @@ async fn sqlite_schedules_and_their_ids_survive_the_migration_to_triggers() {
     drop(store);
     let conn = rusqlite::Connection::open(db.dir().join("joblog.db")).unwrap();
     // The migrations after it (placement, drain and pause, users, single
-    // sign-on, folders, saved jobs) undone first.
+    // sign-on, folders, saved jobs, segments' text indexes) undone first.
     conn.execute_batch(
-        "DROP INDEX jobs_folder; ALTER TABLE jobs DROP COLUMN folder; ALTER TABLE tokens DROP COLUMN folders;
+        "ALTER TABLE segments DROP COLUMN grams;
+         DROP INDEX jobs_folder; ALTER TABLE jobs DROP COLUMN folder; ALTER TABLE tokens DROP COLUMN folders;
          DROP TABLE sign_ins; DROP TABLE sessions; DROP TABLE users; DROP TABLE scheduler_state; ALTER TABLE nodes DROP COLUMN drain_at;
          ALTER TABLE nodes DROP COLUMN presumed_lapsed;
          ALTER TABLE jobs DROP COLUMN node_selector; ALTER TABLE nodes DROP COLUMN labels;
@@ -319,7 +320,7 @@ async fn sqlite_schedules_and_their_ids_survive_the_migration_to_triggers() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    conn.pragma_update(None, "user_version", version - 7)
+    conn.pragma_update(None, "user_version", version - 8)
         .unwrap();
     drop(conn);
     let mut t = open_store_at(db, &url);
