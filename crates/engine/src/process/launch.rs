@@ -314,10 +314,6 @@ unsafe fn set_up_and_exec(a: &mut ChildArgs) -> c_int {
             return errno();
         }
     }
-    // Entered as the server, before the switch below (as `Command` did).
-    if !a.cwd.is_null() && libc::chdir(a.cwd) < 0 {
-        return errno();
-    }
     // Its own group, so that cancel and timeout reach every process the
     // job starts, and a Ctrl-C at the server's terminal reaches none.
     if libc::setpgid(0, 0) < 0 {
@@ -352,6 +348,12 @@ unsafe fn set_up_and_exec(a: &mut ChildArgs) -> c_int {
         {
             return errno();
         }
+    }
+    // Entered as the job's user, after the switch: a server that is not
+    // root (the packaged unit's) cannot enter the jobs' user's home, and
+    // a job must not start where its user may not go.
+    if !a.cwd.is_null() && libc::chdir(a.cwd) < 0 {
+        return errno();
     }
     // After the switch, which would clear it.
     if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
@@ -643,6 +645,36 @@ mod tests {
             ],
             "{out}"
         );
+    }
+
+    /// The working directory is entered with the job's rights: not into
+    /// a directory its user may not enter (where root, the server, may),
+    /// and into its own one.
+    #[test]
+    fn the_cwd_is_entered_as_the_jobs_user() {
+        // SAFETY: a plain system call.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("note: the_cwd_is_entered_as_the_jobs_user SKIPPED — it needs root (to switch to nobody)");
+            return;
+        }
+        const NOBODY: u32 = 65534;
+        let as_nobody = |dir: &std::path::Path| {
+            let mut l = launch(&["sh", "-c", "pwd"], &env());
+            l.cwd(dir.as_os_str()).unwrap().user(Switch {
+                uid: NOBODY,
+                gid: NOBODY,
+                groups: Vec::new(),
+            });
+            l
+        };
+        let closed = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(closed.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let e = as_nobody(closed.path()).start().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        let own = tempfile::tempdir().unwrap();
+        std::os::unix::fs::chown(own.path(), Some(NOBODY), Some(NOBODY)).unwrap();
+        let (out, status) = run(&as_nobody(own.path()));
+        assert_eq!((out.trim(), status), (own.path().to_str().unwrap(), 0));
     }
 
     #[test]
