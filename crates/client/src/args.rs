@@ -400,8 +400,10 @@ pub struct RerunArgs {
     pub connection: Connection,
 }
 
+/// The job filters `jobs` and `search` share, sent as the API's query
+/// parameters of the same names.
 #[derive(Args, Debug)]
-pub struct JobsArgs {
+pub struct JobFilterArgs {
     /// Only jobs in these states, comma-separated (queued, running,
     /// succeeded, failed, cancelled, timed_out, interrupted).
     #[arg(long, value_name = "LIST", value_parser = parse_states)]
@@ -426,6 +428,38 @@ pub struct JobsArgs {
     /// Only jobs created before then (same forms as --since).
     #[arg(long, value_name = "WHEN", value_parser = parse_when)]
     pub until: Option<String>,
+}
+
+impl JobFilterArgs {
+    /// The query pairs of the filters given.
+    pub fn query(&self) -> Vec<(&'static str, String)> {
+        let mut q = Vec::new();
+        if let Some(s) = &self.state {
+            let names: Vec<&str> = s.0.iter().map(|st| st.name()).collect();
+            q.push(("state", names.join(",")));
+        }
+        for (key, value) in [
+            ("name", &self.name),
+            ("node", &self.node),
+            ("folder", &self.folder),
+            ("since", &self.since),
+            ("until", &self.until),
+        ] {
+            if let Some(v) = value {
+                q.push((key, v.clone()));
+            }
+        }
+        if let Some(s) = self.schedule {
+            q.push(("schedule_id", s.to_string()));
+        }
+        q
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct JobsArgs {
+    #[command(flatten)]
+    pub filters: JobFilterArgs,
     /// Only jobs older than this one (its id), to read on from an earlier
     /// listing.
     #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
@@ -451,28 +485,8 @@ pub struct SearchArgs {
     /// it starts with (?-i).
     #[arg(long)]
     pub regex: bool,
-    /// Only jobs in these states, comma-separated.
-    #[arg(long, value_name = "LIST", value_parser = parse_states)]
-    pub state: Option<StateList>,
-    /// Only jobs with this name, or matching this pattern ('backup*').
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
-    /// Only jobs run on this node.
-    #[arg(long, value_name = "NODE")]
-    pub node: Option<String>,
-    /// Only the runs of this schedule (its id).
-    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
-    pub schedule: Option<i64>,
-    /// Only jobs of this folder.
-    #[arg(long, value_name = "FOLDER", value_parser = parse_folder)]
-    pub folder: Option<String>,
-    /// Only jobs created since then: a duration back from now (30d) or a
-    /// time.
-    #[arg(long, value_name = "WHEN", value_parser = parse_when)]
-    pub since: Option<String>,
-    /// Only jobs created before then (same forms as --since).
-    #[arg(long, value_name = "WHEN", value_parser = parse_when)]
-    pub until: Option<String>,
+    #[command(flatten)]
+    pub filters: JobFilterArgs,
     /// Only lines of these streams (comma-separated: output, error, …).
     #[arg(long, value_name = "LIST", value_parser = parse_streams)]
     pub streams: Option<StreamList>,

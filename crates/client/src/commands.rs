@@ -297,26 +297,9 @@ pub(super) async fn jobs(api: &Api, a: JobsArgs) -> anyhow::Result<Answer> {
     while jobs.len() < a.limit as usize {
         let want = (a.limit as usize - jobs.len()).min(joblog_core::MAX_LIST_LIMIT as usize);
         let mut q = vec![("limit", want.to_string())];
-        if let Some(s) = &a.state {
-            let names: Vec<&str> = s.0.iter().map(|st| st.name()).collect();
-            q.push(("state", names.join(",")));
-        }
-        for (key, value) in [
-            ("name", &a.name),
-            ("node", &a.node),
-            ("folder", &a.folder),
-            ("since", &a.since),
-            ("until", &a.until),
-        ] {
-            if let Some(v) = value {
-                q.push((key, v.clone()));
-            }
-        }
+        q.extend(a.filters.query());
         if let Some(b) = before {
             q.push(("before_id", b.to_string()));
-        }
-        if let Some(s) = a.schedule {
-            q.push(("schedule_id", s.to_string()));
         }
         let raw = api
             .get_raw(api.url("/api/v1/jobs", &q)?, REQUEST_TIMEOUT)

@@ -36,27 +36,10 @@ fn query(a: &SearchArgs) -> Vec<(&'static str, String)> {
     if a.regex {
         q.push(("regex", "true".into()));
     }
-    if let Some(s) = &a.state {
-        let names: Vec<&str> = s.0.iter().map(|st| st.name()).collect();
-        q.push(("state", names.join(",")));
-    }
+    q.extend(a.filters.query());
     if let Some(s) = &a.streams {
         let names: Vec<&str> = s.0.iter().map(|st| st.name()).collect();
         q.push(("streams", names.join(",")));
-    }
-    for (key, value) in [
-        ("name", &a.name),
-        ("node", &a.node),
-        ("folder", &a.folder),
-        ("since", &a.since),
-        ("until", &a.until),
-    ] {
-        if let Some(v) = value {
-            q.push((key, v.clone()));
-        }
-    }
-    if let Some(s) = a.schedule {
-        q.push(("schedule_id", s.to_string()));
     }
     q
 }

@@ -7,7 +7,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::grams::{fold, Grams};
 use crate::job::{invalid, ValidationError};
-use crate::navigation::{LogSearch, MAX_SEARCH_BYTES};
+use crate::navigation::LogSearch;
 
 /// Compiled size a regular expression may reach (the regex crate's
 /// program and its lazy DFA's cache): a pattern past it is refused.
@@ -24,11 +24,7 @@ const MAX_CLASS_CHARS: u32 = 8;
 #[derive(Debug, Clone)]
 pub enum SearchPattern {
     Text(LogSearch),
-    Regex {
-        source: String,
-        regex: regex::Regex,
-        grams: Grams,
-    },
+    Regex { regex: regex::Regex, grams: Grams },
 }
 
 impl SearchPattern {
@@ -68,7 +64,6 @@ impl SearchPattern {
                 )
             })?;
         Ok(SearchPattern::Regex {
-            source: q.to_owned(),
             regex: compiled,
             grams: Exact::of(&hir).into_grams(),
         })
@@ -89,14 +84,6 @@ impl SearchPattern {
             SearchPattern::Regex { grams, .. } => grams.clone(),
         }
     }
-
-    /// The pattern as given.
-    pub fn source(&self) -> &str {
-        match self {
-            SearchPattern::Text(t) => t.folded(),
-            SearchPattern::Regex { source, .. } => source,
-        }
-    }
 }
 
 /// The regex crate's errors draw the pattern over several lines.
@@ -108,8 +95,6 @@ fn one_line(message: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
-
-const _: () = assert!(MAX_SEARCH_BYTES <= 1024);
 
 /// What a piece of an expression matches: exactly one of a few strings
 /// ([`fold`]ed), or only something that requires some grams.

@@ -205,7 +205,7 @@ async fn a_search_finds_what_a_scan_of_every_log_finds(db: TestDatabase) {
         let jobs: std::collections::BTreeSet<JobId> = want.iter().map(|h| h.job_id).collect();
         for (limit, budget) in [(1000, SearchBudget::default()), (7, tiny_budget())] {
             let (got, pages) = search_all(&t, q, limit, budget).await;
-            let label = format!("{:?} limit {limit}", q.pattern.source());
+            let label = format!("{:?} limit {limit}", q.pattern);
             assert_eq!(got.len(), want.len(), "{label}");
             assert_eq!(got, want, "{label}");
             let last = pages.last().unwrap();
