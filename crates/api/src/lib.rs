@@ -150,6 +150,7 @@ impl Default for ApiOptions {
 impl AppState {
     pub fn new(engine: Engine, mut registry: Registry, options: &ApiOptions) -> AppState {
         let store_metrics = metrics::StoreMetrics::register(&mut registry, options.max_job_names);
+        let viewers = limits::Viewers::register(&mut registry);
         AppState {
             engine,
             store_metrics: Arc::new(store_metrics),
@@ -161,7 +162,7 @@ impl AppState {
             )),
             hosts: Arc::new(guard::HostGuard::new(&options.allowed_hosts)),
             limits: Arc::new(options.limits.clone()),
-            viewers: Arc::default(),
+            viewers: Arc::new(viewers),
             tail_reads: Arc::default(),
             body_budget: limits::body::server_budget(),
             searches: Arc::new(tokio::sync::Semaphore::new(

@@ -13,6 +13,9 @@ use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use joblog_core::JobId;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::{BodyLimit, Timeout};
@@ -174,6 +177,9 @@ pub(crate) fn viewer_key(
 #[derive(Debug, Default)]
 pub(crate) struct Viewers {
     open: Mutex<ViewerCounts>,
+    /// `joblog_live_viewers`: open tails and feeds, for `/metrics`.
+    tails: Gauge,
+    feeds: Gauge,
 }
 
 #[derive(Debug, Default)]
@@ -194,6 +200,38 @@ pub(crate) struct ViewerSlot {
 }
 
 impl Viewers {
+    /// Viewers counted in `registry` as `joblog_live_viewers{kind}`.
+    pub fn register(registry: &mut Registry) -> Viewers {
+        let viewers = Viewers::default();
+        let family = Family::<Vec<(String, String)>, Gauge>::default();
+        // The family hands out the gauges its labels name; kept here so
+        // admitting a viewer does not look them up.
+        let kind = |k: &str| {
+            family
+                .get_or_create(&vec![("kind".to_string(), k.to_string())])
+                .clone()
+        };
+        let viewers = Viewers {
+            tails: kind("tail"),
+            feeds: kind("feed"),
+            ..viewers
+        };
+        registry.register(
+            "joblog_live_viewers",
+            "Live viewers open on this node: log tails (kind=tail) and job-list feeds (kind=feed)",
+            family,
+        );
+        viewers
+    }
+
+    fn gauge(&self, job: Option<JobId>) -> &Gauge {
+        if job.is_some() {
+            &self.tails
+        } else {
+            &self.feeds
+        }
+    }
+
     /// A place for a live tail of `job`, or an error saying which bound
     /// is reached.
     pub fn admit(
@@ -253,6 +291,7 @@ impl Viewers {
         }
         open.total += 1;
         *open.per_identity.entry(who.to_string()).or_insert(0) += 1;
+        self.gauge(job).inc();
         Ok(ViewerSlot {
             viewers: self.clone(),
             job,
@@ -269,6 +308,7 @@ impl Viewers {
 impl Drop for ViewerSlot {
     fn drop(&mut self) {
         let mut open = self.viewers.open.lock().unwrap_or_else(|p| p.into_inner());
+        self.viewers.gauge(self.job).dec();
         open.total = open.total.saturating_sub(1);
         if let Some(n) = open.per_identity.get_mut(&self.who) {
             *n -= 1;
@@ -308,6 +348,38 @@ mod tests {
         drop(a1);
         assert_eq!(v.total(), 2);
         let _a3 = v.admit(1, &limits, "t").unwrap();
+    }
+
+    /// `/metrics` counts open tails and feeds apart, and a refused
+    /// viewer or a closed one is not counted.
+    #[test]
+    fn open_viewers_are_counted_for_metrics_by_kind() {
+        let mut registry = Registry::default();
+        let v = Arc::new(Viewers::register(&mut registry));
+        let limits = Limits {
+            max_viewers_per_job: 1,
+            ..Limits::default()
+        };
+        let scrape = || {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+            let value = |kind: &str| {
+                let series = format!("joblog_live_viewers{{kind=\"{kind}\"}} ");
+                text.lines()
+                    .find_map(|l| l.strip_prefix(series.as_str()))
+                    .unwrap_or_else(|| panic!("no {series} in {text}"))
+                    .to_string()
+            };
+            (value("tail"), value("feed"))
+        };
+        let t1 = v.admit(1, &limits, "a").unwrap();
+        let _t2 = v.admit(2, &limits, "b").unwrap();
+        let f = v.admit_feed(&limits, "a").unwrap();
+        v.admit(1, &limits, "c").unwrap_err();
+        assert_eq!(scrape(), ("2".into(), "1".into()));
+        drop(t1);
+        drop(f);
+        assert_eq!(scrape(), ("1".into(), "0".into()));
     }
 
     #[test]

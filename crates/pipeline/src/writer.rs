@@ -103,6 +103,7 @@ struct Metrics {
     batch_records: Histogram,
     commit_seconds: Histogram,
     pending_bytes: Gauge,
+    budget_bytes: Gauge,
     healthy: Gauge,
     full: Gauge,
 }
@@ -117,6 +118,7 @@ impl Metrics {
             batch_records: Histogram::new(joblog_core::exponential_buckets(1.0, 4.0, 9)),
             commit_seconds: Histogram::new(joblog_core::exponential_buckets(0.0001, 3.0, 12)),
             pending_bytes: Gauge::default(),
+            budget_bytes: Gauge::default(),
             healthy: Gauge::default(),
             full: Gauge::default(),
         };
@@ -155,6 +157,11 @@ impl Metrics {
             "joblog_pipeline_pending_bytes",
             "Bytes handed to the writer and not yet committed",
             m.pending_bytes.clone(),
+        );
+        r.register(
+            "joblog_pipeline_budget_bytes",
+            "The pipeline's memory budget: pending bytes above it hold the jobs' pipes",
+            m.budget_bytes.clone(),
         );
         r.register(
             "joblog_store_healthy",
@@ -228,6 +235,7 @@ impl Pipeline {
             pending: AtomicU64::new(0),
         });
         let metrics = Metrics::new(registry);
+        metrics.budget_bytes.set(budget_total as i64);
         let thread_shared = shared.clone();
         let handle = std::thread::Builder::new()
             .name("joblog-writer".into())

@@ -249,8 +249,9 @@ pub trait Store: Send + Sync + 'static {
     /// metrics). One pass over a covering index of scheduled jobs.
     async fn finished_by_schedule(&self) -> Result<Vec<FinishedBySchedule>>;
 
-    /// The queued jobs that ask for labels, counted by their
-    /// `node_selector` (for the metric of jobs no node can take).
+    /// The queued jobs counted by their `node_selector`, the empty one
+    /// included (for the metrics of the queue's depth and of jobs no node
+    /// can take).
     async fn queued_by_selector(&self) -> Result<Vec<(Labels, u64)>>;
 
     /// Whether the scheduler is paused, since when and by whom.
@@ -345,7 +346,7 @@ pub(crate) const FINISHED_BY_NAME: db::Statement = db::sql!(
 /// The query both stores answer [`Store::queued_by_selector`] with.
 pub(crate) const QUEUED_BY_SELECTOR: db::Statement = db::sql!(
     "SELECT node_selector, count(*) FROM jobs \
-     WHERE state = 'queued' AND node_selector <> '' GROUP BY node_selector"
+     WHERE state = 'queued' GROUP BY node_selector"
 );
 
 /// When the last job of one schedule in one final state finished.

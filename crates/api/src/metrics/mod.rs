@@ -1,6 +1,7 @@
 //! `GET /metrics`: the registry's metrics, plus figures read from the
 //! store, which every node shares — per job name ([`names`]) and per
-//! schedule ([`schedules`]), and jobs no node can take ([`placement`]) —
+//! schedule ([`schedules`]), and the queue's depth and jobs no node can
+//! take ([`placement`]) —
 //! in the format the scraper asks for
 //! ([`format`]). The store's figures are read at most every [`REFRESH`].
 

@@ -1,20 +1,28 @@
-//! Jobs no node can take: queued jobs whose `node_selector` asks for
-//! labels that no up node has, counted from the store's queue and the
-//! nodes' states (each such job shows why in its `waiting_for`).
+//! The queue, every node's: its depth, and the jobs no node can take —
+//! queued jobs whose `node_selector` asks for labels that no up node has,
+//! counted from the store's queue and the nodes' states (each such job
+//! shows why in its `waiting_for`).
 
 use joblog_core::{waiting_for, Labels, NodeInfo, NodeState};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 pub(super) struct PlacementMetrics {
+    queued: Gauge,
     waiting: Gauge,
 }
 
 impl PlacementMetrics {
     pub(super) fn register(registry: &mut Registry) -> PlacementMetrics {
         let m = PlacementMetrics {
+            queued: Gauge::default(),
             waiting: Gauge::default(),
         };
+        registry.register(
+            "joblog_jobs_queued",
+            "Jobs queued, waiting to start on any node",
+            m.queued.clone(),
+        );
         registry.register(
             "joblog_jobs_waiting_for_node",
             "Queued jobs whose node_selector no up node satisfies",
@@ -24,6 +32,7 @@ impl PlacementMetrics {
     }
 
     pub(super) fn update(&self, queued: &[(Labels, u64)], nodes: &[(NodeInfo, NodeState)]) {
+        self.queued.set(queued.iter().map(|(_, n)| *n as i64).sum());
         self.waiting.set(unplaceable(queued, nodes) as i64);
     }
 }
