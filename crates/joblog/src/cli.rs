@@ -6,12 +6,12 @@ use clap::{Parser, Subcommand};
 use joblog_bench as bench;
 use joblog_client as client;
 
-use crate::{config, serve};
+use crate::{config, manual, serve};
 
 #[derive(Parser, Debug)]
 #[command(
     name = "joblog",
-    version,
+    version = VERSION,
     about = "Run jobs and keep every line they write"
 )]
 pub struct Cli {
@@ -30,7 +30,18 @@ enum Command {
     Client(Box<client::ClientCommand>),
     /// Run a benchmark scenario and print a Markdown table.
     Bench(Box<bench::BenchArgs>),
+    #[command(flatten)]
+    Manual(manual::ManualCommand),
 }
+
+/// `joblog --version`: the crate's version and the commit it was built
+/// from (build.rs; `unknown` when built without the repository).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("JOBLOG_COMMIT"),
+    ")"
+);
 
 /// Threads of the runtime's blocking pool, at most (tokio's default is
 /// 512). Every thread is a stack mapping the server's `fork` must copy
@@ -62,6 +73,7 @@ impl Cli {
                     let global = self.global.with(&args.connection);
                     bench::run(*args, global).await
                 }
+                Command::Manual(cmd) => manual::run(cmd),
             }
         })
     }
@@ -158,7 +170,9 @@ mod tests {
                     let global = cli.global.with(cmd.connection());
                     (global.server, global.cacert)
                 }
-                Command::Serve(_) | Command::Bench(_) => panic!("{args:?}: not a client command"),
+                Command::Serve(_) | Command::Bench(_) | Command::Manual(_) => {
+                    panic!("{args:?}: not a client command")
+                }
             }
         };
         let x = ("http://x:1".to_string(), None);

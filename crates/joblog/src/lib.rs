@@ -24,6 +24,8 @@
 //! - `http`: the HTTP server around the API's router (connection limits
 //!   with a reserve for admins, header timeouts, graceful stop); `tls`:
 //!   rustls certificates, reloaded on SIGHUP.
+//! - `manual`: man pages and shell completions made from `Cli`'s
+//!   declaration (`joblog man DIR`, `joblog completions SHELL`).
 //! - `fuzzing`: hidden entry points for the targets in `fuzz/`.
 //!
 //! The command-line client is `joblog-client` (crates/client) and
@@ -46,6 +48,7 @@ pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
+mod manual;
 pub mod serve;
 mod tls;
 

@@ -208,3 +208,25 @@ async fn health_exits_0_when_healthy_and_1_when_stopping_or_gone() {
     assert_eq!(code, 1, "{stdout}");
     assert!(stderr.contains("cannot connect"), "{stderr}");
 }
+
+/// `joblog --version` names the crate's version and the commit the binary
+/// was built from (build.rs), as a bug report needs.
+#[test]
+fn version_names_the_commit() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let line = String::from_utf8(out.stdout).unwrap();
+    let git = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    // Built from a checkout: its commit; from a tarball: `unknown`.
+    let commit = match git {
+        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_string(),
+        _ => "unknown".to_string(),
+    };
+    assert_eq!(
+        line.trim(),
+        format!("joblog {} (commit {commit})", env!("CARGO_PKG_VERSION"))
+    );
+}
