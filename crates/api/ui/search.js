@@ -57,10 +57,12 @@ class SearchPage {
     regex.name = "regex";
     regex.id = "search-regex";
     regex.checked = this.regex;
-    const regexLabel = text("regex", "check", "label");
-    regexLabel.htmlFor = "search-regex";
+    // The box inside its label: one item of the form's row, clickable
+    // by its word.
+    const regexLabel = el("label", "check");
     regexLabel.title = "the text is a regular expression (RE2 syntax), case-insensitive unless it starts with (?-i)";
-    form.append(regex, regexLabel);
+    regexLabel.append(regex, " regex");
+    form.append(regexLabel);
     input("name", "job name", "a job's name, or a pattern: backup*", "Job name");
     input("state", "states", "comma-separated: failed,timed_out", "States");
     input("since", "since", "jobs created since: 30d, 24h, 2026-11-01", "Since");
@@ -118,11 +120,11 @@ class SearchPage {
         for (const k of Object.keys(this.scanned)) this.scanned[k] += res.scanned[k] ?? 0;
         cursor = res.next_cursor;
         if (!cursor) {
-          this.finish(`${this.hits} lines in ${res.jobs_matched} jobs. ${this.scannedText()}`);
+          this.finish(`${count(this.hits, "line")} in ${count(res.jobs_matched, "job")}. ${this.scannedText()}.`);
           return;
         }
         if (this.hits >= target) {
-          this.finish(`${this.summary()}; more may follow.`);
+          this.finish(`${this.summary()}. More may follow.`);
           const more = button("Search on", null, () => {
             clear(this.footer);
             this.controller = new AbortController();
@@ -141,13 +143,13 @@ class SearchPage {
   }
 
   summary() {
-    return `${this.hits} lines in ${this.groups.size} jobs so far. ${this.scannedText()}`;
+    return `${count(this.hits, "line")} in ${count(this.groups.size, "job")} so far. ${this.scannedText()}`;
   }
 
   scannedText() {
     const s = this.scanned;
     const unreadable = s.unreadable ? `, ${s.unreadable} unreadable (see the server's error log)` : "";
-    return `${s.segments} sealed segments read, ${s.skipped_by_index} skipped by their index${unreadable}.`;
+    return `${count(s.segments, "sealed segment")} read, ${s.skipped_by_index} skipped by their index${unreadable}`;
   }
 
   say(message) {
@@ -166,7 +168,7 @@ class SearchPage {
     this.controller.abort();
     this.controller = null;
     this.stopButton.hidden = true;
-    if (why) this.say(`Stopped: ${this.summary()}`);
+    if (why) this.say(`Stopped: ${this.summary()}.`);
   }
 
   // A hit, under its job's heading (made when the job's first hit comes).
@@ -249,4 +251,9 @@ class SearchPage {
   destroy() {
     this.stop(null);
   }
+}
+
+// "1 job", "2 jobs", "0 jobs".
+function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
