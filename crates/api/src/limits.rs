@@ -202,7 +202,6 @@ pub(crate) struct ViewerSlot {
 impl Viewers {
     /// Viewers counted in `registry` as `joblog_live_viewers{kind}`.
     pub fn register(registry: &mut Registry) -> Viewers {
-        let viewers = Viewers::default();
         let family = Family::<Vec<(String, String)>, Gauge>::default();
         // The family hands out the gauges its labels name; kept here so
         // admitting a viewer does not look them up.
@@ -212,9 +211,9 @@ impl Viewers {
                 .clone()
         };
         let viewers = Viewers {
+            open: Mutex::default(),
             tails: kind("tail"),
             feeds: kind("feed"),
-            ..viewers
         };
         registry.register(
             "joblog_live_viewers",

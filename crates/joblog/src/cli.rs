@@ -12,7 +12,9 @@ use crate::{config, manual, serve};
 #[command(
     name = "joblog",
     version = VERSION,
-    about = "Run jobs and keep every line they write"
+    // The package's description (Cargo.toml), which the Debian package
+    // shows too.
+    about
 )]
 pub struct Cli {
     #[command(flatten)]
