@@ -48,7 +48,7 @@ impl Postgres {
 /// The log partition `p` (jobs `p * PARTITION_JOBS` and up), as the writer
 /// makes it.
 pub async fn create_partition(tx: &Transaction<'_>, p: i64) -> Result<()> {
-    crate::postgres::partitions::create_partition(tx, p).await
+    crate::postgres::partitions::create_partition(tx.client(), p).await
 }
 
 /// Records in one binary COPY, as the writer sends them.
@@ -56,5 +56,5 @@ pub async fn copy_records<'a>(
     tx: &Transaction<'_>,
     appends: impl Iterator<Item = (JobId, &'a Vec<Record>)>,
 ) -> Result<()> {
-    crate::postgres::writer::batch::copy_records(tx, appends).await
+    crate::postgres::writer::batch::copy_records(tx.client(), appends).await
 }

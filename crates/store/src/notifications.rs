@@ -61,7 +61,7 @@ pub(crate) const DELETE_JOB_DELIVERIES: Statement =
     sql!("DELETE FROM deliveries WHERE job_id = $1");
 /// Every enabled rule's conditions: read at each job's end (rules are few;
 /// the table is small and stays in cache).
-const ENABLED_RULES: Statement =
+pub(crate) const ENABLED_RULES: Statement =
     sql!("SELECT id, when_spec FROM notification_rules WHERE enabled = true");
 const INSERT_DELIVERY: Statement = sql!(
     "INSERT INTO deliveries (rule_id, job_id, state, attempts, created_at, next_try_at) \
@@ -213,7 +213,11 @@ pub(crate) async fn delete<C: Conn>(c: &mut C, id: RuleId) -> Result<Outcome> {
 pub(crate) type EnabledRules = std::sync::Arc<[(i64, When)]>;
 
 async fn enabled_rules<C: Conn>(c: &mut C) -> Result<EnabledRules> {
-    let rows: Vec<(i64, String)> = c.query(&ENABLED_RULES, &[]).await?;
+    enabled_from(c.query(&ENABLED_RULES, &[]).await?)
+}
+
+/// The rules [`ENABLED_RULES`] answered.
+pub(crate) fn enabled_from(rows: Vec<(i64, String)>) -> Result<EnabledRules> {
     rows.into_iter()
         .map(|(id, when)| {
             let when: When = serde_json::from_str(&when)

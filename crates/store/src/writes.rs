@@ -9,7 +9,7 @@
 
 use joblog_core::{JobId, LogSummary, NewToken, Timestamp};
 
-use crate::db::{query_opt, sql, Conn, Statement};
+use crate::db::{query_opt, sql, Conn, Param, Statement};
 use crate::notifications;
 use crate::rows::{job_columns, streams_to_text};
 use crate::schedules::triggers;
@@ -20,7 +20,7 @@ use crate::{Outcome, Result, StoreError, WriteOp};
 /// A job that ended with no records is sealed as it ends: there is nothing
 /// for the sealer to move, and one update of the row less (on PostgreSQL
 /// each update of a job writes every index of it again).
-const FINISH: Statement = sql!(concat!(
+pub(crate) const FINISH: Statement = sql!(concat!(
     "UPDATE jobs SET state = $2, exit_code = $3, finished_at = $4, \
      result_bytes = $5, log_records = $6, log_bytes = $7, log_truncated = $8, log_streams = $9, \
      sealed_at = CASE WHEN $6 = CAST(0 AS BIGINT) THEN $4 ELSE sealed_at END \
@@ -94,53 +94,96 @@ pub(crate) async fn finish<T: ScheduleWrites>(
     summaries: &mut Vec<(JobId, LogSummary)>,
     now: i64,
 ) -> Result<Outcome> {
-    let WriteOp::Finish {
-        job,
-        state,
-        exit_code,
-        result,
-        summary,
-        at,
-    } = op
-    else {
-        return Err(StoreError::Database(format!(
-            "a {} op applied as a finish",
-            op.name()
-        )));
-    };
-    let job = *job;
-    let params = [
-        job.into(),
-        state.name().into(),
-        exit_code.map(i64::from).into(),
-        now.into(),
-        result.as_ref().map(|b| b.raw_len() as i64).into(),
-        (summary.records as i64).into(),
-        (summary.bytes as i64).into(),
-        summary.truncated.into(),
-        streams_to_text(&summary.streams).into(),
-    ];
-    // None: already ended (on PostgreSQL, elsewhere: its node was
-    // declared lapsed).
-    let Some(done) = query_opt::<T, joblog_core::Job>(tx, &FINISH, &params).await? else {
-        // Its records were stored all the same: their counters with them.
-        note_summary(summaries, job, *summary);
-        return Ok(Outcome::MaybeJob(None));
-    };
-    // The end wrote the final counters; the batch's earlier ones for the
-    // job need not be written again.
-    summaries.retain(|(j, _)| *j != job);
-    if let Some(body) = result {
-        let params = [job.into(), body.as_bytes().to_vec().into()];
-        tx.execute(&SAVE_RESULT, &params).await?;
+    let finishing = Finishing::of(op)?;
+    let done = query_opt(tx, &FINISH, &finishing.params(now)).await?;
+    finishing.ended(tx, done, summaries, now).await
+}
+
+/// A [`WriteOp::Finish`] in two steps, so that a writer may send the first
+/// statement ([`FINISH`] with [`Finishing::params`]) of several at once
+/// (PostgreSQL pipelines them) and go on with each answer
+/// ([`Finishing::ended`]).
+pub(crate) struct Finishing<'a> {
+    job: JobId,
+    state: joblog_core::JobState,
+    exit_code: Option<i32>,
+    result: Option<&'a joblog_core::ResultBlob>,
+    summary: &'a LogSummary,
+    at: Timestamp,
+}
+
+impl<'a> Finishing<'a> {
+    pub(crate) fn of(op: &'a WriteOp) -> Result<Self> {
+        match op {
+            WriteOp::Finish {
+                job,
+                state,
+                exit_code,
+                result,
+                summary,
+                at,
+            } => Ok(Finishing {
+                job: *job,
+                state: *state,
+                exit_code: *exit_code,
+                result: result.as_ref(),
+                summary,
+                at: *at,
+            }),
+            _ => Err(StoreError::Database(format!(
+                "a {} op applied as a finish",
+                op.name()
+            ))),
+        }
     }
-    // A retried job triggers once, at its last attempt's end.
-    if !retry(tx, &done, *at).await? {
-        let result = result.as_ref().map(|b| b.as_bytes());
-        triggers::on_end(tx, &done, result, now).await?;
+
+    /// The values of [`FINISH`] for an end stamped `now`.
+    pub(crate) fn params(&self, now: i64) -> [Param; 9] {
+        let summary = self.summary;
+        [
+            self.job.into(),
+            self.state.name().into(),
+            self.exit_code.map(i64::from).into(),
+            now.into(),
+            self.result.map(|b| b.raw_len() as i64).into(),
+            (summary.records as i64).into(),
+            (summary.bytes as i64).into(),
+            summary.truncated.into(),
+            streams_to_text(&summary.streams).into(),
+        ]
     }
-    notifications::on_end(tx, &done, now).await?;
-    Ok(Outcome::MaybeJob(Some(done)))
+
+    /// The rest of the end, given what [`FINISH`] answered: the job as it
+    /// ended, or `None` when it had ended already (on PostgreSQL,
+    /// elsewhere: its node was declared lapsed).
+    pub(crate) async fn ended<T: ScheduleWrites>(
+        &self,
+        tx: &mut T,
+        done: Option<joblog_core::Job>,
+        summaries: &mut Vec<(JobId, LogSummary)>,
+        now: i64,
+    ) -> Result<Outcome> {
+        let job = self.job;
+        let Some(done) = done else {
+            // Its records were stored all the same: their counters with them.
+            note_summary(summaries, job, *self.summary);
+            return Ok(Outcome::MaybeJob(None));
+        };
+        // The end wrote the final counters; the batch's earlier ones for the
+        // job need not be written again.
+        summaries.retain(|(j, _)| *j != job);
+        if let Some(body) = self.result {
+            let params = [job.into(), body.as_bytes().to_vec().into()];
+            tx.execute(&SAVE_RESULT, &params).await?;
+        }
+        // A retried job triggers once, at its last attempt's end.
+        if !retry(tx, &done, self.at).await? {
+            let result = self.result.map(|b| b.as_bytes());
+            triggers::on_end(tx, &done, result, now).await?;
+        }
+        notifications::on_end(tx, &done, now).await?;
+        Ok(Outcome::MaybeJob(Some(done)))
+    }
 }
 
 /// → [`Outcome::MaybeJob`]: the job, if it was still queued.

@@ -5,7 +5,7 @@
 //! Listings are `crate::audit`'s.
 
 use joblog_core::NewAudit;
-use tokio_postgres::{Statement, Transaction};
+use tokio_postgres::{Client, Statement};
 
 use crate::audit::AuditInsert;
 use crate::Result;
@@ -29,7 +29,7 @@ pub(super) const INSERT_AUDIT: &str =
 /// Inserts `entries` in order; `lock` and `insert` are [`LOCK_AUDIT`] and
 /// [`INSERT_AUDIT`] as prepared on the writer's connection.
 pub(super) async fn append(
-    tx: &Transaction<'_>,
+    tx: &Client,
     lock: &Statement,
     insert: &Statement,
     entries: &[&NewAudit],

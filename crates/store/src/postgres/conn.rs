@@ -8,7 +8,7 @@ use std::error::Error;
 use bytes::BytesMut;
 use futures_util::{pin_mut, TryStreamExt};
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use tokio_postgres::Transaction;
+use tokio_postgres::Client;
 
 use super::pool::PooledConn;
 use super::writer::batch::prepared;
@@ -107,8 +107,8 @@ impl Conn for PooledConn {
 
 /// The writer's transaction as the shared code sees it: statements
 /// prepared once per connection, and the node it writes for.
-pub(crate) struct PgTx<'a, 't> {
-    pub tx: &'a Transaction<'t>,
+pub(crate) struct PgTx<'a> {
+    pub tx: &'a Client,
     pub statements: &'a mut HashMap<&'static str, tokio_postgres::Statement>,
     pub node: &'a str,
     /// The enabled notification rules, read once a batch: on PostgreSQL
@@ -116,7 +116,7 @@ pub(crate) struct PgTx<'a, 't> {
     pub rules: &'a mut Option<crate::notifications::EnabledRules>,
 }
 
-impl PgTx<'_, '_> {
+impl PgTx<'_> {
     pub(crate) async fn prepared(
         &mut self,
         sql: &'static str,
@@ -125,7 +125,7 @@ impl PgTx<'_, '_> {
     }
 }
 
-impl Conn for PgTx<'_, '_> {
+impl Conn for PgTx<'_> {
     const DIALECT: Dialect = Dialect::Postgres;
 
     async fn query<T: Decode>(&mut self, st: &Statement, params: &[Param]) -> Result<Vec<T>> {

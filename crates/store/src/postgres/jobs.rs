@@ -118,7 +118,7 @@ pub(super) const CLAIM_ID: &str = concat!(
 /// Should the row change between the candidate's read and its lock
 /// (another claim took it), the lock's recheck finds a new `ctid` and
 /// skips it: nothing is updated, and the claim tries the next candidate.
-pub(super) const CLAIM_KEYLESS: &str = concat!(
+pub(crate) const CLAIM_KEYLESS: &str = concat!(
     "WITH c AS (",
     claim_candidate!(),
     "), u AS (UPDATE jobs SET state = 'running', started_at = $6, node = $2 \
@@ -131,7 +131,7 @@ pub(super) const CLAIM_KEYLESS: &str = concat!(
     ") SELECT u.*, c.id, c.concurrency_key, c.max_concurrent FROM c LEFT JOIN u ON u.id = c.id"
 );
 
-impl ScheduleWrites for PgTx<'_, '_> {
+impl ScheduleWrites for PgTx<'_> {
     fn node(&self) -> Option<&str> {
         Some(self.node)
     }
@@ -201,55 +201,101 @@ impl ScheduleWrites for PgTx<'_, '_> {
     }
 }
 
-/// Takes the oldest job `node`, with `labels`, may start at `at` (see
-/// `claim_candidate!`), running since `now`.
-pub(crate) async fn claim(
-    tx: &mut PgTx<'_, '_>,
-    node: &str,
-    labels: &Labels,
-    at: Timestamp,
+/// A claim of the oldest job `node`, with `labels`, may start at `at` (see
+/// `claim_candidate!`), running since `now`, in two steps, so that a
+/// batch may send the first statement of
+/// several claims at once (pipelined, `super::writer::pipeline`): the
+/// first [`CLAIM_KEYLESS`] with nothing passed or held, then, given its
+/// answer, whatever else the claim needs. Claims sent together are run by
+/// the server one after another, each seeing what the ones before it took.
+pub(crate) struct Claiming<'a> {
+    node: &'a str,
+    labels: Vec<String>,
+    at: i64,
     now: i64,
-) -> Result<Option<Job>> {
-    let labels = labels.items();
-    // Keys whose lock another claim holds, or found at their limit once
-    // locked, and jobs another claim holds: left for the next round.
-    let mut passed: Vec<String> = Vec::new();
-    let mut held: Vec<i64> = Vec::new();
-    loop {
-        let st = tx.prepared(CLAIM_KEYLESS).await?;
-        let Some(row) = tx
-            .tx
-            .query_opt(&st, &[&at.micros(), &node, &passed, &labels, &held, &now])
-            .await?
-        else {
-            return Ok(None);
-        };
-        if row.try_get::<_, Option<i64>>(0)?.is_some() {
-            return Ok(Some(Job::decode(&row)?));
+}
+
+impl<'a> Claiming<'a> {
+    pub(crate) fn new(node: &'a str, labels: &Labels, at: Timestamp, now: i64) -> Self {
+        Claiming {
+            node,
+            labels: labels.items(),
+            at: at.micros(),
+            now,
         }
-        let id: i64 = row.try_get(JOB_COLUMN_COUNT)?;
-        let Some(key) = row.try_get::<_, Option<String>>(JOB_COLUMN_COUNT + 1)? else {
-            // Keyless, and not claimed: another claim holds it.
-            held.push(id);
-            continue;
-        };
-        let max: Option<i64> = row.try_get(JOB_COLUMN_COUNT + 2)?;
-        let lock = tx.prepared(TRY_KEY_LOCK).await?;
-        let locked: bool = tx.tx.query_one(&lock, &[&key]).await?.try_get(0)?;
-        let fits = locked && {
-            let count = tx.prepared(RUNNING_WITH_KEY).await?;
-            let running: i64 = tx.tx.query_one(&count, &[&key]).await?.try_get(0)?;
-            running < max.unwrap_or(1)
-        };
-        if !fits {
-            passed.push(key);
-            continue;
-        }
-        let st = tx.prepared(CLAIM_ID).await?;
-        let rows = tx.tx.query(&st, &[&now, &node, &id]).await?;
-        match jobs_from_rows(&rows)?.pop() {
-            Some(job) => return Ok(Some(job)),
-            None => held.push(id),
+    }
+
+    /// The first [`CLAIM_KEYLESS`] (prepared as `st`).
+    pub(crate) async fn first(
+        &self,
+        tx: &tokio_postgres::Client,
+        st: &tokio_postgres::Statement,
+    ) -> Result<Option<tokio_postgres::Row>> {
+        self.keyless(tx, st, &[], &[]).await
+    }
+
+    async fn keyless(
+        &self,
+        tx: &tokio_postgres::Client,
+        st: &tokio_postgres::Statement,
+        passed: &[String],
+        held: &[i64],
+    ) -> Result<Option<tokio_postgres::Row>> {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+            &self.at,
+            &self.node,
+            &passed,
+            &self.labels,
+            &held,
+            &self.now,
+        ];
+        Ok(tx.query_opt(st, &params).await?)
+    }
+
+    /// The claim, given the first statement's answer `row`.
+    pub(crate) async fn then(
+        &self,
+        tx: &mut PgTx<'_>,
+        mut row: Option<tokio_postgres::Row>,
+    ) -> Result<Option<Job>> {
+        let (node, now) = (self.node, self.now);
+        // Keys whose lock another claim holds, or found at their limit once
+        // locked, and jobs another claim holds: left for the next round.
+        let mut passed: Vec<String> = Vec::new();
+        let mut held: Vec<i64> = Vec::new();
+        loop {
+            let Some(found) = row.take() else {
+                return Ok(None);
+            };
+            if found.try_get::<_, Option<i64>>(0)?.is_some() {
+                return Ok(Some(Job::decode(&found)?));
+            }
+            let id: i64 = found.try_get(JOB_COLUMN_COUNT)?;
+            if let Some(key) = found.try_get::<_, Option<String>>(JOB_COLUMN_COUNT + 1)? {
+                let max: Option<i64> = found.try_get(JOB_COLUMN_COUNT + 2)?;
+                let lock = tx.prepared(TRY_KEY_LOCK).await?;
+                let locked: bool = tx.tx.query_one(&lock, &[&key]).await?.try_get(0)?;
+                let fits = locked && {
+                    let count = tx.prepared(RUNNING_WITH_KEY).await?;
+                    let running: i64 = tx.tx.query_one(&count, &[&key]).await?.try_get(0)?;
+                    running < max.unwrap_or(1)
+                };
+                if !fits {
+                    passed.push(key);
+                } else {
+                    let st = tx.prepared(CLAIM_ID).await?;
+                    let rows = tx.tx.query(&st, &[&now, &node, &id]).await?;
+                    match jobs_from_rows(&rows)?.pop() {
+                        Some(job) => return Ok(Some(job)),
+                        None => held.push(id),
+                    }
+                }
+            } else {
+                // Keyless, and not claimed: another claim holds it.
+                held.push(id);
+            }
+            let st = tx.prepared(CLAIM_KEYLESS).await?;
+            row = self.keyless(tx.tx, &st, &passed, &held).await?;
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use joblog_core::JobId;
-use tokio_postgres::{Client, Transaction};
+use tokio_postgres::Client;
 
 use crate::{Outcome, Result};
 
@@ -21,7 +21,7 @@ pub const PARTITION_JOBS: i64 = 10_000;
 const PARTITION_LOCK: i64 = 0x6a6f_626c_6f67_0002;
 
 /// Creates log partition `p` unless it exists; serialised across nodes.
-pub(crate) async fn create_partition(tx: &Transaction<'_>, p: i64) -> Result<()> {
+pub(crate) async fn create_partition(tx: &Client, p: i64) -> Result<()> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PARTITION_LOCK])
         .await?;
     let (lo, hi) = (p * PARTITION_JOBS, (p + 1) * PARTITION_JOBS);
@@ -40,7 +40,7 @@ pub(crate) async fn create_partition(tx: &Transaction<'_>, p: i64) -> Result<()>
 /// hold, and returns them; the caller adds them to `known` only once the
 /// transaction commits, since a rolled-back creation never happened.
 pub(super) async fn create_missing(
-    tx: &Transaction<'_>,
+    tx: &Client,
     known: &HashSet<i64>,
     jobs: impl Iterator<Item = JobId>,
 ) -> Result<Vec<i64>> {
@@ -78,7 +78,7 @@ pub(super) async fn load_partitions(client: &Client) -> Result<HashSet<i64>> {
 /// Drops every log partition that holds only jobs retention deletes, with
 /// those jobs. A partition is only dropped once the job ids have moved at
 /// least one whole partition past it, so no job can still arrive in it.
-pub(super) async fn drop_partitions(tx: &Transaction<'_>, candidates: &[JobId]) -> Result<Outcome> {
+pub(super) async fn drop_partitions(tx: &Client, candidates: &[JobId]) -> Result<Outcome> {
     let mut jobs = Vec::new();
     let mut records = 0u64;
     if candidates.is_empty() {
@@ -91,7 +91,7 @@ pub(super) async fn drop_partitions(tx: &Transaction<'_>, candidates: &[JobId]) 
         )
         .await?
         .try_get(0)?;
-    let mut partitions: Vec<i64> = load_partitions(tx.client()).await?.into_iter().collect();
+    let mut partitions: Vec<i64> = load_partitions(tx).await?.into_iter().collect();
     partitions.sort_unstable();
     let candidates: Vec<i64> = candidates.to_vec();
     for p in partitions {

@@ -22,6 +22,7 @@ use joblog_core::notify::Rule;
 use joblog_core::schedule::Schedule;
 
 pub(crate) mod batch;
+mod pipeline;
 #[cfg(test)]
 mod tests;
 

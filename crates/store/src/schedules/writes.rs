@@ -65,7 +65,7 @@ const DELETE: Statement = sql!("DELETE FROM schedules WHERE id = $1");
 /// already has its job. Two texts: PostgreSQL records the node that
 /// queued a job and pins one with secrets to it (`$4`, `$5`); SQLite has
 /// one node and leaves those two out.
-const INSERT_JOB: Statement = Statement::new(
+pub(crate) const INSERT_JOB: Statement = Statement::new(
     concat!(
         "INSERT INTO jobs (name, state, spec, created_at, schedule_id, fire_time, attempt, \
          concurrency_key, max_concurrent, run_after, node_selector, folder) \
@@ -165,12 +165,25 @@ pub(crate) async fn insert_job<T: ScheduleWrites>(
     run_after: Option<Timestamp>,
     now: i64,
 ) -> Result<Option<Job>> {
+    let params = insert_job_params(tx.node(), name, spec, run_after, now)?;
+    query_opt(tx, &INSERT_JOB, &params).await
+}
+
+/// The values of [`INSERT_JOB`] for [`insert_job`] by `node` (the
+/// writer's node, on PostgreSQL): apart, so that a writer may send it
+/// with other statements at once.
+pub(crate) fn insert_job_params(
+    node: Option<&str>,
+    name: Option<&str>,
+    spec: &JobSpec,
+    run_after: Option<Timestamp>,
+    now: i64,
+) -> Result<[Param; 13]> {
     let spec_json = serde_json::to_string(spec)
         .map_err(|e| StoreError::Database(format!("encoding job spec: {e}")))?;
-    let node = tx.node();
     let pinned = node.filter(|_| spec.holds_secrets_in_memory());
     let keys = JobKeys::of(spec);
-    let params = [
+    Ok([
         name.into(),
         spec_json.into(),
         now.into(),
@@ -184,8 +197,7 @@ pub(crate) async fn insert_job<T: ScheduleWrites>(
         run_after.map(Timestamp::micros).into(),
         keys.node_selector.into(),
         keys.folder.into(),
-    ];
-    query_opt(tx, &INSERT_JOB, &params).await
+    ])
 }
 
 /// A row of [`due_columns!`].

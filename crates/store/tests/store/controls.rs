@@ -16,6 +16,7 @@ use super::*;
 
 joblog_store::backend_tests! {
     selectors_and_concurrency_keys_hold_together,
+    the_ops_of_one_batch_see_what_the_ops_before_them_wrote,
     a_drained_node_claims_and_fires_nothing_until_undrained,
     a_paused_scheduler_fires_and_triggers_nothing_until_resumed,
     a_paused_start_drains_its_node_pauses_the_scheduler_and_presumes_the_others_lapsed,
@@ -109,6 +110,84 @@ async fn selectors_and_concurrency_keys_hold_together(db: TestDatabase) {
     t.finish(ids[0], JobState::Succeeded, Some(0));
     assert_eq!(claim(&mut t, "web-1", "role=web"), None);
     assert_eq!(claim(&mut t, "db-1", "role=db,os=linux"), Some(ids[1]));
+}
+
+/// Claims, ends and new jobs in one batch (PostgreSQL sends their first
+/// statements at once): a claim takes neither a job an earlier claim of
+/// the batch took nor a second of a key whose limit an earlier one
+/// filled, sees an end before it free the key, and a job queued in the
+/// same batch is taken by one of its claims.
+async fn the_ops_of_one_batch_see_what_the_ops_before_them_wrote(db: TestDatabase) {
+    let mut t = open_store(db);
+    let insert = |key: Option<&str>| {
+        let spec = JobSpec {
+            command: vec!["true".into()],
+            concurrency: key.map(|k| joblog_core::Concurrency {
+                key: k.into(),
+                max: 1,
+            }),
+            ..JobSpec::default()
+        };
+        WriteOp::InsertJob {
+            name: None,
+            spec: Box::new(spec),
+        }
+    };
+    let claim = || WriteOp::ClaimNext {
+        node: "n".into(),
+        labels: Default::default(),
+        at: Timestamp::now(),
+    };
+    let claimed = |outcomes: Vec<Outcome>| -> Vec<Option<JobId>> {
+        outcomes
+            .into_iter()
+            .filter_map(|o| match o {
+                Outcome::Claimed(job) => Some(job.map(|j| j.id)),
+                _ => None,
+            })
+            .collect()
+    };
+    let ids: Vec<JobId> = t
+        .apply(vec![insert(Some("k")), insert(Some("k")), insert(None)])
+        .into_iter()
+        .map(|o| match o {
+            Outcome::Job(j) => j.id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        claimed(t.apply(vec![claim(), claim(), claim()])),
+        [Some(ids[0]), Some(ids[2]), None],
+        "the key's second job waits; no job is taken twice"
+    );
+    let finish = WriteOp::Finish {
+        job: ids[0],
+        state: JobState::Succeeded,
+        exit_code: Some(0),
+        result: None,
+        summary: LogSummary::default(),
+        at: Timestamp::now(),
+    };
+    let outcomes = t.apply(vec![finish, claim(), claim(), insert(None), claim()]);
+    assert!(
+        matches!(&outcomes[0], Outcome::MaybeJob(Some(j)) if j.state == JobState::Succeeded),
+        "{:?}",
+        outcomes[0]
+    );
+    let new = match &outcomes[3] {
+        Outcome::Job(j) => j.id,
+        other => panic!("{other:?}"),
+    };
+    // Which claim takes the new job may differ: on PostgreSQL a claim
+    // that met the key's second job looks again after the batch's later
+    // statements ran.
+    let mut taken = claimed(outcomes);
+    taken.sort();
+    assert_eq!(
+        taken,
+        [None, Some(ids[1]), Some(new)],
+        "the end frees the key; the job queued in the batch is taken"
+    );
 }
 
 async fn a_drained_node_claims_and_fires_nothing_until_undrained(db: TestDatabase) {

@@ -9,14 +9,13 @@ use std::collections::{HashMap, HashSet};
 use joblog_core::{JobId, LogSummary, Record, Timestamp};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Statement, Transaction};
+use tokio_postgres::{Client, Statement};
 
-use super::{Attempt, WriterConn};
+use super::{pipeline, Attempt, WriterConn};
 use crate::interrupt::{interruption, Cause};
 use crate::notifications;
 use crate::postgres::audit::{self, INSERT_AUDIT, LOCK_AUDIT};
 use crate::postgres::conn::PgTx;
-use crate::postgres::jobs;
 use crate::postgres::listener::{self, CHANNEL};
 use crate::postgres::partitions::{create_missing, drop_partitions, load_partitions};
 use crate::postgres::sql::{
@@ -32,7 +31,7 @@ use crate::{Committed, Outcome, Result, StoreError, WriteOp};
 /// The statement for `sql`, prepared once per connection.
 pub(crate) async fn prepared(
     statements: &mut HashMap<&'static str, Statement>,
-    tx: &Transaction<'_>,
+    tx: &Client,
     sql: &'static str,
 ) -> Result<Statement> {
     if let Some(s) = statements.get(sql) {
@@ -53,8 +52,29 @@ pub(super) async fn apply_batch(
     if conn.partitions.is_none() {
         conn.partitions = Some(load_partitions(&conn.client).await?);
     }
+    let applied = in_transaction(conn, node, ops, attempt).await;
+    if applied.is_err() && !conn.committing {
+        // The transaction is begun with the batch's first statements and
+        // ended by hand (no `Transaction` guard to roll it back on drop).
+        // On a lost connection this fails too, and the next batch opens
+        // a new one.
+        if let Err(e) = conn.client.batch_execute("ROLLBACK").await {
+            tracing::debug!(error = %crate::error::pg_message(&e), "rolling back a failed batch");
+        }
+    }
+    applied
+}
+
+async fn in_transaction(
+    conn: &mut WriterConn,
+    node: &str,
+    ops: &[WriteOp],
+    attempt: &Attempt,
+) -> Result<Vec<Outcome>> {
     let statements = &mut conn.statements;
-    let tx = conn.client.transaction().await?;
+    let tx = &conn.client;
+    // Sent with the first run's statements, or alone before any other op.
+    let mut begin = Some(tx.batch_execute("BEGIN"));
     let now = attempt.now;
     let writer = node;
     let mut outcomes = Vec::with_capacity(ops.len());
@@ -65,33 +85,44 @@ pub(super) async fn apply_batch(
     // Audit entries, inserted after every other write of the batch.
     let mut audited: Vec<&joblog_core::NewAudit> = Vec::new();
     let mut rules = None;
-    for op in ops {
+    let mut i = 0;
+    while i < ops.len() {
+        let op = &ops[i];
         if let WriteOp::SaveRule { .. } | WriteOp::DeleteRule { .. } = op {
             rules = None;
         }
         // The shared ops' view of this transaction (`crate::writes`).
         let mut w = PgTx {
-            tx: &tx,
+            tx,
             statements: &mut *statements,
             node,
             rules: &mut rules,
         };
+        if pipeline::pipelined(op) {
+            let end = ops[i..]
+                .iter()
+                .position(|op| !pipeline::pipelined(op))
+                .map_or(ops.len(), |n| i + n);
+            let run = &ops[i..end];
+            outcomes
+                .extend(pipeline::apply_run(&mut w, begin.take(), run, &mut summaries, now).await?);
+            i = end;
+            continue;
+        }
+        i += 1;
+        if let Some(begin) = begin.take() {
+            begin.await?;
+        }
         let outcome = match op {
-            WriteOp::InsertJob { name, spec } => {
-                match schedule_writes::insert_job(&mut w, name.as_deref(), spec, None, now).await? {
-                    Some(job) => Outcome::Job(job),
-                    None => {
-                        return Err(StoreError::Database(
-                            "a job for a fire that already has one".into(),
-                        ))
-                    }
-                }
+            WriteOp::InsertJob { .. }
+            | WriteOp::ClaimNext { .. }
+            | WriteOp::Append { .. }
+            | WriteOp::Finish { .. } => {
+                return Err(StoreError::Database(format!(
+                    "a {} op applied outside a pipelined run",
+                    op.name()
+                )))
             }
-            WriteOp::ClaimNext {
-                node: claimer,
-                labels,
-                at,
-            } => Outcome::Claimed(jobs::claim(&mut w, claimer, labels, *at, now).await?),
             WriteOp::FireDue { now: at, node } => {
                 schedule_writes::fire_due(&mut w, *at, node, now).await?
             }
@@ -101,15 +132,6 @@ pub(super) async fn apply_batch(
                 next_fire,
             } => schedule_writes::save(&mut w, *id, schedule, *next_fire, now).await?,
             WriteOp::DeleteSchedule { id } => schedule_writes::delete(&mut w, *id).await?,
-            WriteOp::Append {
-                job,
-                summary,
-                records: _,
-            } => {
-                note_summary(&mut summaries, *job, *summary);
-                Outcome::Done
-            }
-            WriteOp::Finish { .. } => writes::finish(&mut w, op, &mut summaries, now).await?,
             WriteOp::CancelQueued { job } => writes::cancel_queued(&mut w, *job, now).await?,
             WriteOp::Interrupt {
                 node,
@@ -117,11 +139,11 @@ pub(super) async fn apply_batch(
             } => {
                 let victims = match node {
                     Some(node) => {
-                        let st = prepared(statements, &tx, VICTIMS_OF_NODE).await?;
+                        let st = prepared(statements, tx, VICTIMS_OF_NODE).await?;
                         tx.query(&st, &[node]).await?
                     }
                     None => {
-                        let st = prepared(statements, &tx, VICTIMS_ALL).await?;
+                        let st = prepared(statements, tx, VICTIMS_ALL).await?;
                         tx.query(&st, &[include_queued]).await?
                     }
                 };
@@ -131,7 +153,7 @@ pub(super) async fn apply_batch(
                     writer,
                 };
                 ending
-                    .apply(statements, &tx, &victims, &mut summaries, &mut endings)
+                    .apply(statements, tx, &victims, &mut summaries, &mut endings)
                     .await?
             }
             WriteOp::DeleteLogChunk { job, max } => {
@@ -156,15 +178,15 @@ pub(super) async fn apply_batch(
             } => notifications::tried(&mut w, *id, outcome, *retry_at, *at).await?,
             WriteOp::DropLogPartitions { candidates } => {
                 partitions_changed = true;
-                drop_partitions(&tx, candidates).await?
+                drop_partitions(tx, candidates).await?
             }
             WriteOp::Heartbeat { node, lapse } => {
-                let st = prepared(statements, &tx, HEARTBEAT).await?;
+                let st = prepared(statements, tx, HEARTBEAT).await?;
                 tx.execute(&st, &[node]).await?;
                 match lapse {
                     Some(lapse) => {
                         let secs = lapse.as_secs_f64();
-                        let st = prepared(statements, &tx, VICTIMS_LAPSED).await?;
+                        let st = prepared(statements, tx, VICTIMS_LAPSED).await?;
                         let victims = tx.query(&st, &[node, &secs]).await?;
                         let ending = End {
                             cause: Cause::Lapsed {
@@ -175,9 +197,9 @@ pub(super) async fn apply_batch(
                             writer,
                         };
                         let n = ending
-                            .apply(statements, &tx, &victims, &mut summaries, &mut endings)
+                            .apply(statements, tx, &victims, &mut summaries, &mut endings)
                             .await?;
-                        let st = prepared(statements, &tx, FORGET_LAPSED).await?;
+                        let st = prepared(statements, tx, FORGET_LAPSED).await?;
                         tx.execute(&st, &[node]).await?;
                         n
                     }
@@ -207,7 +229,7 @@ pub(super) async fn apply_batch(
                 crate::controls::set_paused(&mut w, by.as_deref(), now).await?
             }
             WriteOp::NodeStopped { node } => {
-                let st = prepared(statements, &tx, NODE_STOPPED).await?;
+                let st = prepared(statements, tx, NODE_STOPPED).await?;
                 tx.execute(&st, &[node]).await?;
                 Outcome::Done
             }
@@ -226,6 +248,9 @@ pub(super) async fn apply_batch(
         };
         outcomes.push(outcome);
     }
+    if let Some(begin) = begin.take() {
+        begin.await?;
+    }
 
     let known = conn.partitions.get_or_insert_with(HashSet::new);
     let appends = ops
@@ -235,9 +260,9 @@ pub(super) async fn apply_batch(
             _ => None,
         })
         .chain(endings.iter().map(|(job, records)| (*job, records)));
-    let created = create_missing(&tx, known, appends.clone().map(|(job, _)| job)).await?;
+    let created = create_missing(tx, known, appends.clone().map(|(job, _)| job)).await?;
     if appends.clone().next().is_some() {
-        copy_records(&tx, appends).await.inspect_err(|e| {
+        copy_records(tx, appends).await.inspect_err(|e| {
             if let StoreError::Unavailable(_) = e {
                 partitions_changed = true;
             }
@@ -256,14 +281,14 @@ pub(super) async fn apply_batch(
             truncated.push(s.truncated);
             streams.push(streams_to_text(&s.streams));
         }
-        let st = prepared(statements, &tx, SAVE_SUMMARIES).await?;
+        let st = prepared(statements, tx, SAVE_SUMMARIES).await?;
         tx.execute(&st, &[&ids, &records, &bytes, &truncated, &streams])
             .await?;
     }
     if !audited.is_empty() {
-        let lock = prepared(statements, &tx, LOCK_AUDIT).await?;
-        let insert = prepared(statements, &tx, INSERT_AUDIT).await?;
-        audit::append(&tx, &lock, &insert, &audited).await?;
+        let lock = prepared(statements, tx, LOCK_AUDIT).await?;
+        let insert = prepared(statements, tx, INSERT_AUDIT).await?;
+        audit::append(tx, &lock, &insert, &audited).await?;
     }
     let mut committed = Committed::default();
     for (op, outcome) in ops.iter().zip(&outcomes) {
@@ -279,22 +304,17 @@ pub(super) async fn apply_batch(
     };
     let (st, params): (_, Vec<&(dyn ToSql + Sync)>) = match &payload {
         None => (
-            prepared(statements, &tx, MARK_BATCH).await?,
+            prepared(statements, tx, MARK_BATCH).await?,
             vec![&node, &attempt.marker],
         ),
         Some(payload) => (
-            prepared(statements, &tx, MARK_BATCH_AND_NOTIFY).await?,
+            prepared(statements, tx, MARK_BATCH_AND_NOTIFY).await?,
             vec![&node, &attempt.marker, &CHANNEL, payload],
         ),
     };
     conn.committing = true;
-    let (marked, committed) = futures_util::join!(
-        tx.execute(&st, &params),
-        tx.client().batch_execute("COMMIT")
-    );
-    // Ended by the COMMIT sent above, not by a drop (which would send a
-    // ROLLBACK after it); a `Transaction` owns nothing else.
-    std::mem::forget(tx);
+    let (marked, committed) =
+        futures_util::join!(tx.execute(&st, &params), tx.batch_execute("COMMIT"));
     let committed = marked.map(drop).and(committed);
     if partitions_changed {
         conn.partitions = None;
@@ -321,7 +341,7 @@ impl End<'_> {
     async fn apply(
         &self,
         statements: &mut HashMap<&'static str, Statement>,
-        tx: &Transaction<'_>,
+        tx: &Client,
         victims: &[tokio_postgres::Row],
         summaries: &mut Vec<(JobId, LogSummary)>,
         endings: &mut Vec<(JobId, Vec<Record>)>,
@@ -367,7 +387,7 @@ impl End<'_> {
 /// All records of the batch in one binary COPY: the fastest way into
 /// PostgreSQL measured (docs/benchmarks.md).
 pub(crate) async fn copy_records<'a>(
-    tx: &Transaction<'_>,
+    tx: &Client,
     appends: impl Iterator<Item = (JobId, &'a Vec<Record>)>,
 ) -> Result<()> {
     let sink = tx.copy_in(COPY_LOG).await?;
