@@ -25,7 +25,10 @@ impl Engine {
                     if c.queued > 0 || c.reset || !c.finished.is_empty() {
                         self.inner.dispatcher.wake.notify_one();
                     }
-                    if c.reset || !c.finished.is_empty() {
+                    // Not at every end: on PostgreSQL the writer tells
+                    // whether a rule matched, and the sender's look is a
+                    // read of the store.
+                    if c.reset || c.deliveries {
                         self.notifications_due();
                     }
                     // Not at every end: a job that wrote nothing was

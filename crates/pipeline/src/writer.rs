@@ -531,6 +531,10 @@ fn commit_batch(
                 .inc_by(records.iter().map(|r| r.message.len() as u64).sum());
         }
     }
+    // A writer that cannot tell leaves it to any end.
+    committed.deliveries = writer
+        .take_queued_deliveries()
+        .unwrap_or(committed.reset || !committed.finished.is_empty());
     metrics.batch_records.observe(records as f64);
     metrics.commits.inc();
     for ((reply, op_permits, share), outcome) in waiting.into_iter().zip(outcomes) {

@@ -54,6 +54,13 @@ pub struct Committed {
     /// look finds the rest).
     #[serde(default, rename = "z", skip_serializing_if = "std::ops::Not::not")]
     pub to_seal: bool,
+    /// A notification delivery was queued (or may have been: a writer
+    /// that cannot tell sets it at every end): senders look at the
+    /// outbox. Added after the others (a peer that predates it never sets
+    /// it; its own sender looks after each of its ends, and every sender
+    /// looks at least every 30 s).
+    #[serde(default, rename = "n", skip_serializing_if = "std::ops::Not::not")]
+    pub deliveries: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -298,5 +305,21 @@ mod tests {
             ..Committed::default()
         };
         assert_eq!(serde_json::to_string(&none).unwrap(), r#"{"q":1}"#);
+    }
+
+    /// A delivery queued crosses nodes as `n`, left out when none was; a
+    /// notice of an older peer reads as none.
+    #[test]
+    fn a_queued_delivery_crosses_nodes_as_n() {
+        let c = Committed {
+            finished: vec![4],
+            deliveries: true,
+            ..Committed::default()
+        };
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(json, r#"{"f":[4],"n":true}"#);
+        assert_eq!(serde_json::from_str::<Committed>(&json).unwrap(), c);
+        let from_old: Committed = serde_json::from_str(r#"{"f":[4]}"#).unwrap();
+        assert!(!from_old.deliveries);
     }
 }

@@ -244,6 +244,7 @@ pub(crate) async fn on_end<T: ScheduleWrites>(c: &mut T, job: &Job, now: i64) ->
         if when.matches(job) {
             c.execute(&INSERT_DELIVERY, &[(*id).into(), job.id.into(), now.into()])
                 .await?;
+            c.queued_delivery();
         }
     }
     Ok(())

@@ -330,4 +330,13 @@ pub trait StoreWriter: Send {
     fn may_have_committed(&self) -> bool {
         false
     }
+
+    /// Whether the batches committed since it was last asked queued a
+    /// notification delivery (a job's end matched an enabled rule), and
+    /// forgets; `None`: this writer does not tell, and any job's end may
+    /// have. So a node's notification sender looks at the outbox only
+    /// when there is something to send, not after every job.
+    fn take_queued_deliveries(&mut self) -> Option<bool> {
+        None
+    }
 }

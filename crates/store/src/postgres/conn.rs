@@ -114,6 +114,8 @@ pub(crate) struct PgTx<'a> {
     /// The enabled notification rules, read once a batch: on PostgreSQL
     /// each read is a round trip, and a burst of jobs ends many in one.
     pub rules: &'a mut Option<crate::notifications::EnabledRules>,
+    /// Whether the batch queued a notification delivery.
+    pub queued: &'a mut bool,
 }
 
 impl PgTx<'_> {

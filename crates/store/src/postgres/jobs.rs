@@ -140,6 +140,10 @@ impl ScheduleWrites for PgTx<'_> {
         Some(self.rules)
     }
 
+    fn queued_delivery(&mut self) {
+        *self.queued = true;
+    }
+
     async fn lock_chains(&mut self) -> Result<()> {
         self.tx
             .execute("SELECT pg_advisory_xact_lock($1)", &[&CHAINS_LOCK])

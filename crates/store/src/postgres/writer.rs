@@ -43,6 +43,9 @@ pub(super) struct PgWriter {
     conn: Option<WriterConn>,
     /// The last attempt failed in a way that may have committed it anyway.
     uncertain: Option<Attempt>,
+    /// A batch committed since [`StoreWriter::take_queued_deliveries`]
+    /// was last asked queued a notification delivery.
+    queued_deliveries: bool,
     /// The last attempt made (for tests that lose its acknowledgement).
     #[cfg(test)]
     last: Option<Attempt>,
@@ -80,6 +83,7 @@ impl PgWriter {
             batch_no: 0,
             conn: None,
             uncertain: None,
+            queued_deliveries: false,
             #[cfg(test)]
             last: None,
         };
@@ -184,6 +188,8 @@ impl StoreWriter for PgWriter {
                         batch = %attempt.marker,
                         "the batch whose commit was not acknowledged was committed; not applying it again"
                     );
+                    // What it queued is not known any more: it may have.
+                    self.queued_deliveries = true;
                     return self.with_conn(|c| rederive(c, &node, ops, &attempt));
                 }
             } else {
@@ -207,16 +213,26 @@ impl StoreWriter for PgWriter {
         // Failing before its COMMIT was sent (or before a connection was
         // made), the attempt certainly applied nothing.
         let sent_commit = self.conn.as_ref().is_some_and(|c| c.committing);
-        match &result {
-            Err(e) if e.is_transient() && sent_commit => self.uncertain = Some(attempt),
-            Err(_) => {}
-            Ok(_) => {}
+        match result {
+            Err(e) => {
+                if e.is_transient() && sent_commit {
+                    self.uncertain = Some(attempt);
+                }
+                Err(e)
+            }
+            Ok((outcomes, queued)) => {
+                self.queued_deliveries |= queued;
+                Ok(outcomes)
+            }
         }
-        result
     }
 
     fn may_have_committed(&self) -> bool {
         self.uncertain.is_some()
+    }
+
+    fn take_queued_deliveries(&mut self) -> Option<bool> {
+        Some(std::mem::take(&mut self.queued_deliveries))
     }
 }
 

@@ -104,6 +104,11 @@ pub(crate) trait ScheduleWrites: Conn + Sized {
         None
     }
 
+    /// Notes that this batch queued a notification delivery (see
+    /// [`crate::StoreWriter::take_queued_deliveries`]); a writer that
+    /// does not tell has nothing to note.
+    fn queued_delivery(&mut self) {}
+
     /// Serialises the saves and deletes that change chains of triggers
     /// until the commit, across every node of the store (see
     /// `chain.rs`). A store of one writer has nothing to do.

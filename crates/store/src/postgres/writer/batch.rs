@@ -42,13 +42,15 @@ pub(crate) async fn prepared(
     Ok(s)
 }
 
-/// Applies `ops` in one transaction stamped with `attempt`'s marker.
+/// Applies `ops` in one transaction stamped with `attempt`'s marker. →
+/// each op's outcome, and whether the batch queued a notification
+/// delivery.
 pub(super) async fn apply_batch(
     conn: &mut WriterConn,
     node: &str,
     ops: &[WriteOp],
     attempt: &Attempt,
-) -> Result<Vec<Outcome>> {
+) -> Result<(Vec<Outcome>, bool)> {
     if conn.partitions.is_none() {
         conn.partitions = Some(load_partitions(&conn.client).await?);
     }
@@ -70,7 +72,7 @@ async fn in_transaction(
     node: &str,
     ops: &[WriteOp],
     attempt: &Attempt,
-) -> Result<Vec<Outcome>> {
+) -> Result<(Vec<Outcome>, bool)> {
     let statements = &mut conn.statements;
     let tx = &conn.client;
     // Sent with the first run's statements, or alone before any other op.
@@ -85,6 +87,7 @@ async fn in_transaction(
     // Audit entries, inserted after every other write of the batch.
     let mut audited: Vec<&joblog_core::NewAudit> = Vec::new();
     let mut rules = None;
+    let mut queued = false;
     let mut i = 0;
     while i < ops.len() {
         let op = &ops[i];
@@ -97,6 +100,7 @@ async fn in_transaction(
             statements: &mut *statements,
             node,
             rules: &mut rules,
+            queued: &mut queued,
         };
         if pipeline::pipelined(op) {
             let end = ops[i..]
@@ -153,7 +157,14 @@ async fn in_transaction(
                     writer,
                 };
                 ending
-                    .apply(statements, tx, &victims, &mut summaries, &mut endings)
+                    .apply(
+                        statements,
+                        tx,
+                        &victims,
+                        &mut summaries,
+                        &mut endings,
+                        &mut queued,
+                    )
                     .await?
             }
             WriteOp::DeleteLogChunk { job, max } => {
@@ -197,7 +208,14 @@ async fn in_transaction(
                             writer,
                         };
                         let n = ending
-                            .apply(statements, tx, &victims, &mut summaries, &mut endings)
+                            .apply(
+                                statements,
+                                tx,
+                                &victims,
+                                &mut summaries,
+                                &mut endings,
+                                &mut queued,
+                            )
                             .await?;
                         let st = prepared(statements, tx, FORGET_LAPSED).await?;
                         tx.execute(&st, &[node]).await?;
@@ -294,6 +312,7 @@ async fn in_transaction(
     for (op, outcome) in ops.iter().zip(&outcomes) {
         committed.add(op, outcome);
     }
+    committed.deliveries = queued;
     // The marker and the COMMIT travel together: one round trip, not
     // two. Should the marker fail, the server rolls the transaction back
     // and answers the COMMIT with a ROLLBACK, and the marker's error is
@@ -323,7 +342,7 @@ async fn in_transaction(
     if let Some(known) = conn.partitions.as_mut() {
         known.extend(created);
     }
-    Ok(outcomes)
+    Ok((outcomes, queued))
 }
 
 /// Ends the jobs a `victim_columns!` query locked, each with its
@@ -345,6 +364,7 @@ impl End<'_> {
         victims: &[tokio_postgres::Row],
         summaries: &mut Vec<(JobId, LogSummary)>,
         endings: &mut Vec<(JobId, Vec<Record>)>,
+        queued: &mut bool,
     ) -> Result<Outcome> {
         let mut ids = Vec::with_capacity(victims.len());
         let mut ended = Vec::with_capacity(victims.len());
@@ -376,6 +396,7 @@ impl End<'_> {
             statements,
             node: self.writer,
             rules: &mut None,
+            queued,
         };
         for job in &jobs {
             notifications::on_interrupted(&mut w, job, self.now).await?;
