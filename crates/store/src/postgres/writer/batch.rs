@@ -78,7 +78,6 @@ async fn in_transaction(
     // Sent with the first run's statements, or alone before any other op.
     let mut begin = Some(tx.batch_execute("BEGIN"));
     let now = attempt.now;
-    let writer = node;
     let mut outcomes = Vec::with_capacity(ops.len());
     let mut summaries: Vec<(JobId, LogSummary)> = Vec::new();
     let mut partitions_changed = false;
@@ -143,28 +142,20 @@ async fn in_transaction(
             } => {
                 let victims = match node {
                     Some(node) => {
-                        let st = prepared(statements, tx, VICTIMS_OF_NODE).await?;
+                        let st = w.prepared(VICTIMS_OF_NODE).await?;
                         tx.query(&st, &[node]).await?
                     }
                     None => {
-                        let st = prepared(statements, tx, VICTIMS_ALL).await?;
+                        let st = w.prepared(VICTIMS_ALL).await?;
                         tx.query(&st, &[include_queued]).await?
                     }
                 };
                 let ending = End {
                     cause: Cause::Restarted,
                     now,
-                    writer,
                 };
                 ending
-                    .apply(
-                        statements,
-                        tx,
-                        &victims,
-                        &mut summaries,
-                        &mut endings,
-                        &mut queued,
-                    )
+                    .apply(&mut w, &victims, &mut summaries, &mut endings)
                     .await?
             }
             WriteOp::DeleteLogChunk { job, max } => {
@@ -192,12 +183,12 @@ async fn in_transaction(
                 drop_partitions(tx, candidates).await?
             }
             WriteOp::Heartbeat { node, lapse } => {
-                let st = prepared(statements, tx, HEARTBEAT).await?;
+                let st = w.prepared(HEARTBEAT).await?;
                 tx.execute(&st, &[node]).await?;
                 match lapse {
                     Some(lapse) => {
                         let secs = lapse.as_secs_f64();
-                        let st = prepared(statements, tx, VICTIMS_LAPSED).await?;
+                        let st = w.prepared(VICTIMS_LAPSED).await?;
                         let victims = tx.query(&st, &[node, &secs]).await?;
                         let ending = End {
                             cause: Cause::Lapsed {
@@ -205,19 +196,11 @@ async fn in_transaction(
                                 timeout: *lapse,
                             },
                             now,
-                            writer,
                         };
                         let n = ending
-                            .apply(
-                                statements,
-                                tx,
-                                &victims,
-                                &mut summaries,
-                                &mut endings,
-                                &mut queued,
-                            )
+                            .apply(&mut w, &victims, &mut summaries, &mut endings)
                             .await?;
-                        let st = prepared(statements, tx, FORGET_LAPSED).await?;
+                        let st = w.prepared(FORGET_LAPSED).await?;
                         tx.execute(&st, &[node]).await?;
                         n
                     }
@@ -352,19 +335,15 @@ async fn in_transaction(
 struct End<'a> {
     cause: Cause<'a>,
     now: i64,
-    /// The node this writer writes for.
-    writer: &'a str,
 }
 
 impl End<'_> {
     async fn apply(
         &self,
-        statements: &mut HashMap<&'static str, Statement>,
-        tx: &Client,
+        w: &mut PgTx<'_>,
         victims: &[tokio_postgres::Row],
         summaries: &mut Vec<(JobId, LogSummary)>,
         endings: &mut Vec<(JobId, Vec<Record>)>,
-        queued: &mut bool,
     ) -> Result<Outcome> {
         let mut ids = Vec::with_capacity(victims.len());
         let mut ended = Vec::with_capacity(victims.len());
@@ -388,18 +367,11 @@ impl End<'_> {
             jobs.push(job);
         }
         if !ids.is_empty() {
-            let st = prepared(statements, tx, INTERRUPT_IDS).await?;
-            tx.execute(&st, &[&ids, &self.now]).await?;
+            let st = w.prepared(INTERRUPT_IDS).await?;
+            w.tx.execute(&st, &[&ids, &self.now]).await?;
         }
-        let mut w = PgTx {
-            tx,
-            statements,
-            node: self.writer,
-            rules: &mut None,
-            queued,
-        };
         for job in &jobs {
-            notifications::on_interrupted(&mut w, job, self.now).await?;
+            notifications::on_interrupted(w, job, self.now).await?;
         }
         Ok(Outcome::Interrupted(ended))
     }

@@ -193,7 +193,7 @@ async fn steps<'o>(w: &mut PgTx<'_>, ops: &'o [WriteOp], now: i64) -> Result<Vec
 
 /// Awaits every future of `sent`, each polled first in the order given: a
 /// statement's future sends it when first polled, so the server receives
-/// them in that order (`join_all` polls in order only up to 30 futures).
+/// them in that order (`join_all` promises no order of first polls).
 async fn in_order<T>(sent: Vec<Pin<Box<dyn Future<Output = T> + Send + '_>>>) -> Result<Vec<T>> {
     let mut pending: Vec<MaybeDone<_>> = sent.into_iter().map(maybe_done).collect();
     poll_fn(|cx| {
